@@ -1,0 +1,208 @@
+"""Protocol v1: every message between the referee and a bot, as pydantic models.
+
+One JSON object per line in each direction, told apart by its `type` tag. `RefereeMessage` and
+`BotMessage` are the discriminated unions of each direction; `parse_bot_line` and
+`parse_referee_line` validate a raw line in one call. Messages from bots are validated strictly
+(unknown fields and wrong types are errors); bots must ignore fields they do not know in messages
+from the referee, so later versions of the referee may add fields. PROTOCOL.md is the prose form.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+PROTOCOL_VERSION = 1
+MAX_LINE_BYTES = 65536
+"""The longest line either side may send, in bytes, newline included."""
+
+Color = Literal["black", "white"]
+MoveText = Annotated[
+    str,
+    Field(
+        pattern=r"^(pass|[a-z][1-9][0-9]?[a-z][1-9][0-9]?)$",
+        description="A move in RULES.md notation: `pass`, or pit then root like `d5d4`.",
+        max_length=8,
+    ),
+]
+Milliseconds = Annotated[int, Field(ge=0, description="A duration in whole milliseconds.")]
+Text = Annotated[str, Field(max_length=4096)]
+
+
+class _FromReferee(BaseModel):
+    # Forward compatible: a bot that parses these models must not fail on fields added later.
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+class _FromBot(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class TimeControl(BaseModel):
+    """How much time each side has. Exactly one of the three forms applies.
+
+    - Fischer: `base_ms` for the game plus `increment_ms` after each move (`moves_per_period` null).
+    - Periods: `base_ms` for every `moves_per_period` moves, then the clock is filled up again by `base_ms`.
+    - Fixed time per move: `move_time_ms` for each move, no game clock (`base_ms` null).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    base_ms: Milliseconds | None = Field(description="Time on each clock at the start (null: no game clock).")
+    increment_ms: Milliseconds = Field(0, description="Time added to the mover's clock after each of its moves.")
+    moves_per_period: int | None = Field(
+        None, ge=1, description="With `base_ms`: the clock is filled up again by `base_ms` after this many moves."
+    )
+    move_time_ms: Milliseconds | None = Field(None, description="A fixed limit for every single move (null: none).")
+
+
+class Clock(BaseModel):
+    """Both clocks when a turn starts, as the referee measures them."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    black_ms: Milliseconds | None = Field(description="Black's remaining game time (null: no game clock).")
+    white_ms: Milliseconds | None = Field(description="White's remaining game time (null: no game clock).")
+    increment_ms: Milliseconds = Field(description="Added to the mover's clock after this move.")
+    move_limit_ms: Milliseconds | None = Field(
+        description="The most this move may take, when a fixed per-move limit applies (null otherwise)."
+    )
+    moves_to_go: int | None = Field(
+        description="Moves the mover must make before its clock is filled up again (periods only; null otherwise)."
+    )
+
+
+# -- referee -> bot -------------------------------------------------------------------------------
+
+
+class Hello(_FromReferee):
+    """The first message: the referee's protocol version. The bot answers with `BotHello`."""
+
+    type: Literal["hello"]
+    protocol: int = Field(description="The protocol version the referee speaks.")
+    referee: str = Field(description="The referee's name and version, for logs.")
+
+
+class NewGame(_FromReferee):
+    """A game starts; the bot answers `ready`. A bot process may play many games, one at a time."""
+
+    type: Literal["new_game"]
+    game_id: str = Field(description="Identifies the game in every later message about it.")
+    color: Color = Field(description="The colour this bot plays. Black moves first.")
+    width: int = Field(ge=2, le=26, description="Board files (a, b, ...).")
+    height: int = Field(ge=2, le=26, description="Board ranks (1, 2, ...).")
+    komi: float = Field(description="Points added to White's score.")
+    time_control: TimeControl
+    opponent: str = Field(description="The opponent's name.")
+
+
+class Turn(_FromReferee):
+    """The bot must move. The whole history is given, so a bot may keep no state between turns."""
+
+    type: Literal["turn"]
+    game_id: str
+    moves: list[MoveText] = Field(description="Every move of the game so far, from the empty board, in order.")
+    clock: Clock
+
+
+class GameOver(_FromReferee):
+    """The game has ended (normally or by forfeit). No answer is expected."""
+
+    type: Literal["game_over"]
+    game_id: str
+    result: Literal["1-0", "0-1", "1/2-1/2", "*"] = Field(
+        description="1-0: Black won; 0-1: White won; 1/2-1/2: draw; *: no result (the game was void)."
+    )
+    winner: Color | None = Field(description="The winner, or null for a draw or a void game.")
+    reason: str = Field(description="Why the game ended, for people.")
+    black_score: float | None = Field(description="Black's final score (null when the game was not scored).")
+    white_score: float | None = Field(description="White's final score with komi (null when not scored).")
+
+
+class Ping(_FromReferee):
+    """The bot must answer `pong` with the same id at once, even while thinking."""
+
+    type: Literal["ping"]
+    id: int
+
+
+class Quit(_FromReferee):
+    """The bot must exit promptly (it is killed after a short grace period)."""
+
+    type: Literal["quit"]
+
+
+# -- bot -> referee -------------------------------------------------------------------------------
+
+
+class BotHello(_FromBot):
+    """The bot's answer to `hello`: who it is and which protocol version it speaks."""
+
+    type: Literal["hello"]
+    protocol: int = Field(description="The protocol version the bot speaks; must be the referee's.")
+    name: Annotated[str, Field(min_length=1, max_length=64)]
+    author: Annotated[str, Field(max_length=128)] = ""
+    version: Annotated[str, Field(max_length=64)] = ""
+
+
+class Ready(_FromBot):
+    """The answer to `new_game`."""
+
+    type: Literal["ready"]
+    game_id: str
+
+
+class MoveReply(_FromBot):
+    """The answer to `turn`."""
+
+    type: Literal["move"]
+    move: MoveText
+
+
+class Info(_FromBot):
+    """What the bot is thinking, sent any number of times before its move; kept in the game record."""
+
+    type: Literal["info"]
+    depth: Annotated[int, Field(ge=0)] | None = None
+    score: float | None = Field(None, description="The bot's evaluation, from its own point of view.")
+    nodes: Annotated[int, Field(ge=0)] | None = None
+    pv: list[MoveText] | None = Field(None, max_length=256, description="The principal variation.")
+    text: Text | None = None
+
+
+class Pong(_FromBot):
+    """The answer to `ping`."""
+
+    type: Literal["pong"]
+    id: int
+
+
+RefereeMessage = Annotated[Hello | NewGame | Turn | GameOver | Ping | Quit, Field(discriminator="type")]
+BotMessage = Annotated[BotHello | Ready | MoveReply | Info | Pong, Field(discriminator="type")]
+
+REFEREE_MESSAGE: TypeAdapter[RefereeMessage] = TypeAdapter(RefereeMessage)
+BOT_MESSAGE: TypeAdapter[BotMessage] = TypeAdapter(BotMessage)
+
+
+def parse_bot_line(line: bytes | str) -> BotMessage:
+    """Validate one line from a bot; pydantic.ValidationError says what is wrong."""
+    return BOT_MESSAGE.validate_json(line, strict=True)
+
+
+def parse_referee_line(line: bytes | str) -> RefereeMessage:
+    """Validate one line from the referee (for tests and Python bots that want the models)."""
+    return REFEREE_MESSAGE.validate_json(line)
+
+
+def encode(message: BaseModel) -> bytes:
+    """One message as a line: compact JSON, no nulls dropped, newline-terminated."""
+    return message.model_dump_json().encode() + b"\n"
+
+
+def json_schemas() -> dict[str, dict[str, Any]]:
+    """The published JSON Schemas, one per direction."""
+    return {
+        "referee_to_bot": REFEREE_MESSAGE.json_schema(),
+        "bot_to_referee": BOT_MESSAGE.json_schema(),
+    }

@@ -1,0 +1,1 @@
+"""The subcommands of `alternator`, one module each (see referee.cli)."""

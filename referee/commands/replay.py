@@ -1,0 +1,15 @@
+"""`alternator replay` (being built: see the open issues)."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "replay (not yet available)"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    pass
+
+
+def run(args: argparse.Namespace) -> int:
+    raise SystemExit("alternator replay: not yet available")

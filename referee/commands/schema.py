@@ -1,0 +1,15 @@
+"""`alternator schema` (being built: see the open issues)."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "schema (not yet available)"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    pass
+
+
+def run(args: argparse.Namespace) -> int:
+    raise SystemExit("alternator schema: not yet available")

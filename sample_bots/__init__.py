@@ -1,0 +1,1 @@
+"""Sample bots, each runnable as `python -m sample_bots.NAME`."""
