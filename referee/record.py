@@ -1,0 +1,113 @@
+"""The record of one game: who played, under which settings, every move with its time, and the result.
+
+Records are pydantic models with a published JSON Schema (`referee/schema/game_record.json`), written
+one file per game by `alternator match` and one line per game to `games.jsonl` by tournaments, and
+re-checked move by move by `alternator replay`.
+"""
+
+from __future__ import annotations
+
+import enum
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from protocol.messages import Color, TimeControl
+
+RECORD_VERSION = 1
+
+
+class Termination(enum.StrEnum):
+    """How a game ended. Everything but NORMAL, VOID and ABORTED is a forfeit by `GameRecord.loser`."""
+
+    NORMAL = "normal"  # two consecutive passes; scored from the board
+    TIME = "time"  # the bot's clock (or its per-move limit) ran out
+    ILLEGAL_MOVE = "illegal_move"  # an illegal or malformed move
+    PROTOCOL = "protocol"  # malformed JSON, unknown or out-of-turn message, over-long line, failed handshake
+    CRASH = "crash"  # the bot exited or closed its output
+    UNRESPONSIVE = "unresponsive"  # the bot stopped answering pings
+    VOID = "void"  # the referee's own failure: never scored, played again
+    ABORTED = "aborted"  # stopped by the user (Ctrl-C): not scored
+
+    @property
+    def is_forfeit(self) -> bool:
+        return self not in (Termination.NORMAL, Termination.VOID, Termination.ABORTED)
+
+    @property
+    def is_scored(self) -> bool:
+        return self not in (Termination.VOID, Termination.ABORTED)
+
+
+Result = Literal["1-0", "0-1", "1/2-1/2", "*"]
+
+
+class BotInfo(BaseModel):
+    """One side of a game: what the bot said about itself and how it was started."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="The name the arena knows the bot by.")
+    command: list[str] = Field(description="The command line that started it.")
+    announced_name: str | None = Field(None, description="The name the bot gave in its hello.")
+    author: str | None = None
+    version: str | None = None
+    stderr_log: str | None = Field(None, description="Path of the capped log of the bot's stderr.")
+
+
+class GameSettings(BaseModel):
+    """Everything that decides how a game is played, apart from the bots."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    width: int = Field(8, ge=2, le=26)
+    height: int = Field(8, ge=2, le=26)
+    komi: float = 3.5
+    time_control: TimeControl
+    opening: list[str] = Field(
+        default_factory=list, description="Moves played from the empty board before the bots take over."
+    )
+    margin_ms: int = Field(0, ge=0, description="Grace added to every deadline before a bot loses on time.")
+
+
+class MoveRecord(BaseModel):
+    """One move as the referee saw it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    color: Color
+    move: str = Field(description="The move in RULES.md notation.")
+    elapsed_ms: float = Field(description="Time charged, from writing the turn line to the complete reply line.")
+    clock_ms: int | None = Field(description="The mover's remaining game time after the move (null: no game clock).")
+    infos: list[dict[str, Any]] = Field(default_factory=list, description="The bot's info messages for this move.")
+
+
+class GameRecord(BaseModel):
+    """A whole game, enough to replay and audit it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    record_version: Literal[1] = RECORD_VERSION
+    game_id: str
+    black: BotInfo
+    white: BotInfo
+    settings: GameSettings
+    moves: list[MoveRecord] = Field(
+        default_factory=list, description="The bots' moves after the opening, in order."
+    )
+    result: Result = Field(description="1-0: Black won; 0-1: White won; 1/2-1/2: draw; *: void or aborted.")
+    winner: Color | None
+    termination: Termination
+    reason: str = Field(description="Why the game ended, for people.")
+    loser: Color | None = Field(None, description="The side that forfeited (null unless a forfeit).")
+    black_score: float | None = Field(description="Black's tree total at the end (null when not scored).")
+    white_score: float | None = Field(description="White's tree total plus komi at the end (null when not scored).")
+    overrun_ms: float | None = Field(None, description="On a loss on time: how far past its deadline the bot was.")
+    stderr_tail: list[str] = Field(default_factory=list, description="The last lines of the offender's stderr.")
+    final_position: str = Field(description="The final position string (Position.to_string).")
+    started_at: datetime
+    finished_at: datetime
+
+    def all_moves(self) -> list[str]:
+        """The opening followed by the bots' moves: the full game from the empty board."""
+        return [*self.settings.opening, *(m.move for m in self.moves)]
