@@ -1,0 +1,578 @@
+"""Tournament standings: points, score, Elo with error margins, losses by kind and a crosstable.
+
+Everything here is pure arithmetic over finished game results (`GameResult`), except `write_standings`
+and `write_schema`, which only write files. `compute_standings` gives a `Standings` model (its JSON
+Schema is published as `referee/schema/standings.json`); `to_text`, `to_markdown` and `to_csv` render it.
+
+Elo: a logistic (Bradley-Terry) model, P(i beats j) = 1 / (1 + 10^((Rj - Ri) / 400)), a draw counting
+as half a win and half a loss, fitted by Newton's method. Each bot that played is also given
+`prior_draws` (default 1) virtual draws against a phantom opponent rated 0: a weak prior that keeps
+the rating of a bot that won (or lost) every game finite instead of infinite; with a few dozen games
+it moves ratings by about one Elo point. Ratings are then shifted so that their mean over the bots
+that played is 0, and the 95% margin is 1.96 standard deviations of (rating - field mean), from the
+inverse of the observed information matrix (the negative Hessian of the log posterior). A bot that
+played no games has neither rating nor margin and does not take part in the mean.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+STANDINGS_VERSION: Literal[1] = 1
+SCHEMA_PATH = Path(__file__).parent / "schema" / "standings.json"
+
+RESULTS = ("1-0", "0-1", "1/2-1/2")
+NORMAL = "normal"
+# Always listed, in this order, even when zero; any other termination kind seen follows, sorted.
+LOSS_KINDS = (NORMAL, "time", "illegal_move", "protocol", "crash", "unresponsive")
+UNSCORED = ("void", "aborted")
+
+_K = math.log(10.0) / 400.0  # d(log-odds)/d(Elo)
+_Z95 = 1.959963984540054
+_MAX_NEWTON_STEPS = 200
+
+
+@dataclass(frozen=True)
+class GameResult:
+    """One finished, scored game.
+
+    `result` is "1-0" (Black won), "0-1" (White won) or "1/2-1/2". `termination` is how it ended:
+    "normal" (scored from the board) or a forfeit kind ("time", "illegal_move", "protocol", "crash",
+    "unresponsive", or any other string), in which case the side that lost is the one that forfeited.
+    Void and aborted games are never scored: leave them out.
+    """
+
+    black: str
+    white: str
+    result: str
+    termination: str = NORMAL
+
+    def __post_init__(self) -> None:
+        # A StrEnum (referee.record.Termination) is accepted; keep the plain string.
+        object.__setattr__(self, "termination", str(self.termination))
+        if self.result not in RESULTS:
+            raise ValueError(
+                f"game {self.black} vs {self.white}: result {self.result!r} is not one of {', '.join(RESULTS)}; "
+                "leave void and aborted games out of the standings"
+            )
+        if self.termination in UNSCORED:
+            raise ValueError(
+                f"game {self.black} vs {self.white}: a {self.termination} game is not scored; leave it out"
+            )
+        if self.black == self.white:
+            raise ValueError(f"game {self.black} vs {self.white}: a bot cannot play itself in the standings")
+        if self.termination != NORMAL and self.result == "1/2-1/2":
+            raise ValueError(
+                f"game {self.black} vs {self.white}: a forfeit ({self.termination}) cannot be a draw; "
+                "give the forfeiting side the loss"
+            )
+
+    @property
+    def black_points(self) -> float:
+        return {"1-0": 1.0, "0-1": 0.0, "1/2-1/2": 0.5}[self.result]
+
+    @property
+    def loser(self) -> str | None:
+        """The bot that lost (by forfeit or on the board), or None for a draw."""
+        if self.result == "1-0":
+            return self.white
+        if self.result == "0-1":
+            return self.black
+        return None
+
+
+class CrosstableCell(BaseModel):
+    """What the row bot scored against the column bot."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    games: int = Field(ge=0, description="Games the two bots played against each other (either colour).")
+    points: float = Field(ge=0, description="Points of the row bot in those games (win 1, draw 1/2).")
+
+
+class BotStanding(BaseModel):
+    """One bot's line in the standings."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rank: int = Field(ge=1, description="1 is first: by points, then Elo, then name.")
+    name: str
+    games: int = Field(ge=0)
+    wins: int = Field(ge=0)
+    draws: int = Field(ge=0)
+    losses: int = Field(ge=0)
+    points: float = Field(ge=0, description="Win 1, draw 1/2, loss 0.")
+    score_pct: float | None = Field(description="100 * points / games (null when no games).")
+    elo: float | None = Field(description="Elo relative to the mean of the bots that played (null when no games).")
+    elo_margin: float | None = Field(description="Half-width of the 95% interval of `elo` (null when no games).")
+    losses_by_kind: dict[str, int] = Field(
+        description="Losses by how the game ended: 'normal' (on the board) or the forfeit kind; they sum to `losses`."
+    )
+
+    @property
+    def forfeit_losses(self) -> int:
+        return self.losses - self.losses_by_kind.get(NORMAL, 0)
+
+
+class Totals(BaseModel):
+    """Counts over all scored games."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    games: int = Field(ge=0)
+    black_wins: int = Field(ge=0)
+    white_wins: int = Field(ge=0)
+    draws: int = Field(ge=0)
+    forfeits: int = Field(ge=0, description="Decisive games that ended by forfeit rather than on the board.")
+
+
+class Standings(BaseModel):
+    """The standings of a tournament."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    standings_version: Literal[1]
+    bots: list[BotStanding] = Field(description="In rank order.")
+    crosstable: dict[str, dict[str, CrosstableCell]] = Field(
+        description="crosstable[row][column]: the row bot's results against the column bot (no diagonal)."
+    )
+    totals: Totals
+    elo_prior_draws: float = Field(
+        description="Virtual draws each bot was given against a phantom rated 0 (the prior of the Elo fit)."
+    )
+
+
+# --- computing ----------------------------------------------------------------------------------------------
+
+
+def compute_standings(results: Iterable[GameResult], bots: Sequence[str], *, prior_draws: float = 1.0) -> Standings:
+    """The standings of `bots` (every bot of the field, played or not) after `results`."""
+    if not (math.isfinite(prior_draws) and prior_draws > 0):
+        raise ValueError(f"prior_draws must be a positive number, got {prior_draws}; the default 1 is usual")
+    names = list(bots)
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise ValueError(f"bot {name!r} is listed twice in the field; give every bot a unique name")
+        seen.add(name)
+    games = list(results)
+    for game in games:
+        for name in (game.black, game.white):
+            if name not in seen:
+                raise ValueError(
+                    f"game {game.black} vs {game.white}: {name!r} is not in the field ({', '.join(names)}); "
+                    "pass every bot that played in `bots`"
+                )
+
+    cross: dict[str, dict[str, list[float]]] = {a: {b: [0, 0.0] for b in names if b != a} for a in names}
+    wins = dict.fromkeys(names, 0)
+    draws = dict.fromkeys(names, 0)
+    losses: dict[str, dict[str, int]] = {name: dict.fromkeys(LOSS_KINDS, 0) for name in names}
+    black_wins = white_wins = n_draws = forfeits = 0
+    for game in games:
+        b_points = game.black_points
+        for me, other, pts in ((game.black, game.white, b_points), (game.white, game.black, 1.0 - b_points)):
+            cell = cross[me][other]
+            cell[0] += 1
+            cell[1] += pts
+        loser = game.loser
+        if loser is None:
+            n_draws += 1
+            draws[game.black] += 1
+            draws[game.white] += 1
+            continue
+        winner = game.white if loser == game.black else game.black
+        wins[winner] += 1
+        kinds = losses[loser]
+        kinds[game.termination] = kinds.get(game.termination, 0) + 1
+        if game.result == "1-0":
+            black_wins += 1
+        else:
+            white_wins += 1
+        if game.termination != NORMAL:
+            forfeits += 1
+
+    played = [name for name in names if any(cell[0] for cell in cross[name].values())]
+    ratings = _fit_elo(played, cross, prior_draws)
+
+    extra_kinds = sorted({kind for kinds in losses.values() for kind in kinds} - set(LOSS_KINDS))
+    rows: list[dict[str, Any]] = []
+    for name in names:
+        n_games = int(sum(cell[0] for cell in cross[name].values()))
+        points = sum(cell[1] for cell in cross[name].values())
+        elo, margin = ratings.get(name, (None, None))
+        rows.append(
+            {
+                "name": name,
+                "games": n_games,
+                "wins": wins[name],
+                "draws": draws[name],
+                "losses": n_games - wins[name] - draws[name],
+                "points": points,
+                "score_pct": 100.0 * points / n_games if n_games else None,
+                "elo": elo,
+                "elo_margin": margin,
+                "losses_by_kind": {kind: losses[name].get(kind, 0) for kind in (*LOSS_KINDS, *extra_kinds)},
+            }
+        )
+    rows.sort(key=_rank_key)
+    ranked = [BotStanding(rank=i, **row) for i, row in enumerate(rows, start=1)]
+    order = [row.name for row in ranked]
+    crosstable = {
+        a: {b: CrosstableCell(games=int(cross[a][b][0]), points=cross[a][b][1]) for b in order if b != a} for a in order
+    }
+    return Standings(
+        standings_version=STANDINGS_VERSION,
+        bots=ranked,
+        crosstable=crosstable,
+        totals=Totals(games=len(games), black_wins=black_wins, white_wins=white_wins, draws=n_draws, forfeits=forfeits),
+        elo_prior_draws=prior_draws,
+    )
+
+
+def _rank_key(row: dict[str, Any]) -> tuple[float, float, str]:
+    # Elo is compared to 1e-6 so that float noise between equal records cannot decide a rank.
+    elo = row["elo"]
+    return (-row["points"], -round(elo, 6) if elo is not None else math.inf, row["name"])
+
+
+def _fit_elo(
+    played: list[str], cross: dict[str, dict[str, list[float]]], prior_draws: float
+) -> dict[str, tuple[float, float]]:
+    """name -> (Elo relative to the mean of `played`, 95% margin), by maximum a posteriori."""
+    m = len(played)
+    if m == 0:
+        return {}
+    pairs = [
+        (i, j, cross[played[i]][played[j]][0], cross[played[i]][played[j]][1])
+        for i in range(m)
+        for j in range(i + 1, m)
+        if cross[played[i]][played[j]][0]
+    ]
+    rating = [0.0] * m
+    objective = log_posterior(rating, pairs, prior_draws)
+    for _ in range(_MAX_NEWTON_STEPS):
+        gradient, hessian = _gradient_and_information(rating, pairs, prior_draws)
+        step = _solve(_cholesky(hessian), gradient)
+        # Damped Newton: the log posterior is strictly concave, so halving the step always ends in an ascent.
+        scale = 1.0
+        while True:
+            trial = [r + scale * s for r, s in zip(rating, step, strict=True)]
+            trial_objective = log_posterior(trial, pairs, prior_draws)
+            if trial_objective >= objective or scale < 1e-6:
+                break
+            scale /= 2
+        rating, objective = trial, trial_objective
+        if max(abs(scale * s) for s in step) < 1e-9:
+            break
+    else:  # pragma: no cover - a strictly concave smooth objective converges long before this
+        raise RuntimeError(f"the Elo fit did not converge in {_MAX_NEWTON_STEPS} Newton steps")
+
+    _, information = _gradient_and_information(rating, pairs, prior_draws)
+    factor = _cholesky(information)
+    covariance = [_solve(factor, [1.0 if r == c else 0.0 for r in range(m)]) for c in range(m)]
+    # Covariance of (R_i - mean R): C Σ C with C = I - 11ᵀ/m, taken on the diagonal.
+    row_means = [sum(row) / m for row in covariance]
+    grand_mean = sum(row_means) / m
+    mean_rating = sum(rating) / m
+    fitted: dict[str, tuple[float, float]] = {}
+    for i, name in enumerate(played):
+        variance = max(covariance[i][i] - 2 * row_means[i] + grand_mean, 0.0)
+        fitted[name] = (rating[i] - mean_rating, _Z95 * math.sqrt(variance))
+    return fitted
+
+
+Pair = tuple[int, int, float, float]  # (i, j, games between them, points of i)
+
+
+def _log_sigmoid(x: float) -> float:
+    return -math.log1p(math.exp(-x)) if x >= 0 else x - math.log1p(math.exp(x))
+
+
+def _sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
+
+
+def log_posterior(rating: Sequence[float], pairs: Iterable[Pair], prior_draws: float) -> float:
+    """Log likelihood of the games plus the phantom draws, for ratings in Elo (phantom at 0)."""
+    total = 0.0
+    for i, j, n, s in pairs:
+        x = _K * (rating[i] - rating[j])
+        total += s * _log_sigmoid(x) + (n - s) * _log_sigmoid(-x)
+    for r in rating:
+        total += prior_draws * 0.5 * (_log_sigmoid(_K * r) + _log_sigmoid(-_K * r))
+    return total
+
+
+def _gradient_and_information(
+    rating: Sequence[float], pairs: Iterable[Pair], prior_draws: float
+) -> tuple[list[float], list[list[float]]]:
+    """The gradient of the log posterior and minus its Hessian, both in Elo units."""
+    m = len(rating)
+    gradient = [0.0] * m
+    information = [[0.0] * m for _ in range(m)]
+    for i, j, n, s in pairs:
+        p = _sigmoid(_K * (rating[i] - rating[j]))
+        g = _K * (s - n * p)
+        gradient[i] += g
+        gradient[j] -= g
+        h = _K * _K * n * p * (1.0 - p)
+        information[i][i] += h
+        information[j][j] += h
+        information[i][j] -= h
+        information[j][i] -= h
+    for i, r in enumerate(rating):
+        q = _sigmoid(_K * r)
+        gradient[i] += _K * prior_draws * (0.5 - q)
+        information[i][i] += _K * _K * prior_draws * q * (1.0 - q)
+    return gradient, information
+
+
+def _cholesky(matrix: list[list[float]]) -> list[list[float]]:
+    """Lower-triangular L with L Lᵀ = matrix (symmetric positive definite: the prior guarantees it)."""
+    m = len(matrix)
+    lower = [[0.0] * m for _ in range(m)]
+    for i in range(m):
+        for j in range(i + 1):
+            acc = matrix[i][j] - sum(lower[i][k] * lower[j][k] for k in range(j))
+            if i == j:
+                if acc <= 0:
+                    raise ArithmeticError("the Elo information matrix is not positive definite")
+                lower[i][i] = math.sqrt(acc)
+            else:
+                lower[i][j] = acc / lower[j][j]
+    return lower
+
+
+def _solve(lower: list[list[float]], rhs: Sequence[float]) -> list[float]:
+    """x with L Lᵀ x = rhs."""
+    m = len(rhs)
+    y = [0.0] * m
+    for i in range(m):
+        y[i] = (rhs[i] - sum(lower[i][k] * y[k] for k in range(i))) / lower[i][i]
+    x = [0.0] * m
+    for i in reversed(range(m)):
+        x[i] = (y[i] - sum(lower[k][i] * x[k] for k in range(i + 1, m))) / lower[i][i]
+    return x
+
+
+# --- rendering ------------------------------------------------------------------------------------------------
+
+
+def _fmt_points(points: float) -> str:
+    return f"{points:g}" if points == int(points) else f"{points:.1f}"
+
+
+def _fmt_elo(bot: BotStanding) -> str:
+    if bot.elo is None or bot.elo_margin is None:
+        return "-"
+    return f"{bot.elo:+.0f} ± {bot.elo_margin:.0f}"
+
+
+def _fmt_score(bot: BotStanding) -> str:
+    return "-" if bot.score_pct is None else f"{bot.score_pct:.1f}%"
+
+
+def _fmt_forfeits(bot: BotStanding) -> str:
+    parts = [f"{kind} {count}" for kind, count in bot.losses_by_kind.items() if kind != NORMAL and count]
+    return ", ".join(parts) if parts else "-"
+
+
+def _fmt_cell(standings: Standings, row: str, column: str) -> str:
+    if row == column:
+        return "x"
+    cell = standings.crosstable[row][column]
+    return f"{_fmt_points(cell.points)}/{cell.games}" if cell.games else "-"
+
+
+def _totals_line(totals: Totals) -> str:
+    return (
+        f"{totals.games} games: Black won {totals.black_wins}, White won {totals.white_wins}, "
+        f"{totals.draws} drawn; {totals.forfeits} decided by forfeit."
+    )
+
+
+def to_text(standings: Standings) -> str:
+    """A fixed-width table for the terminal: the standings, then the crosstable (columns by rank)."""
+    header = ["#", "Bot", "Games", "W", "D", "L", "Points", "Score", "Elo", "Forfeit losses"]
+    body = [
+        [
+            str(bot.rank),
+            bot.name,
+            str(bot.games),
+            str(bot.wins),
+            str(bot.draws),
+            str(bot.losses),
+            _fmt_points(bot.points),
+            _fmt_score(bot),
+            _fmt_elo(bot),
+            _fmt_forfeits(bot),
+        ]
+        for bot in standings.bots
+    ]
+    left = {1, 9}  # name and forfeits read left to right; numbers line up on the right
+    lines = _fixed_width([header, *body], left)
+    order = [bot.name for bot in standings.bots]
+    if len(order) > 1:
+        lines.append("")
+        lines.append("Crosstable: points/games of the row bot against the column bot (columns by rank).")
+        cross_header = ["#", "Bot", *(str(bot.rank) for bot in standings.bots)]
+        cross_body = [
+            [str(bot.rank), bot.name, *(_fmt_cell(standings, bot.name, other) for other in order)]
+            for bot in standings.bots
+        ]
+        lines.extend(_fixed_width([cross_header, *cross_body], {1}))
+    lines.append("")
+    lines.append(_totals_line(standings.totals))
+    lines.append(_elo_note(standings))
+    return "\n".join(lines) + "\n"
+
+
+def _fixed_width(table: list[list[str]], left: set[int]) -> list[str]:
+    widths = [max(len(row[c]) for row in table) for c in range(len(table[0]))]
+    lines = []
+    for row in table:
+        cells = [
+            cell.ljust(w) if c in left else cell.rjust(w) for c, (cell, w) in enumerate(zip(row, widths, strict=True))
+        ]
+        lines.append("  ".join(cells).rstrip())
+    return lines
+
+
+def _elo_note(standings: Standings) -> str:
+    return (
+        "Elo: relative to the field mean, ± the 95% margin; logistic maximum-likelihood fit with "
+        f"{_fmt_points(standings.elo_prior_draws)} virtual draw(s) per bot against a 0-rated phantom."
+    )
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("|", "\\|")
+
+
+def to_markdown(standings: Standings) -> str:
+    """The standings and the crosstable as Markdown tables."""
+    lines = [
+        "## Standings",
+        "",
+        "| # | Bot | Games | W | D | L | Points | Score | Elo | Forfeit losses |",
+        "|---:|:---|---:|---:|---:|---:|---:|---:|---:|:---|",
+    ]
+    for bot in standings.bots:
+        lines.append(
+            f"| {bot.rank} | {_md_escape(bot.name)} | {bot.games} | {bot.wins} | {bot.draws} | {bot.losses} "
+            f"| {_fmt_points(bot.points)} | {_fmt_score(bot)} | {_fmt_elo(bot)} | {_fmt_forfeits(bot)} |"
+        )
+    lines += ["", _totals_line(standings.totals), "", _elo_note(standings)]
+    if len(standings.bots) > 1:
+        order = [bot.name for bot in standings.bots]
+        lines += [
+            "",
+            "## Crosstable",
+            "",
+            "Points/games of the row bot against the column bot; columns are numbered by rank.",
+            "",
+            "| # | Bot | " + " | ".join(str(bot.rank) for bot in standings.bots) + " |",
+            "|---:|:---|" + "---:|" * len(order),
+        ]
+        for bot in standings.bots:
+            cells = " | ".join(_fmt_cell(standings, bot.name, other) for other in order)
+            lines.append(f"| {bot.rank} | {_md_escape(bot.name)} | {cells} |")
+    return "\n".join(lines) + "\n"
+
+
+def to_csv(standings: Standings) -> str:
+    """One row per bot, in rank order, with a header; empty cells where a value is null."""
+    kinds: list[str] = []
+    for bot in standings.bots:
+        kinds += [kind for kind in bot.losses_by_kind if kind not in kinds]
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(
+        [
+            "rank",
+            "name",
+            "games",
+            "wins",
+            "draws",
+            "losses",
+            "points",
+            "score_pct",
+            "elo",
+            "elo_margin",
+            *(f"losses_{kind}" for kind in kinds),
+        ]
+    )
+    for bot in standings.bots:
+        writer.writerow(
+            [
+                bot.rank,
+                bot.name,
+                bot.games,
+                bot.wins,
+                bot.draws,
+                bot.losses,
+                _fmt_points(bot.points),
+                "" if bot.score_pct is None else f"{bot.score_pct:.2f}",
+                "" if bot.elo is None else f"{bot.elo:.2f}",
+                "" if bot.elo_margin is None else f"{bot.elo_margin:.2f}",
+                *(bot.losses_by_kind.get(kind, 0) for kind in kinds),
+            ]
+        )
+    return out.getvalue()
+
+
+# --- files ----------------------------------------------------------------------------------------------------
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    # A reader (or a killed tournament) sees the old file or the new one, never half of one.
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+def write_standings(standings: Standings, out_dir: Path | str) -> list[Path]:
+    """Write standings.json, standings.csv and standings.md into `out_dir`; returns their paths."""
+    directory = Path(out_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    files = {
+        "standings.json": standings.model_dump_json(indent=2) + "\n",
+        "standings.csv": to_csv(standings),
+        "standings.md": to_markdown(standings),
+    }
+    written = []
+    for name, text in files.items():
+        path = directory / name
+        _write_atomically(path, text)
+        written.append(path)
+    return written
+
+
+def standings_json_schema() -> dict[str, Any]:
+    """The published JSON Schema of `Standings` (what `referee/schema/standings.json` holds)."""
+    return Standings.model_json_schema()
+
+
+def write_schema(path: Path = SCHEMA_PATH) -> None:
+    """Regenerate `referee/schema/standings.json` after changing the models."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _write_atomically(path, json.dumps(standings_json_schema(), indent=2) + "\n")
