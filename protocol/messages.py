@@ -4,30 +4,62 @@ One JSON object per line in each direction, told apart by its `type` tag. `Refer
 `BotMessage` are the discriminated unions of each direction; `parse_bot_line` and
 `parse_referee_line` validate a raw line in one call. Messages from bots are validated strictly
 (unknown fields and wrong types are errors); bots must ignore fields they do not know in messages
-from the referee, so later versions of the referee may add fields. PROTOCOL.md is the prose form.
+from the referee, so later versions of the referee may add fields. PROTOCOL.md is the prose form;
+the JSON Schemas in `protocol/schema/` are generated from these models (`alternator schema --write`).
 """
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from protocol.framing import MAX_LINE_BYTES
+
+__all__ = [
+    "BOT_MESSAGE",
+    "MAX_LINE_BYTES",
+    "PROTOCOL_VERSION",
+    "REFEREE_MESSAGE",
+    "SCHEMA_DIRECTIONS",
+    "BotHello",
+    "BotMessage",
+    "Clock",
+    "GameOver",
+    "Hello",
+    "Info",
+    "MoveReply",
+    "NewGame",
+    "Ping",
+    "Pong",
+    "Quit",
+    "Ready",
+    "RefereeMessage",
+    "TimeControl",
+    "Turn",
+    "encode",
+    "json_schemas",
+    "parse_bot_line",
+    "parse_referee_line",
+    "schema_text",
+]
+
 PROTOCOL_VERSION = 1
-MAX_LINE_BYTES = 65536
-"""The longest line either side may send, in bytes, newline included."""
 
 Color = Literal["black", "white"]
+MOVE_PATTERN = r"^(pass|[a-z][1-9][0-9]?[a-z][1-9][0-9]?)$"
 MoveText = Annotated[
     str,
     Field(
-        pattern=r"^(pass|[a-z][1-9][0-9]?[a-z][1-9][0-9]?)$",
+        pattern=MOVE_PATTERN,
         description="A move in RULES.md notation: `pass`, or pit then root like `d5d4`.",
         max_length=8,
     ),
 ]
 Milliseconds = Annotated[int, Field(ge=0, description="A duration in whole milliseconds.")]
 Text = Annotated[str, Field(max_length=4096)]
+GameId = Annotated[str, Field(min_length=1, max_length=128, description="The game this message is about.")]
 
 
 class _FromReferee(BaseModel):
@@ -69,7 +101,9 @@ class Clock(BaseModel):
         description="The most this move may take, when a fixed per-move limit applies (null otherwise)."
     )
     moves_to_go: int | None = Field(
-        description="Moves the mover must make before its clock is filled up again (periods only; null otherwise)."
+        ge=1,
+        description="Moves the mover must make before its clock is filled up again, this one included "
+        "(periods only; null otherwise).",
     )
 
 
@@ -79,7 +113,7 @@ class Clock(BaseModel):
 class Hello(_FromReferee):
     """The first message: the referee's protocol version. The bot answers with `BotHello`."""
 
-    type: Literal["hello"]
+    type: Literal["hello"] = Field(description="Always `hello`.")
     protocol: int = Field(description="The protocol version the referee speaks.")
     referee: str = Field(description="The referee's name and version, for logs.")
 
@@ -87,30 +121,30 @@ class Hello(_FromReferee):
 class NewGame(_FromReferee):
     """A game starts; the bot answers `ready`. A bot process may play many games, one at a time."""
 
-    type: Literal["new_game"]
-    game_id: str = Field(description="Identifies the game in every later message about it.")
+    type: Literal["new_game"] = Field(description="Always `new_game`.")
+    game_id: GameId = Field(description="Identifies the game in every later message about it.")
     color: Color = Field(description="The colour this bot plays. Black moves first.")
     width: int = Field(ge=2, le=26, description="Board files (a, b, ...).")
     height: int = Field(ge=2, le=26, description="Board ranks (1, 2, ...).")
     komi: float = Field(description="Points added to White's score.")
-    time_control: TimeControl
+    time_control: TimeControl = Field(description="The time control of this game, the same for both sides.")
     opponent: str = Field(description="The opponent's name.")
 
 
 class Turn(_FromReferee):
     """The bot must move. The whole history is given, so a bot may keep no state between turns."""
 
-    type: Literal["turn"]
-    game_id: str
+    type: Literal["turn"] = Field(description="Always `turn`.")
+    game_id: GameId
     moves: list[MoveText] = Field(description="Every move of the game so far, from the empty board, in order.")
-    clock: Clock
+    clock: Clock = Field(description="Both clocks as this turn starts.")
 
 
 class GameOver(_FromReferee):
     """The game has ended (normally or by forfeit). No answer is expected."""
 
-    type: Literal["game_over"]
-    game_id: str
+    type: Literal["game_over"] = Field(description="Always `game_over`.")
+    game_id: GameId
     result: Literal["1-0", "0-1", "1/2-1/2", "*"] = Field(
         description="1-0: Black won; 0-1: White won; 1/2-1/2: draw; *: no result (the game was void)."
     )
@@ -118,19 +152,24 @@ class GameOver(_FromReferee):
     reason: str = Field(description="Why the game ended, for people.")
     black_score: float | None = Field(description="Black's final score (null when the game was not scored).")
     white_score: float | None = Field(description="White's final score with komi (null when not scored).")
+    termination: str | None = Field(
+        None,
+        description="How the game ended, as a code: normal (two passes), time, illegal_move, protocol, crash, "
+        "unresponsive, void or aborted; null when the referee does not say. Later versions may add codes.",
+    )
 
 
 class Ping(_FromReferee):
     """The bot must answer `pong` with the same id at once, even while thinking."""
 
-    type: Literal["ping"]
-    id: int
+    type: Literal["ping"] = Field(description="Always `ping`.")
+    id: int = Field(ge=0, description="Echoed in the `pong`.")
 
 
 class Quit(_FromReferee):
     """The bot must exit promptly (it is killed after a short grace period)."""
 
-    type: Literal["quit"]
+    type: Literal["quit"] = Field(description="Always `quit`.")
 
 
 # -- bot -> referee -------------------------------------------------------------------------------
@@ -139,43 +178,50 @@ class Quit(_FromReferee):
 class BotHello(_FromBot):
     """The bot's answer to `hello`: who it is and which protocol version it speaks."""
 
-    type: Literal["hello"]
+    type: Literal["hello"] = Field(description="Always `hello`.")
     protocol: int = Field(description="The protocol version the bot speaks; must be the referee's.")
-    name: Annotated[str, Field(min_length=1, max_length=64)]
-    author: Annotated[str, Field(max_length=128)] = ""
-    version: Annotated[str, Field(max_length=64)] = ""
+    name: Annotated[str, Field(min_length=1, max_length=64)] = Field(description="The bot's name, for people.")
+    author: Annotated[str, Field(max_length=128)] = Field("", description="Who wrote the bot.")
+    version: Annotated[str, Field(max_length=64)] = Field("", description="The bot's own version.")
 
 
 class Ready(_FromBot):
     """The answer to `new_game`."""
 
-    type: Literal["ready"]
-    game_id: str
+    type: Literal["ready"] = Field(description="Always `ready`.")
+    game_id: GameId = Field(description="The `game_id` of the `new_game` being answered.")
 
 
 class MoveReply(_FromBot):
-    """The answer to `turn`."""
+    """The answer to `turn`.
 
-    type: Literal["move"]
-    move: MoveText
+    `move` is any string here on purpose: text that is not a move (`"x"`, `"d5-d4"`) is judged by the
+    rules engine and loses as an illegal move, like a well-formed move the rules forbid, not as a
+    protocol error. A value that is not a string at all is a protocol error.
+    """
+
+    type: Literal["move"] = Field(description="Always `move`.")
+    move: str = Field(
+        description="The move in RULES.md notation: `pass`, or pit then root like `d5d4` (lower case, no space)."
+    )
 
 
 class Info(_FromBot):
     """What the bot is thinking, sent any number of times before its move; kept in the game record."""
 
-    type: Literal["info"]
-    depth: Annotated[int, Field(ge=0)] | None = None
+    type: Literal["info"] = Field(description="Always `info`.")
+    depth: Annotated[int, Field(ge=0)] | None = Field(None, description="The search depth reached, in moves.")
     score: float | None = Field(None, description="The bot's evaluation, from its own point of view.")
-    nodes: Annotated[int, Field(ge=0)] | None = None
+    nodes: Annotated[int, Field(ge=0)] | None = Field(None, description="Positions searched so far.")
     pv: list[MoveText] | None = Field(None, max_length=256, description="The principal variation.")
-    text: Text | None = None
+    text: Text | None = Field(None, description="Anything else, for people (at most 4096 characters).")
 
 
 class Pong(_FromBot):
     """The answer to `ping`."""
 
-    type: Literal["pong"]
-    id: int
+    type: Literal["pong"] = Field(description="Always `pong`.")
+    id: int = Field(description="The `id` of the `ping` being answered.")
 
 
 RefereeMessage = Annotated[Hello | NewGame | Turn | GameOver | Ping | Quit, Field(discriminator="type")]
@@ -186,7 +232,11 @@ BOT_MESSAGE: TypeAdapter[BotMessage] = TypeAdapter(BotMessage)
 
 
 def parse_bot_line(line: bytes | str) -> BotMessage:
-    """Validate one line from a bot; pydantic.ValidationError says what is wrong."""
+    """Validate one line from a bot; pydantic.ValidationError says what is wrong.
+
+    Invalid JSON, invalid UTF-8, a value that is not an object, an unknown `type`, a missing, extra
+    or mistyped field are all errors (`error.errors()[0]["type"]` tells which). A trailing newline is fine.
+    """
     return BOT_MESSAGE.validate_json(line, strict=True)
 
 
@@ -200,9 +250,29 @@ def encode(message: BaseModel) -> bytes:
     return message.model_dump_json().encode() + b"\n"
 
 
+SCHEMA_DIRECTIONS = ("referee_to_bot", "bot_to_referee")
+_SCHEMA_TITLES = {
+    "referee_to_bot": "Alternator protocol v1: a message from the referee to a bot",
+    "bot_to_referee": "Alternator protocol v1: a message from a bot to the referee",
+}
+
+
 def json_schemas() -> dict[str, dict[str, Any]]:
-    """The published JSON Schemas, one per direction."""
-    return {
-        "referee_to_bot": REFEREE_MESSAGE.json_schema(),
-        "bot_to_referee": BOT_MESSAGE.json_schema(),
-    }
+    """The published JSON Schemas (draft 2020-12), one per direction, keyed by `SCHEMA_DIRECTIONS`."""
+    adapters: dict[str, TypeAdapter[Any]] = {"referee_to_bot": REFEREE_MESSAGE, "bot_to_referee": BOT_MESSAGE}
+    schemas = {}
+    for direction, adapter in adapters.items():
+        schema: dict[str, Any] = {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": _SCHEMA_TITLES[direction],
+            "description": f"Protocol version {PROTOCOL_VERSION}. One such object per line, at most "
+            f"{MAX_LINE_BYTES} bytes with its newline. See PROTOCOL.md.",
+        }
+        schema.update(adapter.json_schema())
+        schemas[direction] = schema
+    return schemas
+
+
+def schema_text(schema: dict[str, Any]) -> str:
+    """The committed text form of a schema: stable key order, two-space indent, final newline."""
+    return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
