@@ -3,14 +3,25 @@
 A pure module with no I/O and no third-party imports, shared by the referee (to adjudicate), the bot
 kit and the sample bots (to search), and the tools that replay records. Positions are mutable with
 `push`/`pop` so that a search can try a move and take it back cheaply; `copy` gives an independent one.
+
+Two levels of API. The `Move` level (`legal_moves`, `push`, `check`, ...) is what the referee and
+people use. The integer level is for search inner loops and avoids creating objects: a placement is
+named by its *placement id*, its index in the board's fixed list of (pit, root) pairs ordered by pit
+then root (`Position.move_of(id)` / `Position.id_of(move)` convert), and `PASS_ID` (-1) is a pass.
+`placement_ids()` lists the legal ones, `placement_count()` counts them in O(1),
+`random_placement_id(rng)` draws one uniformly in O(1), `push_id(id)` plays one and `pop()` takes any
+move back. All of them keep the same history as the `Move` level, so the two can be mixed freely.
 """
 
 from __future__ import annotations
 
 import enum
+import math
+import random
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 __all__ = [
     "BLACK",
@@ -18,6 +29,7 @@ __all__ = [
     "MAX_SIZE",
     "MIN_SIZE",
     "PASS",
+    "PASS_ID",
     "WHITE",
     "Cell",
     "Color",
@@ -34,6 +46,7 @@ MIN_SIZE = 2
 MAX_SIZE = 26
 DEFAULT_KOMI = 3.5
 FILES = "abcdefghijklmnopqrstuvwxyz"
+PASS_ID = -1
 
 
 class Color(enum.Enum):
@@ -153,10 +166,22 @@ def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else str(x)
 
 
-class _Geometry:
-    """Everything about a W x H board that never changes: cells, neighbours, colours, move tables."""
+def _check_komi(komi: float) -> float:
+    value = float(komi)
+    if not math.isfinite(value):
+        raise InvalidPositionError(f"the komi must be a finite number, not {komi!r}")
+    return value
 
-    _cache: dict[tuple[int, int], _Geometry] = {}
+
+class _Geometry:
+    """Everything about a W x H board that never changes: cells, neighbours, colours, move tables.
+
+    Besides the directed placements (pit, root) it numbers the undirected *edges*, the pairs of adjacent
+    cells: a placement is legal exactly when its edge is *live* (both ends are roots) and the pit's tree
+    is at least as big, so every live edge carries one or two legal placements.
+    """
+
+    _cache: ClassVar[dict[tuple[int, int], _Geometry]] = {}
 
     def __init__(self, width: int, height: int) -> None:
         self.width = width
@@ -168,7 +193,7 @@ class _Geometry:
         # 1 for a dark (black) cell, 0 for a light one: the sign of the margin change when it is a root.
         self.dark = [1 if c.color is BLACK else 0 for c in self.cells]
         neighbors: list[tuple[int, ...]] = []
-        for i, c in enumerate(self.cells):
+        for c in self.cells:
             nbs = []
             for df, dr in ((0, 1), (1, 0), (0, -1), (-1, 0)):
                 f, r = c.file + df, c.rank + dr
@@ -176,10 +201,18 @@ class _Geometry:
                     nbs.append(r * width + f)
             neighbors.append(tuple(sorted(nbs)))
         self.neighbors = neighbors
-        # Directed placements (pit, root) in canonical order, with their Move objects, built once.
+        # Directed placements (pit, root) in canonical order: the index in this list is the placement id.
         self.placements = [(p, q) for p in range(n) for q in neighbors[p]]
-        self.moves = {(p, q): Move(self.cells[p], self.cells[q]) for p, q in self.placements}
-        self.move_ids = {m: pq for pq, m in self.moves.items()}
+        self.move_list = [Move(self.cells[p], self.cells[q]) for p, q in self.placements]
+        self.placement_id = {pq: i for i, pq in enumerate(self.placements)}
+        self.moves = {pq: self.move_list[i] for i, pq in enumerate(self.placements)}
+        self.move_ids = {m: i for i, m in enumerate(self.move_list)}
+        # Undirected edges a < b as (a, b, id of a->b, id of b->a); per cell, its (neighbour, edge) pairs.
+        self.edges = [(a, b, self.placement_id[a, b], self.placement_id[b, a]) for a, b in self.placements if a < b]
+        edge_of = {(a, b): e for e, (a, b, _, _) in enumerate(self.edges)}
+        self.cell_edges = [tuple((q, edge_of[min(p, q), max(p, q)]) for q in neighbors[p]) for p in range(n)]
+        # Undoing a move re-inserts live edges in the reverse order they were removed in.
+        self.cell_edges_reversed = [tuple(reversed(pairs)) for pairs in self.cell_edges]
 
     @classmethod
     def of(cls, width: int, height: int) -> _Geometry:
@@ -197,17 +230,27 @@ class _Geometry:
 # Stem directions in the position string: the letter says where the pit's stem points.
 _STEM_LETTERS = {(0, 1): "n", (1, 0): "e", (0, -1): "s", (-1, 0): "w"}
 _STEM_ARROWS = {"n": "^", "e": ">", "s": "v", "w": "<"}
+_ROW_TOKEN_RE = re.compile(r"([0-9]+)|(.)")
 
 
 class Position:
     """A position of a game of Alternator: the board, whose turn it is, and how the game got here.
 
     Cells are held as indices `rank * width + file`. `parent[i]` is the cell the stem of pit `i` points
-    to, or -1 when `i` is a root; `size[i]` is the size of the tree rooted at root `i`.
+    to, or -1 when `i` is a root; `size[i]` is the size of the tree rooted at root `i` (for a pit, the
+    size its tree had when it was attached, which is what taking the move back subtracts).
+
+    Incremental state, updated in O(1) per move (only the edges around the pit and the root change):
+    `_live` lists the live edges (two adjacent roots) with `_live_pos` giving each live edge's index in
+    it, and `_count` is the number of legal placements, the sum over live edges of 1, or 2 when both
+    trees have the same size.
     """
 
     __slots__ = (
+        "_count",
         "_geo",
+        "_live",
+        "_live_pos",
         "_undo",
         "black_margin",
         "consecutive_passes",
@@ -222,7 +265,7 @@ class Position:
     def __init__(self, width: int = 8, height: int = 8, komi: float = DEFAULT_KOMI) -> None:
         self._geo = _Geometry.of(width, height)
         n = self._geo.ncells
-        self.komi = float(komi)
+        self.komi = _check_komi(komi)
         self.parent = [-1] * n
         self.size = [1] * n
         self.turn = BLACK
@@ -232,6 +275,10 @@ class Position:
         self.black_margin = sum(1 if d else -1 for d in self._geo.dark)
         self.history: list[Move] = []
         self._undo: list[tuple[int, int, int]] = []
+        nedges = len(self._geo.edges)
+        self._live = list(range(nedges))
+        self._live_pos = list(range(nedges))
+        self._count = 2 * nedges
 
     # -- geometry ---------------------------------------------------------------------------------
 
@@ -253,6 +300,24 @@ class Position:
         if i is None:
             raise IllegalMoveError(f"{cell} is off the {self.size_text} board")
         return i
+
+    def move_of(self, placement_id: int) -> Move:
+        """The Move a placement id (or PASS_ID) stands for on this board."""
+        if placement_id == PASS_ID:
+            return PASS
+        return self._geo.move_list[placement_id]
+
+    def id_of(self, move: Move) -> int:
+        """The placement id of `move` (PASS_ID for a pass); IllegalMoveError if no placement on this board."""
+        if move.pit is None or move.root is None:
+            return PASS_ID
+        placement_id = self._geo.move_ids.get(move)
+        if placement_id is None:
+            for cell in (move.pit, move.root):
+                if cell not in self._geo.index:
+                    raise IllegalMoveError(f"{move}: {cell} is off the {self.size_text} board")
+            raise IllegalMoveError(f"{move}: {move.pit} and {move.root} are not adjacent")
+        return placement_id
 
     # -- queries ----------------------------------------------------------------------------------
 
@@ -293,16 +358,53 @@ class Position:
         winner = BLACK if black > white_total else WHITE if white_total > black else None
         return Outcome(winner, float(black), white_total)
 
-    def _legal_ids(self) -> list[tuple[int, int]]:
-        parent, size = self.parent, self.size
-        return [(p, q) for p, q in self._geo.placements if parent[p] < 0 and parent[q] < 0 and size[p] >= size[q]]
+    def _live_ids(self) -> list[int]:
+        """The legal placement ids, in the order of the live-edge list (not canonical)."""
+        size, edges = self.size, self._geo.edges
+        ids = []
+        for e in self._live:
+            a, b, ab, ba = edges[e]
+            sa, sb = size[a], size[b]
+            if sa >= sb:
+                ids.append(ab)
+            if sb >= sa:
+                ids.append(ba)
+        return ids
+
+    def placement_ids(self) -> list[int]:
+        """The legal placement ids in canonical order (by pit, then root); [] once the game is over."""
+        if self.consecutive_passes >= 2:
+            return []
+        ids = self._live_ids()
+        ids.sort()
+        return ids
+
+    def placement_count(self) -> int:
+        """How many placements are legal (0 once the game is over), in O(1)."""
+        return 0 if self.consecutive_passes >= 2 else self._count
+
+    def random_placement_id(self, rng: random.Random) -> int:
+        """A legal placement id drawn uniformly by `rng`, or PASS_ID when no placement is legal (or game over)."""
+        live = self._live
+        if not live or self.consecutive_passes >= 2:
+            return PASS_ID
+        size, edges, draw = self.size, self._geo.edges, rng.random
+        slots = 2 * len(live)
+        # Each live edge offers both directions with equal chance; an illegal direction is drawn again, so
+        # every legal placement has the same chance (at most half the draws are rejected).
+        while True:
+            x = int(draw() * slots)
+            a, b, ab, ba = edges[live[x >> 1]]
+            if x & 1:
+                if size[b] >= size[a]:
+                    return ba
+            elif size[a] >= size[b]:
+                return ab
 
     def legal_placements(self) -> list[Move]:
         """Every legal placement, in a fixed order (by pit, then root, each by index)."""
-        if self.consecutive_passes >= 2:
-            return []
-        moves = self._geo.moves
-        return [moves[pq] for pq in self._legal_ids()]
+        moves = self._geo.move_list
+        return [moves[i] for i in self.placement_ids()]
 
     def legal_moves(self) -> list[Move]:
         """Every legal move: the legal placements, then `pass`; none once the game is over."""
@@ -313,18 +415,20 @@ class Position:
         return moves
 
     def has_legal_placement(self) -> bool:
-        parent, size = self.parent, self.size
-        for p, q in self._geo.placements:
-            if parent[p] < 0 and parent[q] < 0 and size[p] >= size[q]:
-                return True
-        return False
+        """True when some placement is legal: when two adjacent cells are both roots."""
+        return bool(self._live)
 
     def check(self, move: Move) -> None:
         """Raise IllegalMoveError saying exactly why, unless `move` is legal here."""
         if self.consecutive_passes >= 2:
             raise IllegalMoveError(f"{move}: the game is over")
-        if move.pit is None or move.root is None:
+        if move.pit is None and move.root is None:
             return
+        self._check_placement(move)
+
+    def _check_placement(self, move: Move) -> None:
+        if move.pit is None or move.root is None:
+            raise IllegalMoveError(f"{move!r}: a placement needs both a pit and a root cell")
         index = self._geo.index
         p = index.get(move.pit, -1)
         q = index.get(move.root, -1)
@@ -363,10 +467,29 @@ class Position:
         self.check(move)
         if move.pit is None:
             self._push_pass()
+            self.history.append(PASS)
         else:
-            p, q = self._geo.move_ids[move]
+            p, q = self._geo.placements[self._geo.move_ids[move]]
             self._push_placement(p, q)
-        self.history.append(move)
+            self.history.append(move)
+
+    def push_id(self, placement_id: int) -> None:
+        """Play a placement by id, or a pass for PASS_ID; IllegalMoveError if it is not legal here.
+
+        The cheap way to play for a search: no parsing, no Move objects made.
+        """
+        if self.consecutive_passes >= 2:
+            raise IllegalMoveError(f"{self.move_of(placement_id)}: the game is over")
+        if placement_id == PASS_ID:
+            self._push_pass()
+            self.history.append(PASS)
+            return
+        p, q = self._geo.placements[placement_id]
+        parent, size = self.parent, self.size
+        if parent[p] >= 0 or parent[q] >= 0 or size[p] < size[q]:
+            self._check_placement(self._geo.move_list[placement_id])
+        self._push_placement(p, q)
+        self.history.append(self._geo.move_list[placement_id])
 
     def play(self, move: Move | str) -> Position:
         """A new position after `move` (a Move or its text); this one is left unchanged."""
@@ -383,31 +506,98 @@ class Position:
         self._unpush()
         return self.history.pop()
 
-    def _unpush(self) -> None:
-        p, q, passes = self._undo.pop()
-        self.turn = self.turn.other
-        self.consecutive_passes = passes
-        if p >= 0:
-            sp = self.size[p]
-            self.size[q] -= sp
-            self.parent[p] = -1
-            self.placements -= 1
-            self.black_margin -= 2 * sp if self._geo.dark[q] else -2 * sp
-
     def _push_pass(self) -> None:
         self._undo.append((-1, -1, self.consecutive_passes))
         self.consecutive_passes += 1
-        self.turn = self.turn.other
+        self.turn = WHITE if self.turn is BLACK else BLACK
 
     def _push_placement(self, p: int, q: int) -> None:
+        """Attach the tree of root p to root q (legality already known), updating the live edges."""
+        parent, size, live, live_pos = self.parent, self.size, self._live, self._live_pos
         self._undo.append((p, q, self.consecutive_passes))
-        sp = self.size[p]
-        self.parent[p] = q
-        self.size[q] += sp
+        sp, sq = size[p], size[q]
+        count = self._count
+        # p becomes a pit: every live edge at p dies (swap-remove from the live list).
+        for r, e in self._geo.cell_edges[p]:
+            if parent[r] < 0:
+                count -= 2 if size[r] == sp else 1
+                last = live.pop()
+                if last != e:
+                    i = live_pos[e]
+                    live[i] = last
+                    live_pos[last] = i
+        parent[p] = q
+        # q's tree grows: its live edges stay live but may gain or lose their second direction.
+        grown = sq + sp
+        for r, _ in self._geo.cell_edges[q]:
+            if parent[r] < 0:
+                sr = size[r]
+                count += (sr == grown) - (sr == sq)
+        size[q] = grown
+        self._count = count
         self.placements += 1
         self.black_margin += 2 * sp if self._geo.dark[q] else -2 * sp
         self.consecutive_passes = 0
-        self.turn = self.turn.other
+        self.turn = WHITE if self.turn is BLACK else BLACK
+
+    def _unpush(self) -> None:
+        p, q, passes = self._undo.pop()
+        self.turn = WHITE if self.turn is BLACK else BLACK
+        self.consecutive_passes = passes
+        if p < 0:
+            return
+        parent, size, live, live_pos = self.parent, self.size, self._live, self._live_pos
+        sp = size[p]
+        grown = size[q]
+        sq = grown - sp
+        count = self._count
+        for r, _ in self._geo.cell_edges[q]:
+            if parent[r] < 0:
+                sr = size[r]
+                count -= (sr == grown) - (sr == sq)
+        size[q] = sq
+        parent[p] = -1
+        # Exactly reverse the swap-removals, so the live list (and so random draws) is as it was.
+        # A dead edge's _live_pos still holds the index it was removed from.
+        for r, e in self._geo.cell_edges_reversed[p]:
+            if parent[r] < 0:
+                count += 2 if size[r] == sp else 1
+                i = live_pos[e]
+                if i == len(live):
+                    live.append(e)
+                else:
+                    moved = live[i]
+                    live_pos[moved] = len(live)
+                    live.append(moved)
+                    live[i] = e
+        self._count = count
+        self.placements -= 1
+        self.black_margin -= 2 * sp if self._geo.dark[q] else -2 * sp
+
+    def _perft2(self) -> int:
+        """perft(self, 2) for a game not over, counting each child's legal placements without playing it."""
+        parent, size, cell_edges = self.parent, self.size, self._geo.cell_edges
+        count = self._count
+        total = 0
+        for e in self._live:
+            a, b, _, _ = self._geo.edges[e]
+            sa, sb = size[a], size[b]
+            for p, q, sp, sq in ((a, b, sa, sb), (b, a, sb, sa)):
+                if sp < sq:
+                    continue
+                child = count
+                for r, _ in cell_edges[p]:
+                    if parent[r] < 0:
+                        child -= 2 if size[r] == sp else 1
+                grown = sq + sp
+                for r, _ in cell_edges[q]:
+                    if r != p and parent[r] < 0:
+                        sr = size[r]
+                        child += (sr == grown) - (sr == sq)
+                total += child + 1  # the child's placements and its pass
+        # After a pass the board is the same; a second pass in a row ends the game, leaving no moves.
+        total += 0 if self.consecutive_passes >= 1 else count + 1
+        return total
 
     def copy(self) -> Position:
         position = Position.__new__(Position)
@@ -421,17 +611,20 @@ class Position:
         position.black_margin = self.black_margin
         position.history = self.history.copy()
         position._undo = self._undo.copy()
+        position._live = self._live.copy()
+        position._live_pos = self._live_pos.copy()
+        position._count = self._count
         return position
 
     @classmethod
     def from_moves(
-        cls, moves: list[str] | list[Move], width: int = 8, height: int = 8, komi: float = DEFAULT_KOMI
+        cls, moves: Iterable[str | Move], width: int = 8, height: int = 8, komi: float = DEFAULT_KOMI
     ) -> Position:
         """The position reached from the empty board by `moves`; the first bad move raises, naming its number."""
         position = cls(width, height, komi)
         for number, move in enumerate(moves, 1):
             try:
-                position.push(Move.parse(move) if isinstance(move, str) else move)
+                position.push(move if isinstance(move, Move) else Move.parse(move))
             except (InvalidMoveError, IllegalMoveError) as error:
                 raise type(error)(f"move {number}: {error}") from None
         return position
@@ -470,11 +663,17 @@ class Position:
             raise InvalidPositionError(f"{text!r}: expected 4 fields (board, turn, passes, komi), got {len(fields)}")
         board, turn, passes, komi_text = fields
         ranks = board.split("/")
+        if not MIN_SIZE <= len(ranks) <= MAX_SIZE:
+            raise InvalidPositionError(
+                f"{text!r}: {len(ranks)} ranks; a board has {MIN_SIZE} to {MAX_SIZE} ranks separated by '/'"
+            )
         grid: list[list[str | None]] = []
         for row_text in ranks:
             row: list[str | None] = []
-            for number, letter in re.findall(r"([0-9]+)|(.)", row_text):
+            for number, letter in _ROW_TOKEN_RE.findall(row_text):
                 if number:
+                    if not 1 <= int(number) <= MAX_SIZE - len(row):
+                        raise InvalidPositionError(f"{text!r}: the rank {row_text!r} has more than {MAX_SIZE} cells")
                     row.extend([None] * int(number))
                 elif letter in _STEM_ARROWS:
                     row.append(letter)
@@ -483,7 +682,8 @@ class Position:
             grid.append(row)
         height, width = len(grid), len(grid[0])
         if any(len(row) != width for row in grid):
-            raise InvalidPositionError(f"{text!r}: the ranks are not all {width} cells wide")
+            widths = ", ".join(str(len(row)) for row in grid)
+            raise InvalidPositionError(f"{text!r}: the ranks are not all the same width ({widths} cells)")
         if turn not in ("b", "w"):
             raise InvalidPositionError(f"{text!r}: the turn must be b or w, not {turn!r}")
         if passes not in ("0", "1", "2"):
@@ -492,7 +692,12 @@ class Position:
             komi = float(komi_text)
         except ValueError:
             raise InvalidPositionError(f"{text!r}: the komi must be a number, not {komi_text!r}") from None
-        position = cls(width, height, komi)
+        if not math.isfinite(komi):
+            raise InvalidPositionError(f"{text!r}: the komi must be a finite number, not {komi_text!r}")
+        try:
+            position = cls(width, height, komi)
+        except InvalidPositionError as error:
+            raise InvalidPositionError(f"{text!r}: {error}") from None
         geo = position._geo
         offsets = {letter: delta for delta, letter in _STEM_LETTERS.items()}
         for row_index, row in enumerate(grid):
@@ -511,8 +716,9 @@ class Position:
         return position
 
     def _rebuild(self, text: str) -> None:
-        """Recompute sizes, placements and margin from the stems, rejecting cycles."""
-        n = self._geo.ncells
+        """Recompute sizes, placements, margin and live edges from the stems, rejecting cycles."""
+        geo = self._geo
+        n = geo.ncells
         self.size = [0] * n
         for i in range(n):
             j, steps = i, 0
@@ -520,15 +726,20 @@ class Position:
                 j = self.parent[j]
                 steps += 1
                 if steps > n:
-                    raise InvalidPositionError(f"{text!r}: the stems from {self._geo.cells[i]} go round in a cycle")
+                    raise InvalidPositionError(f"{text!r}: the stems from {geo.cells[i]} go round in a cycle")
             self.size[j] += 1
         for i in range(n):
             if self.parent[i] >= 0:
                 self.size[i] = 1
         self.placements = sum(1 for q in self.parent if q >= 0)
         self.black_margin = sum(
-            (self.size[i] if self._geo.dark[i] else -self.size[i]) for i in range(n) if self.parent[i] < 0
+            (self.size[i] if geo.dark[i] else -self.size[i]) for i in range(n) if self.parent[i] < 0
         )
+        self._live = [e for e, (a, b, _, _) in enumerate(geo.edges) if self.parent[a] < 0 and self.parent[b] < 0]
+        self._live_pos = [0] * len(geo.edges)
+        for i, e in enumerate(self._live):
+            self._live_pos[e] = i
+        self._count = len(self._live_ids())
 
     def diagram(self) -> str:
         """A picture for people: stems as arrows, roots as their tree size (`B`/`W` marks the owner)."""
@@ -551,9 +762,7 @@ class Position:
             lines.append(f"{rank + 1:>3} " + "".join(cells))
         black, white = self.scores()
         lines.append("")
-        lines.append(
-            "pits: arrows point along the stem; roots: '.' untouched, or tree size + owner (B dark, W light)"
-        )
+        lines.append("pits: arrows point along the stem; roots: '.' untouched, or tree size + owner (B dark, W light)")
         status = "game over" if self.is_over() else f"{self.turn} to move"
         lines.append(
             f"Black {black}, White {white} + komi {_num(self.komi)} = {_num(white + self.komi)}; {status}"
@@ -582,15 +791,22 @@ class Position:
 
 
 def perft(position: Position, depth: int) -> int:
-    """The number of positions exactly `depth` moves ahead (RULES.md: pass counts; a finished game has none)."""
+    """The number of positions exactly `depth` moves ahead (RULES.md: pass counts; a finished game has none).
+
+    Counts without playing the last two plies: a node's legal placements are known in O(1), and a
+    child's are derived from the few edges the move changes.
+    """
     if depth <= 0:
         return 1
     if position.consecutive_passes >= 2:
         return 0
     if depth == 1:
-        return len(position._legal_ids()) + 1
+        return position._count + 1
+    if depth == 2:
+        return position._perft2()
     total = 0
-    for p, q in position._legal_ids():
+    for placement_id in position._live_ids():
+        p, q = position._geo.placements[placement_id]
         position._push_placement(p, q)
         total += perft(position, depth - 1)
         position._unpush()
