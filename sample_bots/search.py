@@ -1,0 +1,490 @@
+"""An alpha-beta searcher for Alternator, and the rule that decides how long it may think.
+
+Pure and synchronous: `choose_move(position, seconds)` searches a copy of the position with iterative
+deepening, a principal-variation search, a transposition table keyed on an incremental Zobrist hash
+of the stems, capture-first move ordering with killers, and a quiescence search over captures.
+`budget(...)` turns the clock fields of a turn into the seconds to spend on it.
+
+Why this shape: a placement (p, q) moves 2·size(p) points to the owner of q's colour, and adjacent
+cells always have opposite colours, so each pair of adjacent roots offers exactly one *capture* to
+each player (the opponent's tree into one's own root) when the sizes allow it. Captures grow the
+capturing tree, which its other neighbours may then capture in turn: long forcing chains that a
+quiescence search over captures resolves. The search keeps its own compact state (tree sizes, 0 for
+a pit) rather than `Position`, because the per-node overhead of the public API (checks, history)
+would cost most of the speed; the move it returns is checked against the real position.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from protocol.rules import BLACK, PASS, Cell, Move, Position
+
+__all__ = ["WIN", "SearchInfo", "Searcher", "budget", "choose_move"]
+
+WIN = 10_000.0
+"""Added to the final margin of a finished game, so a sure win beats any unfinished lead."""
+
+_INF = 1e9
+_PASS = -1
+_MAX_QDEPTH = 8
+_TIME_CHECK_MASK = 63  # look at the clock every 64 nodes: cheap, and a node costs well under a millisecond
+_TT_LIMIT = 1_500_000  # entries before the table is cleared, to bound memory
+_EXACT, _LOWER, _UPPER = 0, 1, 2
+_NONE = -2  # no move
+_NULL_WINDOW = 1e-3
+_Q_WIDTH = 3  # captures tried at each quiescence node
+_CAP_WIDTH = 8  # captures tried at each interior node
+_QUIET_WIDTH = 3  # other placements tried at each interior node
+
+
+class _Timeout(Exception):
+    """Raised inside the search when the hard deadline has passed; unwinds to the root."""
+
+
+@dataclass(frozen=True)
+class SearchInfo:
+    """What one finished (or cut short) iteration found, from the mover's point of view."""
+
+    move: Move
+    score: float
+    depth: int
+    nodes: int
+    pv: list[Move]
+    seconds: float
+
+
+class Searcher:
+    """Searches one position. Create one per move; `search` may be called once."""
+
+    def __init__(self, position: Position, seed: int | None = None) -> None:
+        width, height = position.width, position.height
+        n = self.n = width * height
+        self.width = width
+        self.komi = position.komi
+        self.dark = [(i % width + i // width) % 2 == 0 for i in range(n)]
+        # size[i] is the size of the tree rooted at i, or 0 when i is a pit: one test covers
+        # both "is a root" and the size rule.
+        self.size = [position.size[i] if position.parent[i] < 0 else 0 for i in range(n)]
+        self.margin = position.black_margin
+        self.stm = 1 if position.turn is BLACK else -1
+        self.passes = position.consecutive_passes
+        # Each undirected edge as (dark end, light end, dark->light move id, light->dark move id).
+        edges: list[tuple[int, int, int, int]] = []
+        for i in range(n):
+            if not self.dark[i]:
+                continue
+            f, r = i % width, i // width
+            for df, dr in ((0, 1), (1, 0), (0, -1), (-1, 0)):
+                ff, rr = f + df, r + dr
+                if 0 <= ff < width and 0 <= rr < height:
+                    j = rr * width + ff
+                    edges.append((i, j, i * n + j, j * n + i))
+        self.edges = edges
+        self.nbrs = [tuple(j for j in position_neighbors(i, width, height)) for i in range(n)]
+        rng = random.Random(0x5EED)  # fixed keys: reproducible searches
+        self.zkey = [rng.getrandbits(62) for _ in range(n * n)]
+        self.zturn = rng.getrandbits(62)
+        self.zpass = [0, rng.getrandbits(62), rng.getrandbits(62)]
+        h = 0
+        for i in range(n):
+            j = position.parent[i]
+            if j >= 0:
+                h ^= self.zkey[i * n + j]
+        if self.stm < 0:
+            h ^= self.zturn
+        self.hash = h
+        self.tt: dict[int, tuple[int, int, float, int]] = {}
+        self.killers: dict[int, list[int]] = {}
+        self.history: dict[int, int] = {}
+        self.nodes = 0
+        self.deadline = _INF
+        self.rng = random.Random(seed) if seed is not None else None
+
+    # -- helpers ------------------------------------------------------------------------------------
+
+    def to_move(self, m: int) -> Move:
+        if m == _PASS:
+            return PASS
+        p, q = divmod(m, self.n)
+        w = self.width
+        return Move(Cell(p % w, p // w), Cell(q % w, q // w))
+
+    def static(self) -> float:
+        """The margin from the mover's side, komi included."""
+        return self.stm * (self.margin - self.komi)
+
+    def terminal(self) -> float:
+        d = self.stm * (self.margin - self.komi)
+        if d > 0:
+            return WIN + d
+        if d < 0:
+            return -WIN + d
+        return 0.0
+
+    def generate(self) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+        """Legal placements split into captures and the rest, each as (ordering key, move id), best first.
+
+        A capture's key is its gain, less what the opponent wins back at once if the grown tree is
+        left next to a root it may be attached to (a one-step static exchange); the rest are keyed
+        by how little they give away.
+        """
+        size = self.size
+        nbrs = self.nbrs
+        caps: list[tuple[int, int]] = []
+        rest: list[tuple[int, int]] = []
+        black = self.stm > 0
+        for a, b, ab, ba in self.edges:
+            sa = size[a]
+            sb = size[b]
+            if sa and sb:
+                # a is dark: a->b gives sa to White; b->a gives sb to Black.
+                if black:
+                    if sb >= sa:
+                        grown = sa + sb
+                        key = sb
+                        for r in nbrs[a]:
+                            if r != b and 0 < size[r] <= grown:
+                                key -= grown
+                                break
+                        caps.append((key, ba))
+                    if sa >= sb:
+                        rest.append((-sa, ab))
+                else:
+                    if sa >= sb:
+                        grown = sa + sb
+                        key = sa
+                        for r in nbrs[b]:
+                            if r != a and 0 < size[r] <= grown:
+                                key -= grown
+                                break
+                        caps.append((key, ab))
+                    if sb >= sa:
+                        rest.append((-sb, ba))
+        caps.sort(reverse=True)
+        rest.sort(reverse=True)
+        return caps, rest
+
+    def _make(self, m: int) -> int:
+        """Play move id `m`; returns what `_unmake` needs (the pit's size, or the old pass count)."""
+        self.hash ^= self.zturn
+        self.stm = -self.stm
+        if m == _PASS:
+            old = self.passes
+            self.passes = old + 1
+            return old
+        n = self.n
+        p = m // n
+        q = m - p * n
+        size = self.size
+        sp = size[p]
+        size[p] = 0
+        size[q] += sp
+        self.margin += 2 * sp if self.dark[q] else -2 * sp
+        self.hash ^= self.zkey[m]
+        old = self.passes
+        self.passes = 0
+        return sp * 4 + old
+
+    def _unmake(self, m: int, token: int) -> None:
+        self.hash ^= self.zturn
+        self.stm = -self.stm
+        if m == _PASS:
+            self.passes = token
+            return
+        sp, old = divmod(token, 4)
+        n = self.n
+        p = m // n
+        q = m - p * n
+        size = self.size
+        size[q] -= sp
+        size[p] = sp
+        self.margin -= 2 * sp if self.dark[q] else -2 * sp
+        self.hash ^= self.zkey[m]
+        self.passes = old
+
+    def _tick(self) -> None:
+        self.nodes += 1
+        if not self.nodes & _TIME_CHECK_MASK and time.perf_counter() >= self.deadline:
+            raise _Timeout
+
+    # -- search -------------------------------------------------------------------------------------
+
+    def quiesce(self, alpha: float, beta: float, qdepth: int) -> float:
+        self._tick()
+        if self.passes >= 2:
+            return self.terminal()
+        stand = self.static()
+        if stand >= beta:
+            return stand
+        caps, rest = self.generate()
+        if not caps and not rest:
+            # Nobody can place any more: the game is decided as it stands.
+            return self.terminal()
+        if qdepth <= 0:
+            return stand
+        if stand > alpha:
+            alpha = stand
+        best = stand
+        for _key, m in caps[:_Q_WIDTH]:
+            token = self._make(m)
+            value = -self.quiesce(-beta, -alpha, qdepth - 1)
+            self._unmake(m, token)
+            if value > best:
+                best = value
+                if value > alpha:
+                    alpha = value
+                    if value >= beta:
+                        break
+        return best
+
+    def negamax(self, depth: int, alpha: float, beta: float, ply: int) -> float:
+        self._tick()
+        if self.passes >= 2:
+            return self.terminal()
+        if depth <= 0:
+            return self.quiesce(alpha, beta, _MAX_QDEPTH)
+        key = self.hash ^ self.zpass[self.passes]
+        entry = self.tt.get(key)
+        tt_move = _NONE
+        if entry is not None:
+            e_depth, e_flag, e_value, tt_move = entry
+            if e_depth >= depth:
+                if e_flag == _EXACT:
+                    return e_value
+                if e_flag == _LOWER:
+                    if e_value >= beta:
+                        return e_value
+                elif e_value <= alpha:
+                    return e_value
+        caps, rest = self.generate()
+        if not caps and not rest:
+            return self.terminal()
+        order = self._order(caps, rest, tt_move, ply)
+        alpha0 = alpha
+        best = -_INF
+        best_move = order[0]
+        first = True
+        for m in order:
+            token = self._make(m)
+            if first:
+                value = -self.negamax(depth - 1, -beta, -alpha, ply + 1)
+                first = False
+            else:
+                value = -self.negamax(depth - 1, -alpha - _NULL_WINDOW, -alpha, ply + 1)
+                if alpha < value < beta:
+                    value = -self.negamax(depth - 1, -beta, -alpha, ply + 1)
+            self._unmake(m, token)
+            if value > best:
+                best = value
+                best_move = m
+                if value > alpha:
+                    alpha = value
+                    if value >= beta:
+                        if m != _PASS and self.dark[m % self.n] != (self.stm > 0):
+                            self._remember_cutoff(m, ply, depth)
+                        break
+        flag = _EXACT if alpha0 < best < beta else (_LOWER if best >= beta else _UPPER)
+        if len(self.tt) >= _TT_LIMIT:
+            self.tt.clear()
+        self.tt[key] = (depth, flag, best, best_move)
+        return best
+
+    def _remember_cutoff(self, m: int, ply: int, depth: int) -> None:
+        ks = self.killers.setdefault(ply, [])
+        if m not in ks:
+            ks.insert(0, m)
+            del ks[2:]
+        self.history[m] = self.history.get(m, 0) + depth * depth
+
+    def _order(self, caps: list[tuple[int, int]], rest: list[tuple[int, int]], tt_move: int, ply: int) -> list[int]:
+        """Inside the tree: the TT move, the best captures, killers, a few other moves, then pass.
+
+        Only the most promising moves are searched below the root (forward pruning): early in the
+        game there are over two hundred legal placements, most of them alike.
+        """
+        order = [m for _k, m in caps[:_CAP_WIDTH]]
+        if rest:
+            killers = self.killers.get(ply, ())
+            history = self.history
+            quiet = [m for _k, m in rest]
+            for k in killers:
+                if k in quiet:
+                    order.append(k)
+            ranked = sorted(quiet[: 4 * _QUIET_WIDTH], key=lambda m: history.get(m, 0), reverse=True)
+            for m in ranked[:_QUIET_WIDTH]:
+                if m not in order:
+                    order.append(m)
+        order.append(_PASS)
+        if tt_move != _NONE:
+            if tt_move in order:
+                order.remove(tt_move)
+                order.insert(0, tt_move)
+            elif tt_move == _PASS or self._legal(tt_move):
+                order.insert(0, tt_move)
+        return order
+
+    def pv(self, first: int, depth: int) -> list[int]:
+        """The principal variation, read back from the transposition table."""
+        line = [first]
+        tokens = [self._make(first)]
+        try:
+            while len(line) < max(depth, 1) and self.passes < 2:
+                entry = self.tt.get(self.hash ^ self.zpass[self.passes])
+                if entry is None:
+                    break
+                m = entry[3]
+                if m != _PASS and not self._legal(m):
+                    break
+                line.append(m)
+                tokens.append(self._make(m))
+        finally:
+            for m, token in zip(reversed(line), reversed(tokens), strict=True):
+                self._unmake(m, token)
+        return line
+
+    def _legal(self, m: int) -> bool:
+        p, q = divmod(m, self.n)
+        return 0 < self.size[q] <= self.size[p]
+
+    def search(
+        self,
+        seconds: float,
+        max_depth: int = 64,
+        on_iteration: Callable[[SearchInfo], None] | None = None,
+    ) -> SearchInfo:
+        """Iterative deepening within `seconds` (a hard limit); returns the deepest result found."""
+        start = time.perf_counter()
+        self.deadline = start + max(seconds, 0.0)
+        if self.passes >= 2:
+            raise ValueError("the game is over: there is no move to choose")
+        caps, rest = self.generate()
+        if not caps and not rest:
+            return SearchInfo(PASS, self.terminal(), 0, 0, [PASS], 0.0)
+        moves = caps + rest
+        if self.rng is not None:
+            # Shuffle within equal ordering keys only, so play varies without weakening the order.
+            self.rng.shuffle(moves)
+            moves.sort(key=lambda km: km[0] if km in caps else km[0] - _INF, reverse=True)
+        root = [m for _k, m in moves] + [_PASS]
+        best_move = root[0]
+        best_score = -_INF
+        result = SearchInfo(self.to_move(best_move), self.static(), 0, 0, [self.to_move(best_move)], 0.0)
+        scores: dict[int, float] = {}
+        for depth in range(1, max_depth + 1):
+            try:
+                iteration_best, iteration_score = self._root(root, depth, scores)
+            except _Timeout:
+                # A move that beat the previous best in the cut-short iteration was fully searched.
+                # (Root move 0 is the previous best, so the partial best is never a worse choice.)
+                if self._partial is not None:
+                    best_move, best_score = self._partial
+                    result = self._info(best_move, best_score, depth - 1, start)
+                break
+            best_move, best_score = iteration_best, iteration_score
+            result = self._info(best_move, best_score, depth, start)
+            if on_iteration is not None:
+                on_iteration(result)
+            root.sort(key=lambda m: scores.get(m, -_INF), reverse=True)
+            elapsed = time.perf_counter() - start
+            if abs(best_score) >= WIN or elapsed > 0.4 * seconds:
+                # A proven result needs no deeper look; another iteration would likely not finish.
+                break
+        return result
+
+    _partial: tuple[int, float] | None = None
+
+    def _root(self, root: list[int], depth: int, scores: dict[int, float]) -> tuple[int, float]:
+        alpha, beta = -_INF, _INF
+        best_move, best = root[0], -_INF
+        self._partial = None
+        for i, m in enumerate(root):
+            token = self._make(m)
+            try:
+                if i == 0:
+                    value = -self.negamax(depth - 1, -beta, -alpha, 1)
+                else:
+                    value = -self.negamax(depth - 1, -alpha - 1e-3, -alpha, 1)
+                    if value > alpha:
+                        value = -self.negamax(depth - 1, -beta, -alpha, 1)
+            finally:
+                self._unmake(m, token)
+            scores[m] = value if value > alpha or i == 0 else alpha - 1e-6 * i
+            if value > best:
+                best, best_move = value, m
+                alpha = max(alpha, value)
+                self._partial = (m, value)
+        return best_move, best
+
+    def _info(self, m: int, score: float, depth: int, start: float) -> SearchInfo:
+        return SearchInfo(
+            self.to_move(m),
+            score,
+            depth,
+            self.nodes,
+            [self.to_move(x) for x in self.pv(m, depth)],
+            time.perf_counter() - start,
+        )
+
+
+def position_neighbors(i: int, width: int, height: int) -> list[int]:
+    f, r = i % width, i // width
+    return [
+        rr * width + ff
+        for ff, rr in ((f, r + 1), (f + 1, r), (f, r - 1), (f - 1, r))
+        if 0 <= ff < width and 0 <= rr < height
+    ]
+
+
+def choose_move(
+    position: Position,
+    seconds: float,
+    max_depth: int = 64,
+    seed: int | None = None,
+    on_iteration: Callable[[SearchInfo], None] | None = None,
+) -> SearchInfo:
+    """Search `position` for at most about `seconds` and return the best move found, checked legal."""
+    info = Searcher(position, seed).search(seconds, max_depth, on_iteration)
+    position.check(info.move)
+    return info
+
+
+def budget(
+    remaining_ms: int | None,
+    increment_ms: int = 0,
+    move_limit_ms: int | None = None,
+    moves_to_go: int | None = None,
+    moves_left: int = 30,
+) -> float:
+    """Seconds to think about this move, given the clock fields of the turn.
+
+    `moves_left` estimates how many more moves this side will make (used with a Fischer clock).
+    Whatever the time control, the answer leaves a safety margin for what the referee counts and
+    the search does not see: reading the turn, start-up of the reply, scheduling on a busy machine.
+    """
+    limits: list[float] = []
+    if move_limit_ms is not None:
+        limit = move_limit_ms / 1000
+        limits.append(limit - _reserve(limit))
+    if remaining_ms is not None:
+        left = remaining_ms / 1000
+        usable = left - _reserve(left)
+        if moves_to_go is not None and moves_to_go > 0:
+            # Periods: the clock is filled up after moves_to_go moves; share it evenly, keeping
+            # a little back in case the period ends the game sooner than expected.
+            share = usable / moves_to_go
+            limits.append(min(share, usable))
+        else:
+            share = usable / max(moves_left, 4) + 0.8 * increment_ms / 1000
+            limits.append(min(share, 0.5 * usable))
+    if not limits:
+        return 5.0  # no clock at all: think a while, but not forever
+    return max(0.0, min(limits))
+
+
+def _reserve(seconds: float) -> float:
+    """The safety margin kept back from `seconds` of available time."""
+    return 0.06 + 0.08 * seconds
