@@ -1,15 +1,85 @@
-"""`alternator perft` (being built: see the open issues)."""
+"""`alternator perft`: count the positions N moves ahead, to check a move generator against ours.
+
+The count alone is the last line of standard output, so scripts can take it with `tail -n 1`; with
+`--divide` one `move: count` line per first move comes before it, in the engine's fixed move order.
+Timing goes to standard error.
+"""
 
 from __future__ import annotations
 
 import argparse
+import re
+import sys
+import time
 
-HELP = "perft (not yet available)"
+HELP = "count the positions N moves ahead (perft), to test a move generator"
+
+_SIZE_RE = re.compile(r"([0-9]+)x([0-9]+)")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    pass
+    parser.add_argument("--size", default="8x8", metavar="WxH", help="board size, 2x2 to 26x26 (default 8x8)")
+    parser.add_argument("--depth", type=int, required=True, metavar="N", help="how many moves ahead to count")
+    parser.add_argument(
+        "--moves", default="", metavar="MOVES", help='moves to play first, separated by spaces: "d5d4 d4e4 pass"'
+    )
+    parser.add_argument("--divide", action="store_true", help="also print the count after each first move")
+    parser.add_argument("--komi", type=float, default=None, metavar="K", help="White's komi (default 3.5)")
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    """`8x8` -> (8, 8); UsageError saying what a size looks like otherwise."""
+    from protocol.rules import MAX_SIZE, MIN_SIZE
+    from referee.cli import UsageError
+
+    match = _SIZE_RE.fullmatch(text.strip().lower())
+    if match is None:
+        raise UsageError(f"--size {text!r} is not a board size: write width x height, like 8x8 or 5x3")
+    width, height = int(match[1]), int(match[2])
+    if not (MIN_SIZE <= width <= MAX_SIZE and MIN_SIZE <= height <= MAX_SIZE):
+        raise UsageError(
+            f"--size {text}: a {width}x{height} board is not supported; width and height must be"
+            f" {MIN_SIZE} to {MAX_SIZE}"
+        )
+    return width, height
 
 
 def run(args: argparse.Namespace) -> int:
-    raise SystemExit("alternator perft: not yet available")
+    from protocol.rules import DEFAULT_KOMI, IllegalMoveError, InvalidMoveError, Move, Position, perft
+    from referee.cli import UsageError
+
+    width, height = parse_size(args.size)
+    if args.depth < 0:
+        raise UsageError(f"--depth {args.depth}: the depth must be 0 or more")
+    komi = DEFAULT_KOMI if args.komi is None else args.komi
+    try:
+        position = Position(width, height, komi)
+    except ValueError as error:
+        raise UsageError(f"--komi {args.komi}: {error}") from None
+    for number, text in enumerate(args.moves.split(), 1):
+        try:
+            position.push(Move.parse(text))
+        except InvalidMoveError as error:
+            raise UsageError(f"--moves: move {number}: {error}") from None
+        except IllegalMoveError as error:
+            raise UsageError(f"--moves: move {number} is illegal: {error}; correct or remove it") from None
+
+    start = time.perf_counter()
+    if args.divide and args.depth >= 1:
+        total = 0
+        for move in position.legal_moves():
+            position.push(move)
+            count = perft(position, args.depth - 1)
+            position.pop()
+            print(f"{move}: {count}")
+            total += count
+    else:
+        total = perft(position, args.depth)
+    seconds = time.perf_counter() - start
+    rate = f", {total / seconds:,.0f} leaves/s" if seconds > 0 else ""
+    print(
+        f"perft({args.depth}) on {width}x{height} after {len(position.history)} moves: {seconds:.3f} s{rate}",
+        file=sys.stderr,
+    )
+    print(total)
+    return 0
