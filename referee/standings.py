@@ -453,7 +453,7 @@ def _fixed_width(table: list[list[str]], left: set[int]) -> list[str]:
 def _elo_note(standings: Standings) -> str:
     return (
         "Elo: relative to the field mean, ± the 95% margin; logistic maximum-likelihood fit with "
-        f"{_fmt_points(standings.elo_prior_draws)} virtual draw(s) per bot against a 0-rated phantom."
+        f"{standings.elo_prior_draws:g} virtual draw(s) per bot against a 0-rated phantom."
     )
 
 

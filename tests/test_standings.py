@@ -1,0 +1,408 @@
+"""Standings: points, ranks, crosstable, losses by kind, the Elo fit and its margins, renderers, files, schema."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from referee.standings import (
+    LOSS_KINDS,
+    SCHEMA_PATH,
+    BotStanding,
+    GameResult,
+    Standings,
+    compute_standings,
+    standings_json_schema,
+    to_csv,
+    to_markdown,
+    to_text,
+    write_standings,
+)
+
+K = math.log(10) / 400  # log-odds per Elo point
+TINY_PRIOR = 1e-6  # practically the pure maximum-likelihood fit
+
+
+def games(black: str, white: str, result: str, count: int = 1, termination: str = "normal") -> list[GameResult]:
+    return [GameResult(black, white, result, termination)] * count
+
+
+def by_name(standings: Standings) -> dict[str, BotStanding]:
+    return {bot.name: bot for bot in standings.bots}
+
+
+def sigmoid(x: float) -> float:
+    return 1 / (1 + math.exp(-x))
+
+
+# A small hand-scored tournament used by several tests.
+#   A-B 1-0 (A black wins)          A: 1     B: 0
+#   B-A 1/2                         A: 1/2   B: 1/2
+#   A-C 0-1 on time (A forfeits)    A: 0     C: 1
+#   C-B 1-0, B crashed              C: 1     B: 0
+#   B-C 1-0                         B: 1     C: 0
+SMALL = [
+    GameResult("A", "B", "1-0"),
+    GameResult("B", "A", "1/2-1/2"),
+    GameResult("A", "C", "0-1", "time"),
+    GameResult("C", "B", "1-0", "crash"),
+    GameResult("B", "C", "1-0"),
+]
+
+
+def test_points_games_and_score_by_hand() -> None:
+    s = compute_standings(SMALL, ["A", "B", "C"])
+    rows = by_name(s)
+    assert (rows["A"].games, rows["A"].wins, rows["A"].draws, rows["A"].losses, rows["A"].points) == (3, 1, 1, 1, 1.5)
+    assert (rows["B"].games, rows["B"].wins, rows["B"].draws, rows["B"].losses, rows["B"].points) == (4, 1, 1, 2, 1.5)
+    assert (rows["C"].games, rows["C"].wins, rows["C"].draws, rows["C"].losses, rows["C"].points) == (3, 2, 0, 1, 2.0)
+    assert rows["A"].score_pct == pytest.approx(50.0)
+    assert rows["B"].score_pct == pytest.approx(37.5)
+    assert rows["C"].score_pct == pytest.approx(200 / 3)
+    # C leads on points; A and B tie on 1.5 and the higher Elo goes first.
+    assert rows["C"].rank == 1
+    a_elo, b_elo = rows["A"].elo, rows["B"].elo
+    assert a_elo is not None and b_elo is not None
+    assert (rows["A"].rank, rows["B"].rank) == ((2, 3) if a_elo > b_elo else (3, 2))
+    assert [bot.rank for bot in s.bots] == [1, 2, 3]
+
+
+def test_crosstable_and_totals_by_hand() -> None:
+    s = compute_standings(SMALL, ["A", "B", "C"])
+    cell = {(a, b): (c.points, c.games) for a, row in s.crosstable.items() for b, c in row.items()}
+    assert cell == {
+        ("A", "B"): (1.5, 2),
+        ("B", "A"): (0.5, 2),
+        ("A", "C"): (0.0, 1),
+        ("C", "A"): (1.0, 1),
+        ("B", "C"): (1.0, 2),
+        ("C", "B"): (1.0, 2),
+    }
+    assert list(s.crosstable) == [bot.name for bot in s.bots]  # rows in rank order
+    t = s.totals
+    assert (t.games, t.black_wins, t.white_wins, t.draws, t.forfeits) == (5, 3, 1, 1, 2)
+
+
+def test_losses_by_kind_come_from_the_forfeiting_side() -> None:
+    extra = [GameResult("C", "A", "1-0", "illegal_move"), GameResult("A", "C", "1-0", "stalled")]
+    s = compute_standings([*SMALL, *extra], ["A", "B", "C"])
+    rows = by_name(s)
+    assert rows["A"].losses_by_kind == {
+        "normal": 0, "time": 1, "illegal_move": 1, "protocol": 0, "crash": 0, "unresponsive": 0, "stalled": 0
+    }  # fmt: skip
+    assert rows["B"].losses_by_kind["normal"] == 1 and rows["B"].losses_by_kind["crash"] == 1
+    assert rows["C"].losses_by_kind["normal"] == 1 and rows["C"].losses_by_kind["stalled"] == 1
+    for bot in s.bots:
+        assert list(bot.losses_by_kind)[: len(LOSS_KINDS)] == list(LOSS_KINDS)
+        assert sum(bot.losses_by_kind.values()) == bot.losses
+    assert rows["A"].forfeit_losses == 2 and rows["B"].forfeit_losses == 1 and rows["C"].forfeit_losses == 1
+    assert s.totals.forfeits == 4
+
+
+def test_tie_on_points_broken_by_elo() -> None:
+    # A and B both score 1 from one win, but B beat C (who beat D twice) while A beat D: B rates higher.
+    results = [
+        *games("A", "D", "1-0"),
+        *games("B", "C", "1-0"),
+        *games("C", "D", "1-0", 2),
+    ]
+    s = compute_standings(results, ["A", "B", "C", "D"])
+    assert [bot.name for bot in s.bots] == ["C", "B", "A", "D"]
+    assert [bot.points for bot in s.bots] == [2, 1, 1, 0]
+    rows = by_name(s)
+    assert rows["B"].elo is not None and rows["A"].elo is not None
+    assert rows["B"].elo > rows["A"].elo
+
+
+def test_tie_on_points_and_elo_broken_by_name() -> None:
+    # Mirror-image records: equal points, equal Elo (up to float noise): alphabetical.
+    results = [*games("b", "a", "1-0"), *games("a", "b", "1-0"), *games("zz", "b", "1/2-1/2")]
+    results += games("a", "zz", "1/2-1/2")
+    s = compute_standings(results, ["zz", "b", "a"])
+    assert [bot.name for bot in s.bots] == ["a", "b", "zz"]
+    assert [bot.rank for bot in s.bots] == [1, 2, 3]
+
+
+def test_two_bots_75_percent_matches_the_closed_form() -> None:
+    # A scores 75% over 100 games. With no prior the MLE sets p = 0.75, so
+    #   D = R_A - R_B = 400 log10(0.75 / 0.25) = 400 log10(3) = 190.85, i.e. +95.42 / -95.42 around the mean.
+    # Fisher information for D: N p (1-p) k^2 = 100 * 0.1875 * (ln10/400)^2 = 6.2131e-4, var D = 1609.5,
+    # sd D = 40.12; each rating is +-D/2, so its margin is 1.96 * 40.12 / 2 = 39.32.
+    results = games("A", "B", "1-0", 75) + games("B", "A", "1-0", 25)
+    s = compute_standings(results, ["A", "B"], prior_draws=TINY_PRIOR)
+    a, b = s.bots
+    assert a.name == "A" and a.elo is not None and b.elo is not None
+    assert a.elo == pytest.approx(200 * math.log10(3), abs=0.01)
+    assert b.elo == pytest.approx(-200 * math.log10(3), abs=0.01)
+    var_d = 1 / (100 * 0.75 * 0.25 * K**2)
+    assert var_d == pytest.approx(1609.5, abs=0.1)
+    assert a.elo_margin == pytest.approx(1.96 * math.sqrt(var_d) / 2, rel=1e-3)
+    assert a.elo_margin == pytest.approx(39.32, abs=0.01)
+    assert b.elo_margin == pytest.approx(a.elo_margin)
+
+
+def test_two_bots_with_the_default_prior_solve_the_one_dimensional_equation() -> None:
+    # With one virtual draw each against a phantom at 0 the fit is symmetric, R_A = -R_B = x, where
+    #   75 - 100 sigmoid(2 k x) + (0.5 - sigmoid(k x)) = 0   (the gradient for A).
+    # Solved here by bisection, independently of the Newton code; it shrinks the 95.42 by about 0.6.
+    def gradient(x: float) -> float:
+        return 75 - 100 * sigmoid(2 * K * x) + (0.5 - sigmoid(K * x))
+
+    lo, hi = 0.0, 400.0
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if gradient(mid) > 0 else (lo, mid)
+    results = games("A", "B", "1-0", 75) + games("B", "A", "1-0", 25)
+    a, b = compute_standings(results, ["A", "B"]).bots
+    assert a.elo == pytest.approx(lo, abs=1e-6)
+    assert b.elo == pytest.approx(-lo, abs=1e-6)
+    assert 94 < lo < 95.42
+
+
+def test_a_draw_counts_half_a_win() -> None:
+    # 50 wins and 50 draws is a 75% score: the same rating as 75 wins and 25 losses.
+    wins_and_draws = games("A", "B", "1-0", 50) + games("B", "A", "1/2-1/2", 50)
+    wins_and_losses = games("A", "B", "1-0", 75) + games("B", "A", "1-0", 25)
+    x = compute_standings(wins_and_draws, ["A", "B"]).bots[0]
+    y = compute_standings(wins_and_losses, ["A", "B"]).bots[0]
+    assert x.elo == pytest.approx(y.elo, abs=1e-9)
+    assert x.elo_margin == pytest.approx(y.elo_margin, abs=1e-9)
+
+
+def test_three_bots_transitive_table_in_closed_form() -> None:
+    # Odds 3:1 for A over B and for B over C imply 9:1 for A over C; with exactly those scores
+    # (15-5, 15-5, 18-2 in 20 games each) the MLE reproduces them: A = +190.85, B = 0, C = -190.85.
+    results = (
+        games("A", "B", "1-0", 15) + games("A", "B", "0-1", 5)
+        + games("B", "C", "1-0", 15) + games("C", "B", "1-0", 5)
+        + games("C", "A", "0-1", 18) + games("C", "A", "1-0", 2)
+    )  # fmt: skip
+    rows = by_name(compute_standings(results, ["C", "B", "A"], prior_draws=TINY_PRIOR))
+    d = 400 * math.log10(3)
+    assert rows["A"].elo == pytest.approx(d, abs=0.01)
+    assert rows["B"].elo == pytest.approx(0, abs=0.01)
+    assert rows["C"].elo == pytest.approx(-d, abs=0.01)
+
+
+def test_three_bots_all_drawn_margin_in_closed_form() -> None:
+    # Every pair draws 10 games: all ratings 0, p = 1/2. The information matrix is h (3I - 11^T) with
+    # h = k^2 * 10 * 1/4; on the mean-zero plane its inverse is (1/3h)(I - 11^T/3), so
+    # var(R_i - mean) = 2/(9h) = 2682.5 and the margin is 1.96 * sqrt(2682.5) = 101.5.
+    results = games("A", "B", "1/2-1/2", 10) + games("B", "C", "1/2-1/2", 10) + games("C", "A", "1/2-1/2", 10)
+    s = compute_standings(results, ["A", "B", "C"], prior_draws=TINY_PRIOR)
+    h = K**2 * 10 * 0.25
+    for bot in s.bots:
+        assert bot.elo == pytest.approx(0, abs=1e-6)
+        assert bot.elo_margin == pytest.approx(1.96 * math.sqrt(2 / (9 * h)), rel=1e-3)
+        assert bot.elo_margin == pytest.approx(101.5, abs=0.1)
+
+
+def test_cyclic_table_zeroes_the_likelihood_gradient() -> None:
+    # No closed form: A beats B, B beats C, C beats A, with unequal numbers of games and some draws.
+    # At the maximum every bot's actual score equals its expected score: sum_j (s_ij - n_ij p_ij) = 0.
+    results = (
+        games("A", "B", "1-0", 9) + games("B", "A", "1-0", 1)
+        + games("B", "C", "1-0", 6) + games("C", "B", "1/2-1/2", 4) + games("C", "B", "1-0", 2)
+        + games("C", "A", "1-0", 5) + games("A", "C", "1-0", 4) + games("A", "C", "1/2-1/2", 3)
+    )  # fmt: skip
+    s = compute_standings(results, ["A", "B", "C"], prior_draws=TINY_PRIOR)
+    elo = {bot.name: bot.elo for bot in s.bots}
+    assert sum(e for e in elo.values() if e is not None) == pytest.approx(0, abs=1e-9)
+    for me in "ABC":
+        residual = 0.0
+        for other, cell in s.crosstable[me].items():
+            mine, theirs = elo[me], elo[other]
+            assert mine is not None and theirs is not None
+            residual += cell.points - cell.games * sigmoid(K * (mine - theirs))
+        assert residual == pytest.approx(0, abs=1e-4)
+    # The ratings are not all equal (the cycle is lopsided), so the check above is not trivially met.
+    assert max(e for e in elo.values() if e is not None) > 20
+
+
+def test_all_wins_stays_finite_and_ordered() -> None:
+    # The MLE is infinite here; the virtual draws keep it finite, symmetric and ordered.
+    s = compute_standings(games("A", "B", "1-0", 10), ["A", "B"])
+    a, b = s.bots
+    assert a.elo is not None and b.elo is not None and a.elo_margin is not None
+    assert math.isfinite(a.elo) and math.isfinite(a.elo_margin)
+    assert a.elo == pytest.approx(-b.elo) and a.elo > 100
+    more = compute_standings(games("A", "B", "1-0", 40), ["A", "B"]).bots[0]
+    assert more.elo is not None and more.elo > a.elo  # more evidence, stronger rating
+
+    # A beats everyone, B beats C, C loses everything.
+    chain = games("A", "B", "1-0", 5) + games("C", "A", "0-1", 5) + games("B", "C", "1-0", 5)
+    rows = compute_standings(chain, ["C", "B", "A"]).bots
+    assert [bot.name for bot in rows] == ["A", "B", "C"]
+    elos = [bot.elo for bot in rows if bot.elo is not None]
+    assert len(elos) == 3 and all(math.isfinite(e) for e in elos)
+    assert elos[0] > elos[1] > elos[2]
+    assert sum(elos) == pytest.approx(0, abs=1e-9)
+
+
+def test_empty_results() -> None:
+    s = compute_standings([], ["b", "a"])
+    assert [bot.name for bot in s.bots] == ["a", "b"]
+    for bot in s.bots:
+        assert (bot.games, bot.points, bot.score_pct, bot.elo, bot.elo_margin) == (0, 0, None, None, None)
+    assert s.totals.games == 0
+    assert s.crosstable["a"]["b"].games == 0
+    for render in (to_text, to_markdown, to_csv):
+        assert "a" in render(s)
+    empty = compute_standings([], [])
+    assert empty.bots == [] and empty.crosstable == {}
+    assert to_csv(empty).startswith("rank,name")
+    assert "0 games" in to_text(empty) and "0 games" in to_markdown(empty)
+
+
+def test_a_bot_with_no_games_has_no_elo_and_stays_out_of_the_mean() -> None:
+    results = games("A", "B", "1-0", 3) + games("B", "A", "1-0", 1)
+    s = compute_standings(results, ["idle", "A", "B"])
+    rows = by_name(s)
+    assert rows["idle"].elo is None and rows["idle"].elo_margin is None and rows["idle"].score_pct is None
+    assert rows["A"].elo is not None and rows["B"].elo is not None
+    assert rows["A"].elo + rows["B"].elo == pytest.approx(0, abs=1e-9)
+    assert [bot.name for bot in s.bots] == ["A", "B", "idle"]
+    assert rows["idle"].rank == 3
+    # The same games without the idle bot give the same ratings.
+    alone = {bot.name: bot.elo for bot in compute_standings(results, ["A", "B"]).bots}
+    assert alone["A"] == pytest.approx(rows["A"].elo)
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: GameResult("A", "B", "*"), "not one of"),
+        (lambda: GameResult("A", "B", "2-0"), "not one of"),
+        (lambda: GameResult("A", "B", "1-0", "void"), "not scored"),
+        (lambda: GameResult("A", "B", "1-0", "aborted"), "not scored"),
+        (lambda: GameResult("A", "A", "1-0"), "cannot play itself"),
+        (lambda: GameResult("A", "B", "1/2-1/2", "time"), "cannot be a draw"),
+    ],
+)
+def test_bad_game_results_are_refused(make: Callable[[], object], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        make()
+
+
+def test_bad_fields_are_refused() -> None:
+    with pytest.raises(ValueError, match="'X' is not in the field"):
+        compute_standings(games("A", "X", "1-0"), ["A", "B"])
+    with pytest.raises(ValueError, match="listed twice"):
+        compute_standings([], ["A", "A"])
+    with pytest.raises(ValueError, match="prior_draws must be a positive"):
+        compute_standings([], ["A"], prior_draws=0)
+
+
+def test_termination_enum_is_kept_as_its_string() -> None:
+    from referee.record import Termination
+
+    game = GameResult("A", "B", "1-0", Termination.TIME)
+    assert type(game.termination) is str and game.termination == "time"
+    assert game.loser == "B"
+
+
+def test_text_table_is_fixed_width_and_in_rank_order() -> None:
+    s = compute_standings(SMALL, ["A", "B", "C"])
+    text = to_text(s)
+    lines = text.splitlines()
+    header, *rows = lines[: 1 + len(s.bots)]
+    assert header.split()[:3] == ["#", "Bot", "Games"]
+    assert [row.split()[1] for row in rows] == [bot.name for bot in s.bots]
+    # Numbers are right-aligned: the points column ends at the same offset on every line.
+    end = header.index("Points") + len("Points")
+    for row, bot in zip(rows, s.bots, strict=True):
+        points = f"{bot.points:g}" if bot.points == int(bot.points) else f"{bot.points:.1f}"
+        assert row[end - len(points) : end] == points
+    assert "time 1" in text and "crash 1" in text
+    assert "Crosstable" in text and "1.5/2" in text
+    assert "5 games: Black won 3, White won 1, 1 drawn; 2 decided by forfeit." in text
+
+
+def test_markdown_tables() -> None:
+    s = compute_standings([*SMALL, *games("A", "we|ird", "1-0")], ["A", "B", "C", "we|ird"])
+    md = to_markdown(s)
+    table = [line for line in md.splitlines() if line.startswith("| ") and "Games" not in line]
+    assert len(table) == 2 * len(s.bots) + 1  # standings rows, crosstable header, crosstable rows
+    assert "we\\|ird" in md and "we|ird |" not in md
+    first = s.bots[0]
+    assert f"| 1 | {first.name} | {first.games} | {first.wins} |" in md
+
+
+def test_csv_rows_parse_back() -> None:
+    s = compute_standings([*SMALL, GameResult("C", "A", "1-0", "stalled")], ["A", "B", "C", "idle"])
+    rows = list(csv.DictReader(io.StringIO(to_csv(s))))
+    assert [row["name"] for row in rows] == [bot.name for bot in s.bots]
+    for row, bot in zip(rows, s.bots, strict=True):
+        assert int(row["rank"]) == bot.rank and int(row["games"]) == bot.games
+        assert float(row["points"]) == bot.points
+        assert int(row["losses_time"]) == bot.losses_by_kind["time"]
+        assert int(row["losses_stalled"]) == bot.losses_by_kind["stalled"]
+        if bot.elo is None:
+            assert row["elo"] == "" and row["elo_margin"] == "" and row["score_pct"] == ""
+        else:
+            assert float(row["elo"]) == pytest.approx(bot.elo, abs=0.005)
+
+
+def test_write_standings_writes_three_files_atomically(tmp_path: Path) -> None:
+    s = compute_standings(SMALL, ["A", "B", "C"])
+    out = tmp_path / "out" / "nested"
+    written = write_standings(s, out)
+    assert sorted(p.name for p in written) == ["standings.csv", "standings.json", "standings.md"]
+    assert sorted(p.name for p in out.iterdir()) == ["standings.csv", "standings.json", "standings.md"]  # no temps
+    assert Standings.model_validate_json((out / "standings.json").read_text()) == s
+    assert (out / "standings.csv").read_text() == to_csv(s)
+    assert (out / "standings.md").read_text() == to_markdown(s)
+    # Writing again replaces the files.
+    later = compute_standings([*SMALL, *games("A", "C", "1-0")], ["A", "B", "C"])
+    write_standings(later, out)
+    assert Standings.model_validate_json((out / "standings.json").read_text()).totals.games == 6
+
+
+def test_published_schema_has_not_drifted() -> None:
+    published = json.loads(SCHEMA_PATH.read_text())
+    assert published == standings_json_schema(), (
+        "referee/schema/standings.json is out of date: regenerate it with "
+        "`python -c 'from referee.standings import write_schema; write_schema()'` and commit it"
+    )
+
+
+NAMES = ["a", "b", "c", "d", "e"]
+game_strategy = st.builds(
+    lambda pair, result, forfeit: GameResult(
+        pair[0], pair[1], result, forfeit if result != "1/2-1/2" and forfeit else "normal"
+    ),
+    st.lists(st.sampled_from(NAMES), min_size=2, max_size=2, unique=True),
+    st.sampled_from(["1-0", "0-1", "1/2-1/2"]),
+    st.sampled_from(["", "time", "crash", "protocol"]),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(game_strategy, max_size=40))
+def test_invariants_on_random_tournaments(results: list[GameResult]) -> None:
+    s = compute_standings(results, NAMES)
+    assert sum(bot.points for bot in s.bots) == pytest.approx(len(results))
+    assert sum(bot.games for bot in s.bots) == 2 * len(results)
+    assert s.totals.black_wins + s.totals.white_wins + s.totals.draws == len(results)
+    for bot in s.bots:
+        assert bot.wins + bot.draws + bot.losses == bot.games
+        assert sum(bot.losses_by_kind.values()) == bot.losses
+        assert (bot.elo is None) == (bot.games == 0) == (bot.elo_margin is None)
+        if bot.elo is not None and bot.elo_margin is not None:
+            assert math.isfinite(bot.elo) and 0 < bot.elo_margin < 2000
+    for a, row in s.crosstable.items():
+        for b, cell in row.items():
+            back = s.crosstable[b][a]
+            assert cell.games == back.games and cell.points + back.points == pytest.approx(cell.games)
+    points = [bot.points for bot in s.bots]
+    assert points == sorted(points, reverse=True)
+    rated = [bot.elo for bot in s.bots if bot.elo is not None]
+    assert sum(rated) == pytest.approx(0, abs=1e-6)
