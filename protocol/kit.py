@@ -1,0 +1,457 @@
+"""The Python bot kit: turn a function that picks a move into a complete protocol v1 bot.
+
+    from protocol.kit import run_bot
+    from protocol.rules import Move, Position
+
+    def choose(position: Position, clock: Clock) -> Move:
+        return position.legal_moves()[0]
+
+    run_bot(choose, name="first", author="me", version="1.0")
+
+The kit does the handshake, plays any number of games in one process, keeps a `Position` up to date
+from each turn's history, hands `choose` a copy of it and the clocks, answers `ping` at once even while
+`choose` is thinking (a reader thread owns stdin), sends `info` from `send_info`, and exits cleanly on
+`quit` or at the end of input. An exception in `choose` (or a hook) prints its traceback to stderr and
+ends the process with status 1, which the referee reports as a crash.
+
+It runs on plain blocking stdin/stdout and imports only the standard library, the rules engine and the
+framing, never pydantic or trio, so a bot starts in a few tens of milliseconds. With the real stdin and
+stdout it moves the protocol to a private copy of file descriptor 1 and points fd 1 at stderr, so a stray
+`print` in a bot lands in its log instead of breaking the protocol.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import queue
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from protocol.framing import MAX_LINE_BYTES, FramingError, LineBuffer
+from protocol.rules import BLACK, WHITE, Color, Move, Position
+
+__all__ = [
+    "PROTOCOL_VERSION",
+    "Clock",
+    "Game",
+    "GameResult",
+    "TimeControl",
+    "log",
+    "run_bot",
+    "send_info",
+]
+
+PROTOCOL_VERSION = 1
+"""The protocol version this kit speaks (the same as `protocol.messages.PROTOCOL_VERSION`)."""
+
+# What a bot spends on overheads it cannot see (pipe, scheduling, the referee's reading) in budget_ms.
+SAFETY_MS = 50
+
+
+@dataclass(frozen=True)
+class TimeControl:
+    """The game's time control, as in `new_game` (see PROTOCOL.md)."""
+
+    base_ms: int | None
+    increment_ms: int
+    moves_per_period: int | None
+    move_time_ms: int | None
+
+
+@dataclass(frozen=True)
+class Game:
+    """One game as `new_game` announced it, given to the `on_new_game` and `on_game_over` hooks."""
+
+    game_id: str
+    color: Color
+    width: int
+    height: int
+    komi: float
+    time_control: TimeControl
+    opponent: str
+
+
+@dataclass(frozen=True)
+class GameResult:
+    """What `game_over` said."""
+
+    game_id: str
+    result: str
+    winner: Color | None
+    reason: str
+    black_score: float | None
+    white_score: float | None
+    termination: str | None
+
+
+@dataclass(frozen=True)
+class Clock:
+    """This bot's view of the clocks as its turn started. All times in milliseconds.
+
+    `received_at` is the `time.monotonic()` reading when the kit read the `turn` line; the referee
+    started the clock a little earlier, when it wrote that line.
+    """
+
+    my_ms: int | None
+    """My remaining game time (None: no game clock)."""
+    opponent_ms: int | None
+    """The opponent's remaining game time (None: no game clock)."""
+    increment_ms: int
+    """Added to my clock after this move."""
+    move_limit_ms: int | None
+    """The most this single move may take (None: no per-move limit)."""
+    moves_to_go: int | None
+    """Moves until my clock is filled up again, this one included (periods only)."""
+    received_at: float
+
+    def elapsed_ms(self) -> int:
+        """Milliseconds since the turn was received."""
+        return int((time.monotonic() - self.received_at) * 1000)
+
+    def budget_ms(self, moves_left: int = 20, safety_ms: int = SAFETY_MS) -> int:
+        """A sensible total time for this move, counted from `received_at`; never the whole clock.
+
+        `moves_left` is the bot's guess of how many more moves it will make in the game (a Fischer
+        clock is shared among them). The result keeps `safety_ms` in hand for the pipe and scheduling,
+        and is at least 1 ms. With no clock and no limit at all it is one second.
+        """
+        limits: list[float] = []
+        if self.move_limit_ms is not None:
+            limits.append(self.move_limit_ms - safety_ms)
+        if self.my_ms is not None:
+            if self.moves_to_go is not None:
+                share = self.my_ms / self.moves_to_go
+            else:
+                share = self.my_ms / max(1, moves_left) + self.increment_ms * 3 / 4
+            # Never plan to spend more than half of what is left, whatever the increment promises.
+            limits.append(min(share, self.my_ms / 2) - safety_ms)
+        if not limits:
+            return 1000
+        return max(1, int(min(limits)))
+
+    def deadline(self, moves_left: int = 20, safety_ms: int = SAFETY_MS) -> float:
+        """The `time.monotonic()` reading by which to have answered, following `budget_ms`."""
+        return self.received_at + self.budget_ms(moves_left, safety_ms) / 1000
+
+    def remaining_ms(self, moves_left: int = 20, safety_ms: int = SAFETY_MS) -> int:
+        """What is left of `budget_ms` now (may be negative)."""
+        return self.budget_ms(moves_left, safety_ms) - self.elapsed_ms()
+
+
+Choose = Callable[[Position, Clock], Move | str]
+
+
+def log(*parts: object) -> None:
+    """Print to stderr, the bot's own log (the referee keeps a capped copy)."""
+    print(*parts, file=sys.stderr, flush=True)
+
+
+class _Session:
+    """One connection to the referee: a reader thread, an inbox for the main thread, a guarded writer."""
+
+    def __init__(self, read_chunk: Callable[[], bytes], write: Callable[[bytes], None]) -> None:
+        self._read_chunk = read_chunk
+        self._write = write
+        self._lock = threading.Lock()
+        self._turn_active = False
+        self._closed = False
+        self.inbox: queue.SimpleQueue[tuple[float, dict[str, Any]] | None] = queue.SimpleQueue()
+        self._reader = threading.Thread(target=self._read_loop, name="protocol-reader", daemon=True)
+
+    def start(self) -> None:
+        self._reader.start()
+
+    def send(self, message: dict[str, Any]) -> None:
+        data = (json.dumps(message, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+        with self._lock:
+            self._write_locked(data)
+
+    def _write_locked(self, data: bytes) -> None:
+        if self._closed:
+            return
+        try:
+            self._write(data)
+        except OSError as error:  # BrokenPipeError and friends: the referee has gone away.
+            self._closed = True
+            log(f"kit: cannot write to the referee ({error}); it has gone away")
+            self.inbox.put(None)
+
+    def begin_turn(self) -> None:
+        with self._lock:
+            self._turn_active = True
+
+    def send_move(self, move: str) -> None:
+        data = (json.dumps({"type": "move", "move": move}, separators=(",", ":")) + "\n").encode()
+        # Under the lock: no info may slip out after the move, when it would be out of turn.
+        with self._lock:
+            self._turn_active = False
+            self._write_locked(data)
+
+    def send_info(self, message: dict[str, Any]) -> bool:
+        data = (json.dumps(message, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+        with self._lock:
+            if not self._turn_active:
+                return False
+            self._write_locked(data)
+            return True
+
+    def _read_loop(self) -> None:
+        buffer = LineBuffer(MAX_LINE_BYTES)
+        try:
+            while True:
+                chunk = self._read_chunk()
+                if not chunk:
+                    buffer.finish()
+                    return
+                for line in buffer.feed(chunk):
+                    self._dispatch(line)
+        except (FramingError, OSError, ValueError) as error:
+            log(f"kit: stopped reading from the referee: {error}")
+        finally:
+            self.inbox.put(None)
+
+    def _dispatch(self, line: bytes) -> None:
+        try:
+            message = json.loads(line)
+        except ValueError:
+            log(f"kit: ignoring a line from the referee that is not JSON: {line[:200]!r}")
+            return
+        if not isinstance(message, dict):
+            log(f"kit: ignoring a line from the referee that is not a JSON object: {line[:200]!r}")
+            return
+        if message.get("type") == "ping":
+            # Answered here, at once, whatever the main thread is busy with.
+            self.send({"type": "pong", "id": message.get("id")})
+            return
+        self.inbox.put((time.monotonic(), message))
+
+
+_active: _Session | None = None
+
+
+def send_info(
+    *,
+    depth: int | None = None,
+    score: float | None = None,
+    nodes: int | None = None,
+    pv: Sequence[Move | str] | None = None,
+    text: str | None = None,
+) -> bool:
+    """Tell the referee what the bot is thinking (kept in the game record); any thread may call it.
+
+    Sent only while this bot is choosing a move, since `info` is not allowed at other times; returns
+    whether it was sent. Values the protocol would reject (a NaN score, a negative depth) are left out.
+    """
+    session = _active
+    if session is None:
+        return False
+    message: dict[str, Any] = {"type": "info"}
+    if depth is not None and depth >= 0:
+        message["depth"] = int(depth)
+    if score is not None and math.isfinite(score):
+        message["score"] = float(score)
+    if nodes is not None and nodes >= 0:
+        message["nodes"] = int(nodes)
+    if pv is not None:
+        message["pv"] = [str(move) for move in pv][:256]
+    if text is not None:
+        message["text"] = str(text)[:4096]
+    return session.send_info(message)
+
+
+def _color(text: Any) -> Color:
+    return BLACK if text == "black" else WHITE
+
+
+def _game(message: dict[str, Any]) -> Game:
+    tc = message.get("time_control") or {}
+    return Game(
+        game_id=str(message["game_id"]),
+        color=_color(message["color"]),
+        width=int(message["width"]),
+        height=int(message["height"]),
+        komi=float(message["komi"]),
+        time_control=TimeControl(
+            base_ms=tc.get("base_ms"),
+            increment_ms=int(tc.get("increment_ms") or 0),
+            moves_per_period=tc.get("moves_per_period"),
+            move_time_ms=tc.get("move_time_ms"),
+        ),
+        opponent=str(message.get("opponent", "")),
+    )
+
+
+def _clock(game: Game, clock: dict[str, Any], received_at: float) -> Clock:
+    black, white = clock.get("black_ms"), clock.get("white_ms")
+    mine, theirs = (black, white) if game.color is BLACK else (white, black)
+    return Clock(
+        my_ms=mine,
+        opponent_ms=theirs,
+        increment_ms=int(clock.get("increment_ms") or 0),
+        move_limit_ms=clock.get("move_limit_ms"),
+        moves_to_go=clock.get("moves_to_go"),
+        received_at=received_at,
+    )
+
+
+def _catch_up(position: Position, game: Game, moves: list[str]) -> Position:
+    """`position` brought to the end of `moves`: push the new moves, or rebuild if the history differs."""
+    history = position.history
+    known = len(history)
+    if len(moves) >= known and all(str(history[i]) == moves[i] for i in range(known)):
+        for text in moves[known:]:
+            position.push(Move.parse(text))
+        return position
+    return Position.from_moves(moves, game.width, game.height, game.komi)
+
+
+def _serve(
+    session: _Session,
+    choose: Choose,
+    hello: dict[str, Any],
+    on_new_game: Callable[[Game], None] | None,
+    on_game_over: Callable[[Game, GameResult], None] | None,
+) -> int:
+    game: Game | None = None
+    position: Position | None = None
+    while True:
+        item = session.inbox.get()
+        if item is None:
+            return 0  # end of input (or the referee stopped reading): nothing more to do
+        received_at, message = item
+        kind = message.get("type")
+        if kind == "hello":
+            if message.get("protocol") != PROTOCOL_VERSION:
+                log(
+                    f"kit: the referee speaks protocol {message.get('protocol')!r} but this kit speaks "
+                    f"{PROTOCOL_VERSION}; answering anyway so that the referee can report the mismatch"
+                )
+            session.send(hello)
+        elif kind == "new_game":
+            game = _game(message)
+            position = Position(game.width, game.height, game.komi)
+            if on_new_game is not None:
+                on_new_game(game)
+            session.send({"type": "ready", "game_id": game.game_id})
+        elif kind == "turn":
+            if game is None or position is None or message.get("game_id") != game.game_id:
+                log(f"kit: ignoring a turn for game {message.get('game_id')!r}, which was never started")
+                continue
+            position = _catch_up(position, game, list(message.get("moves", [])))
+            clock = _clock(game, message.get("clock") or {}, received_at)
+            session.begin_turn()
+            move = str(choose(position.copy(), clock))
+            if not _is_legal_text(position, move):
+                log(f"kit: warning: choose returned {move!r}, which is not a legal move here; sending it anyway")
+            session.send_move(move)
+        elif kind == "game_over":
+            if game is not None and on_game_over is not None and message.get("game_id") == game.game_id:
+                on_game_over(game, _result(message))
+            game, position = None, None
+        elif kind == "quit":
+            return 0
+        else:
+            log(f"kit: ignoring a message of unknown type {kind!r}")
+
+
+def _is_legal_text(position: Position, text: str) -> bool:
+    try:
+        position.parse_move(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _result(message: dict[str, Any]) -> GameResult:
+    winner = message.get("winner")
+    return GameResult(
+        game_id=str(message.get("game_id")),
+        result=str(message.get("result")),
+        winner=None if winner is None else _color(winner),
+        reason=str(message.get("reason", "")),
+        black_score=message.get("black_score"),
+        white_score=message.get("white_score"),
+        termination=message.get("termination"),
+    )
+
+
+def _real_stdio() -> tuple[Callable[[], bytes], Callable[[bytes], None]]:
+    """Raw file descriptors for the protocol; fd 1 itself now leads to stderr (see the module docstring)."""
+    sys.stdout.flush()
+    out = os.dup(1)
+    os.dup2(2, 1)
+
+    def read_chunk() -> bytes:
+        return os.read(0, MAX_LINE_BYTES)
+
+    def write(data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(out, view) :]
+
+    return read_chunk, write
+
+
+def _text_stdio(stdin: TextIO, stdout: TextIO) -> tuple[Callable[[], bytes], Callable[[bytes], None]]:
+    def read_chunk() -> bytes:
+        # A bounded readline: an over-long line reaches the LineBuffer in pieces and is refused there.
+        return stdin.readline(MAX_LINE_BYTES).encode("utf-8", errors="surrogateescape")
+
+    def write(data: bytes) -> None:
+        stdout.write(data.decode("utf-8"))
+        stdout.flush()
+
+    return read_chunk, write
+
+
+def run_bot(
+    choose: Choose,
+    *,
+    name: str,
+    author: str = "",
+    version: str = "",
+    on_new_game: Callable[[Game], None] | None = None,
+    on_game_over: Callable[[Game, GameResult], None] | None = None,
+    stdin: TextIO | None = None,
+    stdout: TextIO | None = None,
+) -> int:
+    """Play as a bot until `quit` or the end of input.
+
+    `choose(position, clock)` returns the move (a `Move` or its text) for the side to move in
+    `position`, a copy the function may change freely. `on_new_game(game)` runs before `ready`;
+    `on_game_over(game, result)` after each game. With the real stdin and stdout (no streams given),
+    this ends the process with its exit status: 0 after `quit` or end of input, 1 after an exception.
+    Given text streams (tests), it returns the status instead.
+    """
+    global _active
+    if not 1 <= len(name) <= 64 or len(author) > 128 or len(version) > 64:
+        raise ValueError("run_bot: name must be 1-64 characters, author at most 128 and version at most 64")
+    hello = {"type": "hello", "protocol": PROTOCOL_VERSION, "name": name, "author": author, "version": version}
+    if stdin is None and stdout is None:
+        read_chunk, write = _real_stdio()
+    elif stdin is not None and stdout is not None:
+        read_chunk, write = _text_stdio(stdin, stdout)
+    else:
+        raise ValueError("run_bot: give both stdin and stdout streams, or neither for the real ones")
+    session = _Session(read_chunk, write)
+    _active = session
+    session.start()
+    try:
+        status = _serve(session, choose, hello, on_new_game, on_game_over)
+    except Exception:
+        import traceback
+
+        traceback.print_exc(file=sys.stderr)
+        sys.stderr.flush()
+        status = 1
+    finally:
+        _active = None
+    if stdin is None:
+        sys.exit(status)
+    return status
