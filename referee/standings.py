@@ -7,11 +7,12 @@ Schema is published as `referee/schema/standings.json`); `to_text`, `to_markdown
 Elo: a logistic (Bradley-Terry) model, P(i beats j) = 1 / (1 + 10^((Rj - Ri) / 400)), a draw counting
 as half a win and half a loss, fitted by Newton's method. Each bot that played is also given
 `prior_draws` (default 1) virtual draws against a phantom opponent rated 0: a weak prior that keeps
-the rating of a bot that won (or lost) every game finite instead of infinite; with a few dozen games
-it moves ratings by about one Elo point. Ratings are then shifted so that their mean over the bots
-that played is 0, and the 95% margin is 1.96 standard deviations of (rating - field mean), from the
-inverse of the observed information matrix (the negative Hessian of the log posterior). A bot that
-played no games has neither rating nor margin and does not take part in the mean.
+the rating of a bot that won (or lost) every game finite instead of infinite, and shrinks the others a
+little (two bots, 75% over 100 games: +-94.8 instead of the maximum-likelihood +-95.4). Ratings are
+then shifted so that their mean over the bots that played is 0, and the 95% margin is 1.96 standard
+deviations of (rating - field mean), from the inverse of the observed information matrix (the negative
+Hessian of the log posterior). A bot that played no games has neither rating nor margin and does not
+take part in the mean.
 """
 
 from __future__ import annotations

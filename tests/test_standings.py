@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import math
+import random
 from collections.abc import Callable
 from pathlib import Path
 
@@ -406,3 +407,30 @@ def test_invariants_on_random_tournaments(results: list[GameResult]) -> None:
     assert points == sorted(points, reverse=True)
     rated = [bot.elo for bot in s.bots if bot.elo is not None]
     assert sum(rated) == pytest.approx(0, abs=1e-6)
+
+
+def test_margins_cover_the_true_ratings_about_95_percent_of_the_time() -> None:
+    # Simulated round robins between bots of known strength (fixed seeds, so the test is deterministic):
+    # the 95% intervals should hold the true rating (relative to the field mean) about 95% of the time.
+    # Margins half as wide would cover ~68%, twice as wide ~100%: both fall outside the bounds below.
+    inside = total = 0
+    for seed in range(10):
+        rng = random.Random(seed)
+        names = [f"bot{i}" for i in range(20)]
+        strength = {name: rng.gauss(0, 150) for name in names}
+        mean = sum(strength.values()) / len(names)
+        results = []
+        for i, a in enumerate(names):
+            for b in names[i + 1 :]:
+                for game in range(6):
+                    black, white = (a, b) if game % 2 else (b, a)
+                    p_black = 1 / (1 + 10 ** ((strength[white] - strength[black]) / 400))
+                    draw = 0.4 * min(p_black, 1 - p_black)  # some draws, expected score still p_black
+                    u = rng.random()
+                    result = "1-0" if u < p_black - draw / 2 else "1/2-1/2" if u < p_black + draw / 2 else "0-1"
+                    results.append(GameResult(black, white, result))
+        for bot in compute_standings(results, names).bots:
+            assert bot.elo is not None and bot.elo_margin is not None
+            inside += abs(bot.elo - (strength[bot.name] - mean)) <= bot.elo_margin
+            total += 1
+    assert 0.90 <= inside / total <= 0.99, f"{inside}/{total} intervals hold the true rating"
