@@ -262,7 +262,7 @@ def _fit_elo(
         if cross[played[i]][played[j]][0]
     ]
     rating = [0.0] * m
-    objective = log_posterior(rating, pairs, prior_draws)
+    objective = _log_posterior(rating, pairs, prior_draws)
     for _ in range(_MAX_NEWTON_STEPS):
         gradient, hessian = _gradient_and_information(rating, pairs, prior_draws)
         step = _solve(_cholesky(hessian), gradient)
@@ -270,7 +270,7 @@ def _fit_elo(
         scale = 1.0
         while True:
             trial = [r + scale * s for r, s in zip(rating, step, strict=True)]
-            trial_objective = log_posterior(trial, pairs, prior_draws)
+            trial_objective = _log_posterior(trial, pairs, prior_draws)
             if trial_objective >= objective or scale < 1e-6:
                 break
             scale /= 2
@@ -305,7 +305,7 @@ def _sigmoid(x: float) -> float:
     return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
 
 
-def log_posterior(rating: Sequence[float], pairs: Iterable[Pair], prior_draws: float) -> float:
+def _log_posterior(rating: Sequence[float], pairs: Iterable[Pair], prior_draws: float) -> float:
     """Log likelihood of the games plus the phantom draws, for ratings in Elo (phantom at 0)."""
     total = 0.0
     for i, j, n, s in pairs:
