@@ -18,37 +18,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from protocol.rules import PASS, Move, Position
+from protocol.kit import Clock
+from protocol.rules import Move, Position
+from sample_bots import greedy
 from sample_bots.search import choose_move
 
 
-def _greedy_inline(position: Position) -> Move:
-    """Greedy's rule: the placement that most raises the mover's own score, first in move order; else pass."""
-    mover_is_black = position.turn.value == "black"
-    best, best_gain = PASS, 0
-    for move in position.legal_placements():
-        before = position.black_margin
-        position.push(move)
-        gain = position.black_margin - before
-        position.pop()
-        if not mover_is_black:
-            gain = -gain
-        if gain > best_gain:
-            best, best_gain = move, gain
-    return best
-
-
-def greedy_choice() -> tuple[str, object]:
-    """The greedy sample bot's choice function if it exists, else the same rule written here."""
-    try:
-        from sample_bots import greedy  # type: ignore[attr-defined, unused-ignore]
-    except ImportError:
-        return "inline greedy", _greedy_inline
-    for name in ("choose_move", "choose", "greedy_move", "best_move"):
-        function = getattr(greedy, name, None)
-        if callable(function):
-            return f"sample_bots.greedy.{name}", function
-    return "inline greedy", _greedy_inline
+def greedy_move(position: Position) -> Move:
+    """The greedy sample bot's own choice (it ignores the clock)."""
+    clock = Clock(my_ms=None, opponent_ms=None, increment_ms=0, move_limit_ms=None, moves_to_go=None, received_at=0.0)
+    move = greedy.choose(position, clock)
+    return Move.parse(move) if isinstance(move, str) else move
 
 
 def random_opening(rng: random.Random, plies: int, width: int, height: int, komi: float) -> Position:
@@ -59,7 +39,7 @@ def random_opening(rng: random.Random, plies: int, width: int, height: int, komi
 
 
 def play(
-    opening: Position, strong_is_black: bool, seconds: float, greedy: object, stats: list[tuple[int, float, int]]
+    opening: Position, strong_is_black: bool, seconds: float, stats: list[tuple[int, float, int]]
 ) -> tuple[float, str]:
     """Play one game; returns the strong bot's points (1, 0.5, 0) and the final score text."""
     position = opening.copy()
@@ -70,9 +50,7 @@ def play(
             stats.append((info.depth, info.seconds, info.nodes))
             move = info.move
         else:
-            move = greedy(position)  # type: ignore[operator]
-            if isinstance(move, str):
-                move = Move.parse(move)
+            move = greedy_move(position)
         position.push(move)
     outcome = position.outcome()
     assert outcome is not None
@@ -92,16 +70,15 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
 
-    greedy_name, greedy = greedy_choice()
     rng = random.Random(args.seed)
     openings = [random_opening(rng, args.plies, args.size, args.size, args.komi) for _ in range((args.games + 1) // 2)]
-    print(f"alphabeta ({args.seconds} s/move) vs {greedy_name}, {2 * len(openings)} games on {args.size}x{args.size}")
+    print(f"alphabeta ({args.seconds} s/move) vs greedy, {2 * len(openings)} games on {args.size}x{args.size}")
     wins = draws = losses = 0
     stats: list[tuple[int, float, int]] = []
     start = time.perf_counter()
     for number, opening in enumerate(openings):
         for strong_is_black in (True, False):
-            points, text = play(opening, strong_is_black, args.seconds, greedy, stats)
+            points, text = play(opening, strong_is_black, args.seconds, stats)
             wins += points == 1.0
             draws += points == 0.5
             losses += points == 0.0

@@ -32,7 +32,7 @@ _INF = 1e9
 _PASS = -1
 _MAX_QDEPTH = 8
 _TIME_CHECK_MASK = 63  # look at the clock every 64 nodes: cheap, and a node costs well under a millisecond
-_TT_LIMIT = 1_500_000  # entries before the table is cleared, to bound memory
+_TT_LIMIT = 400_000  # entries before the table is cleared, to bound memory
 _EXACT, _LOWER, _UPPER = 0, 1, 2
 _NONE = -2  # no move
 _NULL_WINDOW = 1e-3
@@ -364,12 +364,13 @@ class Searcher:
         caps, rest = self.generate()
         if not caps and not rest:
             return SearchInfo(PASS, self.terminal(), 0, 0, [PASS], 0.0)
-        moves = caps + rest
         if self.rng is not None:
-            # Shuffle within equal ordering keys only, so play varies without weakening the order.
-            self.rng.shuffle(moves)
-            moves.sort(key=lambda km: km[0] if km in caps else km[0] - _INF, reverse=True)
-        root = [m for _k, m in moves] + [_PASS]
+            # Shuffle within equal ordering keys only (the sorts are stable), so play varies
+            # without weakening the order.
+            for moves in (caps, rest):
+                self.rng.shuffle(moves)
+                moves.sort(key=lambda km: km[0], reverse=True)
+        root = [m for _k, m in caps + rest] + [_PASS]
         best_move = root[0]
         best_score = -_INF
         result = SearchInfo(self.to_move(best_move), self.static(), 0, 0, [self.to_move(best_move)], 0.0)
