@@ -1,13 +1,24 @@
-"""How to start a bot: its name, command line, working directory and environment.
+"""How to start a bot: its name, command line, working directory and environment, and how users write that.
 
-The command line is a list of arguments and is never run through a shell.
+The command line is a list of arguments and is never run through a shell. `parse_bot_arg` turns one
+command-line argument (`--black`, `--white`, a tournament's bot list) into a `BotSpec`; it accepts
+the forms listed in `BOT_FORMS_HELP`. `check_bot_command` finds out, before any process starts,
+whether the program exists, so that a typo is a clear usage error rather than a forfeit.
 """
 
 from __future__ import annotations
 
+import os
+import pkgutil
+import re
+import shlex
+import shutil
+import sys
+import tomllib
 from pathlib import Path
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 
 class BotSpec(BaseModel):
@@ -19,3 +30,216 @@ class BotSpec(BaseModel):
     command: list[str] = Field(min_length=1, description="The program and its arguments (no shell).")
     dir: Path | None = Field(None, description="Working directory (default: the referee's).")
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables.")
+
+
+class BotSpecError(ValueError):
+    """A bot argument that cannot be understood, or names a program that cannot be started."""
+
+
+BOT_FORMS_HELP = """\
+A bot (BOT) is given in one of these forms:
+  random                      a sample bot by module name (any module in sample_bots/:
+                              random, greedy, alphabeta, ...): runs `python -m sample_bots.random`
+  "./mybot --depth 3"         a command line, split like a shell would (quotes work) but never run
+                              through a shell: no pipes, globs or $VARIABLES
+  "python3 bots/mine.py"      a command whose first word is python or python3 runs with the Python
+                              that runs alternator
+  'name=deep cmd="./mybot --depth 9" dir=bots/mine env.THREADS=1'
+                              key=value fields: name (in records and standings), cmd (a command line
+                              as above, or a sample bot name), dir (working directory), env.KEY=VALUE
+                              (an extra environment variable; repeat for more)
+  bots/mine.toml              a bot file (ends in .toml), with the same fields:
+                                name = "deep"
+                                command = "./mybot --depth 9"   # or a list: ["./mybot", "--depth", "9"]
+                                dir = "."                       # relative to the bot file's folder
+                                [env]
+                                THREADS = "1"
+Without a name, a bot is named after its program (or its script or module, for Python).
+A relative program path (./mybot) is looked up in the bot's working directory.
+"""
+
+_FIELD_RE = re.compile(r"^(name|cmd|dir|env\.[A-Za-z_][A-Za-z0-9_]*)=", re.DOTALL)
+_NAME_RE = re.compile(r"[^A-Za-z0-9._+-]+")
+_PYTHON_WORDS = ("python", "python3")
+
+
+def sample_bot_names() -> list[str]:
+    """The modules of `sample_bots` that run as a bot (`python -m sample_bots.NAME`).
+
+    Helper modules (a search shared by several bots) are not bots: a bot module has a `__main__`
+    guard, or is a package with a `__main__.py`.
+    """
+    import sample_bots
+
+    names = []
+    for folder in sample_bots.__path__:
+        for module in pkgutil.iter_modules([folder]):
+            if module.name.startswith("_"):
+                continue
+            path = Path(folder) / module.name
+            main = path / "__main__.py" if module.ispkg else path.with_suffix(".py")
+            try:
+                runnable = main.exists() if module.ispkg else "__main__" in main.read_text(encoding="utf-8")
+            except OSError:
+                runnable = False
+            if runnable:
+                names.append(module.name)
+    return sorted(names)
+
+
+def resolve_command(words: list[str]) -> list[str]:
+    """Apply the shortcuts to a split command line: sample bot names and `python`."""
+    if not words:
+        raise BotSpecError("the bot's command is empty: give a program to run, e.g. ./mybot or random")
+    if len(words) == 1 and words[0] in sample_bot_names():
+        return [sys.executable, "-m", f"sample_bots.{words[0]}"]
+    if words[0] in _PYTHON_WORDS:
+        # The Python running the referee, not whatever `python` is on PATH: a version-manager shim
+        # (pyenv, asdf) there adds tens of milliseconds to every start and may pick another Python.
+        return [sys.executable, *words[1:]]
+    return words
+
+
+def default_name(command: list[str]) -> str:
+    """A name for a bot given no name: the sample bot, module or script for Python, else the program."""
+    program = Path(command[0]).name
+    if command[0] == sys.executable or program.startswith("python"):
+        args = command[1:]
+        if len(args) >= 2 and args[0] == "-m":
+            name = args[1].rsplit(".", 1)[-1]
+        elif args and not args[0].startswith("-"):
+            name = Path(args[0]).stem
+        else:
+            name = "python"
+    else:
+        name = Path(program).stem if program.endswith((".py", ".sh", ".exe")) else program
+    cleaned = _NAME_RE.sub("-", name).strip("-")[:64]
+    return cleaned or "bot"
+
+
+def _make_spec(*, name: str | None, command: list[str], dir: Path | None, env: dict[str, str], what: str) -> BotSpec:
+    resolved = resolve_command(command)
+    try:
+        return BotSpec(name=name if name is not None else default_name(resolved), command=resolved, dir=dir, env=env)
+    except ValidationError as error:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in error.errors())
+        raise BotSpecError(f"{what}: {problems}") from None
+
+
+def _split(text: str, what: str) -> list[str]:
+    try:
+        return shlex.split(text)
+    except ValueError as error:  # shlex says "No closing quotation" and the like
+        raise BotSpecError(f"{what}: cannot split {text!r} into words ({error}); check the quotes") from None
+
+
+def parse_bot_arg(text: str, *, base_dir: Path | None = None) -> BotSpec:
+    """One bot argument in any of the forms of `BOT_FORMS_HELP`; BotSpecError says what is wrong.
+
+    `base_dir` is where relative `dir=` paths are taken from (default: the current directory); a bot
+    file's own `dir` is relative to the file's folder.
+    """
+    what = f"bot {text!r}"
+    stripped = text.strip()
+    if not stripped:
+        raise BotSpecError("a bot argument is empty: give a sample bot name, a command line or a .toml bot file")
+    if stripped.endswith(".toml") and not any(c.isspace() for c in stripped):
+        return load_bot_file(Path(stripped))
+    words = _split(stripped, what)
+    if _FIELD_RE.match(words[0]):
+        return _parse_fields(words, what, base_dir)
+    return _make_spec(name=None, command=words, dir=None, env={}, what=what)
+
+
+def _parse_fields(words: list[str], what: str, base_dir: Path | None) -> BotSpec:
+    name: str | None = None
+    command: list[str] | None = None
+    dir: Path | None = None
+    env: dict[str, str] = {}
+    for word in words:
+        if not _FIELD_RE.match(word):
+            raise BotSpecError(
+                f'{what}: {word!r} is not a field; use name=NAME cmd="COMMAND LINE" dir=DIR env.KEY=VALUE'
+                " (quote the command line so it stays one field)"
+            )
+        key, value = word.split("=", 1)
+        if key == "name":
+            name = value
+        elif key == "cmd":
+            command = _split(value, what)
+        elif key == "dir":
+            dir = (base_dir or Path()) / value if not Path(value).is_absolute() else Path(value)
+        else:
+            env[key.removeprefix("env.")] = value
+    if command is None:
+        raise BotSpecError(f'{what}: no cmd= field; add the command line, e.g. cmd="./mybot --fast"')
+    return _make_spec(name=name, command=command, dir=dir, env=env, what=what)
+
+
+def load_bot_file(path: Path) -> BotSpec:
+    """A bot described by a TOML file (fields name, command, dir, env); BotSpecError says what is wrong."""
+    what = f"bot file {str(path)!r}"
+    try:
+        data: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BotSpecError(f"{what} does not exist; check the path") from None
+    except OSError as error:
+        raise BotSpecError(f"{what} cannot be read: {error.strerror}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise BotSpecError(f"{what} is not valid TOML: {error}") from None
+    unknown = sorted(set(data) - {"name", "command", "dir", "env"})
+    if unknown:
+        raise BotSpecError(f"{what}: unknown field(s) {', '.join(unknown)}; the fields are name, command, dir, env")
+    raw_command = data.get("command")
+    if isinstance(raw_command, str):
+        command = _split(raw_command, what)
+    elif isinstance(raw_command, list) and raw_command and all(isinstance(w, str) for w in raw_command):
+        command = list(raw_command)
+    else:
+        raise BotSpecError(f"{what}: `command` must be a command line string or a non-empty list of strings")
+    name = data.get("name")
+    if name is not None and not isinstance(name, str):
+        raise BotSpecError(f"{what}: `name` must be a string")
+    raw_dir = data.get("dir")
+    if raw_dir is not None and not isinstance(raw_dir, str):
+        raise BotSpecError(f"{what}: `dir` must be a string (a folder, relative to the bot file's)")
+    folder = path.parent
+    dir = folder / raw_dir if raw_dir is not None else folder
+    raw_env = data.get("env", {})
+    if not isinstance(raw_env, dict) or not all(isinstance(v, str) for v in raw_env.values()):
+        raise BotSpecError(f'{what}: `env` must be a table of strings, e.g. [env] THREADS = "1"')
+    return _make_spec(name=name, command=command, dir=dir, env=dict(raw_env), what=what)
+
+
+def check_bot_command(spec: BotSpec) -> None:
+    """Raise BotSpecError, naming the bot and what to do, when its program or folder cannot be found.
+
+    Done before starting anything: a missing program is the user's mistake, not the bot's forfeit.
+    """
+    if spec.dir is not None and not spec.dir.is_dir():
+        raise BotSpecError(
+            f"bot {spec.name!r}: its working directory {str(spec.dir)!r} does not exist; fix dir= or create it"
+        )
+    program = spec.command[0]
+    shown = shlex.join(spec.command)
+    if os.sep in program or (os.altsep and os.altsep in program):
+        path = Path(program)
+        if not path.is_absolute() and spec.dir is not None:
+            path = spec.dir / path
+        if not path.exists():
+            raise BotSpecError(
+                f"bot {spec.name!r}: the program {str(path)!r} does not exist (command: {shown}); check the path"
+                + (" (relative to the bot's dir)" if spec.dir is not None else "")
+            )
+        if path.is_dir() or not os.access(path, os.X_OK):
+            raise BotSpecError(
+                f"bot {spec.name!r}: {str(path)!r} is not an executable file (command: {shown});"
+                f" make it executable (chmod +x) or run it through its interpreter, e.g. python3 {program}"
+            )
+        return
+    search_path = spec.env.get("PATH", os.environ.get("PATH", os.defpath))
+    if shutil.which(program, path=search_path) is None:
+        raise BotSpecError(
+            f"bot {spec.name!r}: the program {program!r} was not found on PATH (command: {shown});"
+            f" give its path (e.g. ./{program}), install it, or use a sample bot ({', '.join(sample_bot_names())})"
+        )

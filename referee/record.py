@@ -8,14 +8,17 @@ re-checked move by move by `alternator replay`.
 from __future__ import annotations
 
 import enum
+import json
+import sys
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from protocol.messages import Color, TimeControl
 
-RECORD_VERSION = 1
+RECORD_VERSION: Literal[1] = 1
 
 
 class Termination(enum.StrEnum):
@@ -50,8 +53,8 @@ class BotInfo(BaseModel):
     name: str = Field(description="The name the arena knows the bot by.")
     command: list[str] = Field(description="The command line that started it.")
     announced_name: str | None = Field(None, description="The name the bot gave in its hello.")
-    author: str | None = None
-    version: str | None = None
+    author: str | None = Field(None, description="The author the bot gave in its hello.")
+    version: str | None = Field(None, description="The version the bot gave in its hello.")
     stderr_log: str | None = Field(None, description="Path of the capped log of the bot's stderr.")
 
 
@@ -60,9 +63,9 @@ class GameSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    width: int = Field(8, ge=2, le=26)
-    height: int = Field(8, ge=2, le=26)
-    komi: float = 3.5
+    width: int = Field(8, ge=2, le=26, description="Board files (a, b, ...).")
+    height: int = Field(8, ge=2, le=26, description="Board ranks (1, 2, ...).")
+    komi: float = Field(3.5, description="Points added to White's score.")
     time_control: TimeControl
     opening: list[str] = Field(
         default_factory=list, description="Moves played from the empty board before the bots take over."
@@ -75,7 +78,7 @@ class MoveRecord(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    color: Color
+    color: Color = Field(description="The side that made the move.")
     move: str = Field(description="The move in RULES.md notation.")
     elapsed_ms: float = Field(description="Time charged, from writing the turn line to the complete reply line.")
     clock_ms: int | None = Field(description="The mover's remaining game time after the move (null: no game clock).")
@@ -87,16 +90,14 @@ class GameRecord(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    record_version: Literal[1] = RECORD_VERSION
-    game_id: str
+    record_version: Literal[1] = Field(RECORD_VERSION, description="The version of this record format.")
+    game_id: str = Field(description="The id the bots were told in new_game.")
     black: BotInfo
     white: BotInfo
     settings: GameSettings
-    moves: list[MoveRecord] = Field(
-        default_factory=list, description="The bots' moves after the opening, in order."
-    )
+    moves: list[MoveRecord] = Field(default_factory=list, description="The bots' moves after the opening, in order.")
     result: Result = Field(description="1-0: Black won; 0-1: White won; 1/2-1/2: draw; *: void or aborted.")
-    winner: Color | None
+    winner: Color | None = Field(description="The winner, or null for a draw, a void or an aborted game.")
     termination: Termination
     reason: str = Field(description="Why the game ended, for people.")
     loser: Color | None = Field(None, description="The side that forfeited (null unless a forfeit).")
@@ -105,9 +106,50 @@ class GameRecord(BaseModel):
     overrun_ms: float | None = Field(None, description="On a loss on time: how far past its deadline the bot was.")
     stderr_tail: list[str] = Field(default_factory=list, description="The last lines of the offender's stderr.")
     final_position: str = Field(description="The final position string (Position.to_string).")
-    started_at: datetime
-    finished_at: datetime
+    started_at: datetime = Field(description="When the game started (new_game sent), with its time zone.")
+    finished_at: datetime = Field(description="When it ended, with its time zone.")
 
     def all_moves(self) -> list[str]:
         """The opening followed by the bots' moves: the full game from the empty board."""
         return [*self.settings.opening, *(m.move for m in self.moves)]
+
+
+SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / "game_record.json"
+"""The committed JSON Schema of `GameRecord` (package data); a test fails when it drifts from the model."""
+
+
+def game_record_schema() -> dict[str, Any]:
+    """The JSON Schema of a game record, as published in `SCHEMA_PATH`."""
+    schema = GameRecord.model_json_schema()
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": f"Alternator game record v{RECORD_VERSION}",
+        "description": (
+            "One game as the referee saw it: the bots, the settings, every move with its time, the result."
+            " Written by `alternator match` (one file per game) and by tournaments (one line per game"
+            " in games.jsonl); checked by `alternator replay`."
+        ),
+        **{k: v for k, v in schema.items() if k not in ("title", "description")},
+    }
+
+
+def game_record_schema_text() -> str:
+    """The schema as the committed file holds it: indented JSON with a final newline."""
+    return json.dumps(game_record_schema(), indent=2, ensure_ascii=False) + "\n"
+
+
+def _main(argv: list[str]) -> int:
+    if argv == ["--write-schema"]:
+        SCHEMA_PATH.parent.mkdir(parents=True, exist_ok=True)
+        SCHEMA_PATH.write_text(game_record_schema_text(), encoding="utf-8")
+        print(f"wrote {SCHEMA_PATH}", file=sys.stderr)
+        return 0
+    if not argv:
+        sys.stdout.write(game_record_schema_text())
+        return 0
+    print("usage: python -m referee.record [--write-schema]", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main(sys.argv[1:]))

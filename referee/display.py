@@ -1,0 +1,217 @@
+"""How games and matches are shown to a person: progress while they run, results and scores at the end.
+
+The `format_*` and `describe_*` functions are pure (records in, text out) so that matches and
+tournaments print the same lines; `MatchDisplay` is the small stateful part that writes them to a
+terminal or a log as a match goes, redrawing one progress line in place when the output is a terminal.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from protocol.rules import Position
+from referee.record import GameRecord, MoveRecord, Termination
+
+_TERMINATION_WORDS = {
+    Termination.NORMAL: "both passed",
+    Termination.TIME: "lost on time",
+    Termination.ILLEGAL_MOVE: "illegal move",
+    Termination.PROTOCOL: "protocol error",
+    Termination.CRASH: "crashed",
+    Termination.UNRESPONSIVE: "stopped answering",
+    Termination.VOID: "void (referee failure, not scored)",
+    Termination.ABORTED: "aborted (not scored)",
+}
+
+
+def format_number(x: float) -> str:
+    """A score as people write it: 32, 28.5."""
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+def format_ms(ms: float | None) -> str:
+    """A duration in seconds for people: 0.004s, 9.87s, 61.2s; '-' for none."""
+    if ms is None:
+        return "-"
+    seconds = ms / 1000
+    if seconds < 10:
+        return f"{seconds:.3f}s"
+    return f"{seconds:.1f}s"
+
+
+def side_name(record: GameRecord, color: str) -> str:
+    return record.black.name if color == "black" else record.white.name
+
+
+def describe_result(record: GameRecord) -> str:
+    """One line: result, who won and how, the scores, and the reason.
+
+    e.g. `0-1 greedy (white) wins by 9.5, 27 - 36.5 (both passed)` or
+    `1-0 random (black) wins: greedy (white) lost on time: took 0.612s, limit 0.500s`.
+    """
+    how = _TERMINATION_WORDS[record.termination]
+    if record.termination in (Termination.VOID, Termination.ABORTED):
+        return f"{record.result} {how}: {record.reason}"
+    scores = ""
+    if record.black_score is not None and record.white_score is not None:
+        scores = f"{format_number(record.black_score)} - {format_number(record.white_score)}"
+    if record.termination is Termination.NORMAL:
+        if record.winner is None:
+            return f"{record.result} draw, {scores} ({how})"
+        margin = abs((record.black_score or 0) - (record.white_score or 0))
+        winner = f"{side_name(record, record.winner)} ({record.winner})"
+        return f"{record.result} {winner} wins by {format_number(margin)}, {scores} ({how})"
+    loser_color = record.loser or ("white" if record.winner == "black" else "black")
+    loser = f"{side_name(record, loser_color)} ({loser_color})"
+    if record.winner is None:
+        return f"{record.result} {loser} {how}: {record.reason}"
+    winner = f"{side_name(record, record.winner)} ({record.winner})"
+    return f"{record.result} {winner} wins: {loser} {how}: {record.reason}"
+
+
+def format_game_header(number: int, total: int, black: str, white: str) -> str:
+    return f"game {number}/{total}: {black} (black) vs {white} (white)"
+
+
+def format_move(number: int, move: MoveRecord) -> str:
+    """One move for `--show-moves` and `replay --moves`: number, side, move, time taken, clock after."""
+    clock = f"  clock {format_ms(move.clock_ms)}" if move.clock_ms is not None else ""
+    return f"{number:>4}. {move.color:<5} {move.move:<6} {format_ms(move.elapsed_ms):>8}{clock}"
+
+
+def format_info(info: dict[str, object]) -> str:
+    """A bot's info message, compactly: `depth 4 score 3.5 nodes 1200 pv d5d4 e4d4`."""
+    parts = []
+    for key, value in info.items():
+        if key == "type" or value is None:
+            continue
+        shown = " ".join(str(v) for v in value) if isinstance(value, list) else str(value)
+        parts.append(f"{key} {shown}")
+    return " ".join(parts)
+
+
+@dataclass(frozen=True)
+class BotTally:
+    """One bot's match score: points (win 1, draw 1/2) over the scored games."""
+
+    name: str
+    points: float
+    wins: int
+    draws: int
+    losses: int
+    forfeits: int  # games this bot lost by a fault of its own
+
+
+def tally(records: Sequence[GameRecord], name: str) -> BotTally:
+    """The score of bot `name` over `records` (void and aborted games do not count)."""
+    wins = draws = losses = forfeits = 0
+    for record in records:
+        if not record.termination.is_scored:
+            continue
+        color = "black" if record.black.name == name else "white" if record.white.name == name else None
+        if color is None:
+            continue
+        if record.winner is None:
+            draws += 1
+        elif record.winner == color:
+            wins += 1
+        else:
+            losses += 1
+            forfeits += record.termination.is_forfeit
+    return BotTally(name, wins + draws / 2, wins, draws, losses, forfeits)
+
+
+def format_match_score(records: Sequence[GameRecord], first: str, second: str) -> str:
+    """`match: random 0.5 - 1.5 greedy (2 games: 0 wins, 1 draw, 1 loss for random)`."""
+    a, b = tally(records, first), tally(records, second)
+    scored = a.wins + a.draws + a.losses
+    unscored = sum(1 for r in records if not r.termination.is_scored)
+
+    def plural(n: int, word: str) -> str:
+        return f"{n} {word}" if n == 1 else f"{n} {word}{'es' if word.endswith('s') else 's'}"
+
+    details = f"{plural(a.wins, 'win')}, {plural(a.draws, 'draw')}, {plural(a.losses, 'loss')} for {first}"
+    forfeits = [f"{t.name} forfeited {t.forfeits}" for t in (a, b) if t.forfeits]
+    extra = "".join(f"; {f}" for f in forfeits)
+    if unscored:
+        extra += f"; {unscored} not scored (void or aborted)"
+    return (
+        f"match: {first} {format_number(a.points)} - {format_number(b.points)} {second}"
+        f" ({plural(scored, 'game')}: {details}{extra})"
+    )
+
+
+class MatchDisplay:
+    """Shows a match as it is played: a progress line per game, or every move with `show_moves`.
+
+    On a terminal the progress line is redrawn in place (at most ten times a second); elsewhere
+    (a pipe, a log, a test) only whole lines are written, one when a game starts and one when it ends.
+    """
+
+    def __init__(self, out: TextIO, *, show_moves: bool = False, live: bool | None = None) -> None:
+        self.out = out
+        self.show_moves = show_moves
+        self.live = out.isatty() if live is None else live
+        self._header = ""
+        self._last_draw = 0.0
+        self._drawn = False
+
+    def game_started(self, number: int, total: int, black: str, white: str) -> None:
+        self._header = format_game_header(number, total, black, white)
+        if self.live and not self.show_moves:
+            self._draw(f"{self._header}: starting")
+        else:
+            self._line(self._header)
+
+    def move_played(self, move: MoveRecord, position: Position) -> None:
+        number = len(position.history)
+        if self.show_moves:
+            self._line(format_move(number, move))
+            for info in move.infos:
+                self._line(f"        info {format_info(info)}")
+            return
+        if not self.live:
+            return
+        now = time.monotonic()
+        if now - self._last_draw < 0.1:
+            return
+        self._last_draw = now
+        black, white = position.scores()
+        self._draw(f"{self._header}: move {number}, board {black} - {white}, {move.color} {format_ms(move.elapsed_ms)}")
+
+    def game_finished(self, number: int, record: GameRecord, path: Path | None) -> None:
+        where = f"  [{path}]" if path is not None else ""
+        prefix = self._header if (self.live and not self.show_moves) or not self._header else "  result"
+        self._line(f"{prefix}: {describe_result(record)}{where}")
+        if record.stderr_tail and record.termination.is_forfeit:
+            self._line(f"  last lines of {side_name(record, record.loser or 'black')}'s stderr:")
+            for line in record.stderr_tail[-10:]:
+                self._line(f"    {line}")
+
+    def message(self, text: str) -> None:
+        self._line(text)
+
+    def _draw(self, text: str) -> None:
+        self.out.write(f"\r\x1b[K{text}")
+        self.out.flush()
+        self._drawn = True
+
+    def _line(self, text: str) -> None:
+        if self._drawn:
+            self.out.write("\r\x1b[K")
+            self._drawn = False
+        self.out.write(text + "\n")
+        self.out.flush()
+
+
+def format_match_report(records: Sequence[GameRecord], first: str, second: str) -> list[str]:
+    """The end-of-match summary: each game's result with its reason and scores, then the match score."""
+    lines = ["results:"]
+    for number, record in enumerate(records, 1):
+        lines.append(f"  {number}. {record.black.name} - {record.white.name}: {describe_result(record)}")
+    lines.append(format_match_score(records, first, second))
+    return lines
