@@ -68,7 +68,8 @@ class _FromReferee(BaseModel):
 
 
 class _FromBot(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    # NaN and Infinity are not JSON (RFC 8259) even though some encoders write them.
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False)
 
 
 class TimeControl(BaseModel):
@@ -82,11 +83,17 @@ class TimeControl(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     base_ms: Milliseconds | None = Field(description="Time on each clock at the start (null: no game clock).")
-    increment_ms: Milliseconds = Field(0, description="Time added to the mover's clock after each of its moves.")
-    moves_per_period: int | None = Field(
-        None, ge=1, description="With `base_ms`: the clock is filled up again by `base_ms` after this many moves."
+    increment_ms: Milliseconds = Field(
+        default=0, description="Time added to the mover's clock after each of its moves."
     )
-    move_time_ms: Milliseconds | None = Field(None, description="A fixed limit for every single move (null: none).")
+    moves_per_period: int | None = Field(
+        default=None,
+        ge=1,
+        description="With `base_ms`: the clock is filled up again by `base_ms` after this many moves.",
+    )
+    move_time_ms: Milliseconds | None = Field(
+        default=None, description="A fixed limit for every single move (null: none)."
+    )
 
 
 class Clock(BaseModel):
@@ -153,7 +160,7 @@ class GameOver(_FromReferee):
     black_score: float | None = Field(description="Black's final score (null when the game was not scored).")
     white_score: float | None = Field(description="White's final score with komi (null when not scored).")
     termination: str | None = Field(
-        None,
+        default=None,
         description="How the game ended, as a code: normal (two passes), time, illegal_move, protocol, crash, "
         "unresponsive, void or aborted; null when the referee does not say. Later versions may add codes.",
     )
@@ -181,8 +188,8 @@ class BotHello(_FromBot):
     type: Literal["hello"] = Field(description="Always `hello`.")
     protocol: int = Field(description="The protocol version the bot speaks; must be the referee's.")
     name: Annotated[str, Field(min_length=1, max_length=64)] = Field(description="The bot's name, for people.")
-    author: Annotated[str, Field(max_length=128)] = Field("", description="Who wrote the bot.")
-    version: Annotated[str, Field(max_length=64)] = Field("", description="The bot's own version.")
+    author: Annotated[str, Field(max_length=128)] = Field(default="", description="Who wrote the bot.")
+    version: Annotated[str, Field(max_length=64)] = Field(default="", description="The bot's own version.")
 
 
 class Ready(_FromBot):
@@ -210,11 +217,11 @@ class Info(_FromBot):
     """What the bot is thinking, sent any number of times before its move; kept in the game record."""
 
     type: Literal["info"] = Field(description="Always `info`.")
-    depth: Annotated[int, Field(ge=0)] | None = Field(None, description="The search depth reached, in moves.")
-    score: float | None = Field(None, description="The bot's evaluation, from its own point of view.")
-    nodes: Annotated[int, Field(ge=0)] | None = Field(None, description="Positions searched so far.")
-    pv: list[MoveText] | None = Field(None, max_length=256, description="The principal variation.")
-    text: Text | None = Field(None, description="Anything else, for people (at most 4096 characters).")
+    depth: Annotated[int, Field(ge=0)] | None = Field(default=None, description="The search depth reached, in moves.")
+    score: float | None = Field(default=None, description="The bot's evaluation, from its own point of view.")
+    nodes: Annotated[int, Field(ge=0)] | None = Field(default=None, description="Positions searched so far.")
+    pv: list[MoveText] | None = Field(default=None, max_length=256, description="The principal variation.")
+    text: Text | None = Field(default=None, description="Anything else, for people (at most 4096 characters).")
 
 
 class Pong(_FromBot):

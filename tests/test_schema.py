@@ -1,0 +1,88 @@
+"""The committed JSON Schemas match the models, document every field, and `alternator schema` prints them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from protocol.messages import SCHEMA_DIRECTIONS, json_schemas, schema_text
+from referee.cli import main
+from referee.commands import schema as schema_command
+
+
+@pytest.mark.parametrize("direction", SCHEMA_DIRECTIONS)
+def test_the_committed_schema_matches_the_models(direction: str) -> None:
+    path = schema_command.schema_path(direction)
+    expected = schema_text(json_schemas()[direction])
+    committed = path.read_text(encoding="utf-8") if path.exists() else None
+    assert committed == expected, (
+        f"{path} is out of date with protocol/messages.py: regenerate it with `alternator schema --write` "
+        "(or `python -m referee schema --write`) and commit the result"
+    )
+
+
+def _models(schema: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    defs: dict[str, dict[str, Any]] = schema["$defs"]
+    return defs
+
+
+@pytest.mark.parametrize("direction", SCHEMA_DIRECTIONS)
+def test_every_message_and_field_is_documented_and_every_tag_required(direction: str) -> None:
+    schema = json_schemas()[direction]
+    assert schema["discriminator"]["propertyName"] == "type"
+    for name, model in _models(schema).items():
+        assert model.get("description"), f"{name} has no docstring"
+        for field, spec in model["properties"].items():
+            assert spec.get("description"), f"{name}.{field} has no description"
+        if "type" in model["properties"]:
+            assert "type" in model["required"], f"{name}.type has a default, so it drops out of `required`"
+
+
+def test_bot_messages_forbid_extra_fields_and_referee_messages_allow_them() -> None:
+    schemas = json_schemas()
+    for ref in schemas["bot_to_referee"]["oneOf"]:
+        model = _models(schemas["bot_to_referee"])[ref["$ref"].split("/")[-1]]
+        assert model["additionalProperties"] is False
+    for ref in schemas["referee_to_bot"]["oneOf"]:
+        model = _models(schemas["referee_to_bot"])[ref["$ref"].split("/")[-1]]
+        assert model["additionalProperties"] is True
+
+
+def test_the_message_names_of_each_direction() -> None:
+    schemas = json_schemas()
+    assert set(schemas["referee_to_bot"]["discriminator"]["mapping"]) == {
+        "hello",
+        "new_game",
+        "turn",
+        "game_over",
+        "ping",
+        "quit",
+    }
+    assert set(schemas["bot_to_referee"]["discriminator"]["mapping"]) == {"hello", "ready", "move", "info", "pong"}
+
+
+def test_the_command_prints_both_directions_as_one_document(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["schema"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed == json.loads(json.dumps(json_schemas()))
+
+
+def test_the_command_prints_one_direction_exactly_as_committed(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["schema", "--direction", "bot_to_referee"]) == 0
+    assert capsys.readouterr().out == schema_text(json_schemas()["bot_to_referee"])
+
+
+def test_write_regenerates_the_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(schema_command, "SCHEMA_DIR", tmp_path / "schema")
+    assert main(["schema", "--write"]) == 0
+    for direction in SCHEMA_DIRECTIONS:
+        written = (tmp_path / "schema" / f"{direction}.json").read_text(encoding="utf-8")
+        assert written == schema_text(json_schemas()[direction])
+    assert "wrote" in capsys.readouterr().err
+    assert main(["schema", "--write"]) == 0
+    assert capsys.readouterr().err.count("unchanged") == 2
