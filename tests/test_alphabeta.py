@@ -1,0 +1,283 @@
+"""The strong sample bot: its search finds winning moves, always answers legally and in time, and its
+clock budget keeps a margin whatever the time control; one real subprocess plays a scripted turn."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from protocol.kit import Clock
+from protocol.messages import Info, MoveReply, parse_bot_line
+from protocol.rules import PASS, Move, Position
+from sample_bots import greedy
+from sample_bots.alphabeta import moves_left_estimate, seconds_for
+from sample_bots.search import WIN, budget, choose_move
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def solve(position: Position) -> int:
+    """The exact value of a small position for the side to move (1 win, 0 draw, -1 loss), by brute force."""
+    outcome = position.outcome()
+    if outcome is not None:
+        return 0 if outcome.winner is None else (1 if outcome.winner is position.turn else -1)
+    best = -1
+    for move in position.legal_moves():
+        position.push(move)
+        value = -solve(position)
+        position.pop()
+        if value > best:
+            best = value
+            if best == 1:
+                break
+    return best
+
+
+def clock(
+    my_ms: int | None = None,
+    increment_ms: int = 0,
+    move_limit_ms: int | None = None,
+    moves_to_go: int | None = None,
+    received_at: float | None = None,
+) -> Clock:
+    return Clock(
+        my_ms=my_ms,
+        opponent_ms=my_ms,
+        increment_ms=increment_ms,
+        move_limit_ms=move_limit_ms,
+        moves_to_go=moves_to_go,
+        received_at=time.monotonic() if received_at is None else received_at,
+    )
+
+
+# -- the search ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("position_text", "winning_move"),
+    [
+        # White to move; attaching Black's tree of 3 at c1 to d1 is the only move that wins.
+        ("1e2/sne1/sses/1e2 w 0 0.5", "c1d1"),
+        # Attaching Black's tree of 3 at b2 to c2 is the only move that wins.
+        ("sw1w/1sws/s3/1ee1 w 0 0.5", "b2c2"),
+    ],
+)
+def test_finds_the_only_winning_capture(position_text: str, winning_move: str) -> None:
+    position = Position.from_string(position_text)
+    winners = [m for m in position.legal_moves() if solve(position.play(m)) == -1]
+    assert [str(m) for m in winners] == [winning_move]  # the position is what the test claims
+    info = choose_move(position, 2.0)
+    assert str(info.move) == winning_move
+    assert info.score > WIN  # proven: the search saw the game to its end
+    assert str(info.pv[0]) == winning_move
+
+
+def test_plays_perfectly_in_small_endgames() -> None:
+    """On random 4x4 endgames (some just after a pass) the move keeps the exact game value."""
+    rng = random.Random(11)
+    checked = 0
+    while checked < 25:
+        position = Position(4, 4, rng.choice([0.5, 1.0, 2.5]))
+        for _ in range(rng.randint(7, 11)):
+            placements = position.legal_placements()
+            if not placements:
+                break
+            position.push(rng.choice(placements))
+        if rng.random() < 0.3:
+            position.push(PASS)
+        if position.is_over():
+            continue
+        value = solve(position)
+        move = choose_move(position, 2.0).move
+        assert position.is_legal(move)
+        assert -solve(position.play(move)) == value, f"{move} in {position.to_string()} loses value {value}"
+        checked += 1
+
+
+def test_passes_when_no_placement_is_left() -> None:
+    position = Position.from_moves(["b1a1", "a2b2"], 2, 2, 0.5)
+    assert position.legal_moves() == [PASS]
+    assert choose_move(position, 0.5).move == PASS
+
+
+def test_no_move_in_a_finished_game() -> None:
+    position = Position.from_moves(["pass", "pass"], 4, 4)
+    with pytest.raises(ValueError, match="game is over"):
+        choose_move(position, 0.1)
+
+
+@pytest.mark.parametrize("seconds", [0.0, 0.001, 0.01])
+def test_tiny_budgets_still_give_a_legal_move(seconds: float) -> None:
+    rng = random.Random(2)
+    for _ in range(5):
+        position = Position()
+        for _ in range(rng.randint(0, 30)):
+            placements = position.legal_placements()
+            if not placements:
+                break
+            position.push(rng.choice(placements))
+        start = time.perf_counter()
+        move = choose_move(position, seconds).move
+        assert position.is_legal(move)
+        assert time.perf_counter() - start < 0.5
+
+
+def test_keeps_to_its_time_budget() -> None:
+    # A loose sanity bound, not a timing benchmark: 0.2 s of search must end well inside a second.
+    start = time.perf_counter()
+    info = choose_move(Position(), 0.2)
+    elapsed = time.perf_counter() - start
+    assert elapsed < 1.0
+    assert info.depth >= 1
+    assert Position().is_legal(info.move)
+
+
+def test_seed_varies_play_but_stays_legal() -> None:
+    position = Position(6, 6)
+    moves = {str(choose_move(position, 1.0, max_depth=1, seed=seed).move) for seed in range(8)}
+    assert len(moves) > 1
+    assert all(position.is_legal(Move.parse(m)) for m in moves)
+
+
+@pytest.mark.parametrize("strong_is_black", [True, False])
+def test_beats_greedy_on_a_small_board(strong_is_black: bool) -> None:
+    # Depth-limited with time to spare, so the result does not depend on the machine's speed.
+    position = Position(5, 5, 0.5)
+    no_clock = clock()
+    while not position.is_over():
+        if (position.turn.value == "black") == strong_is_black:
+            move = choose_move(position, 5.0, max_depth=3).move
+        else:
+            move = greedy.choose(position, no_clock)
+        position.push(move)
+    outcome = position.outcome()
+    assert outcome is not None and outcome.winner is not None
+    assert (outcome.winner.value == "black") == strong_is_black, str(outcome)
+
+
+# -- the clock ------------------------------------------------------------------------------------
+
+
+def test_budget_fixed_time_per_move_uses_most_of_it() -> None:
+    seconds = budget(None, move_limit_ms=1000)
+    assert 0.7 <= seconds <= 0.9
+    assert budget(None, move_limit_ms=50) == 0.0  # too short to search: answer at once
+
+
+def test_budget_fischer_shares_the_clock() -> None:
+    seconds = budget(60_000, 0, moves_left=20)
+    assert 2.0 <= seconds <= 3.0
+    with_increment = budget(60_000, 2_000, moves_left=20)
+    assert with_increment > seconds + 1.0
+    # A big increment never tempts it to spend more than half of what is left.
+    assert budget(1_000, 10_000, moves_left=20) <= 0.5
+
+
+def test_budget_periods_spread_the_clock_to_the_refill() -> None:
+    assert 0.9 <= budget(10_000, moves_to_go=10) <= 1.0
+    last = budget(10_000, moves_to_go=1)
+    assert 8.0 <= last < 10.0
+
+
+def test_budget_takes_the_tighter_of_clock_and_move_limit() -> None:
+    assert budget(60_000, move_limit_ms=500, moves_left=5) <= 0.5
+    assert budget(300, move_limit_ms=10_000, moves_left=1) <= 0.15
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    remaining=st.none() | st.integers(0, 10_000_000),
+    increment=st.integers(0, 100_000),
+    limit=st.none() | st.integers(0, 1_000_000),
+    to_go=st.none() | st.integers(1, 200),
+    moves_left=st.integers(0, 100),
+)
+def test_budget_always_keeps_a_margin(
+    remaining: int | None, increment: int, limit: int | None, to_go: int | None, moves_left: int
+) -> None:
+    seconds = budget(remaining, increment, limit, to_go, moves_left)
+    assert seconds >= 0.0
+    for available_ms in (remaining, limit):
+        if available_ms is not None:
+            available = available_ms / 1000
+            assert seconds <= max(0.0, available - 0.05 - 0.05 * available)
+
+
+def test_seconds_for_counts_time_already_spent() -> None:
+    position = Position()
+    fresh = seconds_for(position, clock(move_limit_ms=1000))
+    late = seconds_for(position, clock(move_limit_ms=1000, received_at=time.monotonic() - 0.3))
+    assert fresh - late >= 0.29
+    assert seconds_for(position, clock(move_limit_ms=1000), max_time=0.1) == 0.1
+
+
+def test_moves_left_estimate_shrinks_as_the_board_fills() -> None:
+    position = Position()
+    early = moves_left_estimate(position)
+    rng = random.Random(4)
+    for _ in range(40):
+        position.push(rng.choice(position.legal_placements()))
+    assert 15 <= early <= 30
+    assert 2 <= moves_left_estimate(position) < early
+
+
+# -- the real bot ---------------------------------------------------------------------------------
+
+
+def test_bot_process_plays_a_scripted_turn() -> None:
+    time_control = {"base_ms": None, "increment_ms": 0, "moves_per_period": None, "move_time_ms": 500}
+    lines = [
+        {"type": "hello", "protocol": 1, "referee": "test"},
+        {
+            "type": "new_game",
+            "game_id": "g1",
+            "color": "white",
+            "width": 4,
+            "height": 4,
+            "komi": 0.5,
+            "time_control": time_control,
+            "opponent": "someone",
+        },
+        {
+            "type": "turn",
+            "game_id": "g1",
+            "moves": ["b1a1"],
+            "clock": {
+                "black_ms": None,
+                "white_ms": None,
+                "increment_ms": 0,
+                "move_limit_ms": 500,
+                "moves_to_go": None,
+            },
+        },
+        {"type": "quit"},
+    ]
+    script = "".join(json.dumps(line) + "\n" for line in lines)
+    start = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "sample_bots.alphabeta", "--seed", "1"],
+        input=script.encode(),
+        capture_output=True,
+        cwd=ROOT,
+        timeout=30,
+    )
+    assert time.monotonic() - start < 10
+    assert done.returncode == 0, done.stderr.decode()
+    replies = [parse_bot_line(line) for line in done.stdout.splitlines()]
+    kinds = [reply.type for reply in replies]
+    assert kinds[:2] == ["hello", "ready"]
+    assert kinds[-1] == "move"
+    assert set(kinds[2:-1]) == {"info"}
+    infos = [reply for reply in replies if isinstance(reply, Info)]
+    assert infos and all(info.depth is not None and info.pv for info in infos)
+    move = replies[-1]
+    assert isinstance(move, MoveReply)
+    assert Position.from_moves(["b1a1"], 4, 4, 0.5).is_legal(Move.parse(move.move))
