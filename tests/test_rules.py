@@ -379,7 +379,7 @@ def _probe_illegal(position: Position, oracle: OracleGame, rng: random.Random) -
         "over": "the game is over",
     }
     for _ in range(3):
-        f, r = rng.randrange(position.width + 1), rng.randrange(position.height + 1)
+        f, r = rng.randrange(min(position.width + 1, 26)), rng.randrange(position.height + 1)
         df, dr = rng.choice([(0, 1), (1, 0), (0, -1), (-1, 0), (1, 1), (2, 0)])
         if f + df < 0 or r + dr < 0 or f + df > 25:
             continue
