@@ -1,15 +1,354 @@
-"""`alternator tournament` (being built: see the open issues)."""
+"""`alternator tournament`: play a round robin or a gauntlet, resumable, with live progress and standings.
+
+With no config file and no `--bot`, it runs the built-in demo (the sample bots, a short round robin).
+Options override the config file's values. Re-running the same command resumes the tournament from
+its output directory. Ctrl-C stops it cleanly: the standings so far are written, and the message says
+how to resume.
+"""
 
 from __future__ import annotations
 
 import argparse
+import re
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any, TextIO
 
-HELP = "tournament (not yet available)"
+from referee.cli import UsageError
+
+HELP = "play a tournament (round robin or gauntlet) between bots; resumable; the demo with no arguments"
+
+_NAMED_BOT = re.compile(r"^([A-Za-z0-9._+-]{1,64})=(.+)$", re.DOTALL)
+_FIELD_NAMES = ("name", "cmd", "dir")
+
+EPILOG = """\
+examples:
+  alternator tournament                                   the demo: the sample bots, round robin
+  alternator tournament examples/tournament.toml          a tournament from a config file
+  alternator tournament --bot random --bot greedy --bot mine=./mybot --games 4 --tc 5+0.1
+  alternator tournament --format gauntlet --bot mine=./mybot --bot random --bot alphabeta
+Re-run the same command to resume a stopped or killed tournament: only missing games are played.
+"""
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    pass
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = EPILOG
+    parser.add_argument("config", nargs="?", type=Path, help="a TOML config file (see examples/tournament.toml)")
+    parser.add_argument("--concurrency", "-j", type=int, metavar="N", help="games at once (default: number of cores)")
+    parser.add_argument("--out", type=Path, metavar="DIR", help="output directory (database, games, standings)")
+    parser.add_argument(
+        "--events", metavar="FILE", help="write one JSON line per event to FILE ('-': stdout); see referee/schema"
+    )
+    parser.add_argument(
+        "--bot",
+        action="append",
+        metavar="NAME=CMD",
+        help="a bot (repeat for each): NAME=COMMAND, a sample bot name, or any form of `alternator match`;"
+        " replaces the config file's bots",
+    )
+    parser.add_argument("--format", choices=["round-robin", "gauntlet"], help="pairings (default: round-robin)")
+    parser.add_argument("--games", type=int, metavar="N", help="games per pairing (default: 2)")
+    parser.add_argument("--tc", metavar="BASE+INC", help="time control, e.g. 10+0.1 (seconds) or 40/60")
+    parser.add_argument("--movetime", type=float, metavar="SECONDS", help="a fixed time per move instead of a clock")
+    parser.add_argument("--size", metavar="N|WxH", help="board size (default: 8)")
+    parser.add_argument("--komi", type=float, help="points added to White's score (default: 3.5)")
+    parser.add_argument("--margin-ms", type=int, metavar="MS", help="grace before a bot loses on time")
+    parser.add_argument("--openings-plies", type=int, metavar="N", help="random legal placements to start each pair")
+    parser.add_argument("--openings-seed", metavar="SEED", help="seed of the random openings")
+    parser.add_argument("--openings-file", type=Path, metavar="FILE", help="one opening (a move list) per line")
+
+
+def parse_bot_option(text: str) -> Any:
+    """`--bot NAME=CMD` (a name for any bot form), or any form `parse_bot_arg` accepts."""
+    from referee.botspec import parse_bot_arg
+
+    match = _NAMED_BOT.match(text.strip())
+    if match and match.group(1) not in _FIELD_NAMES and not match.group(1).startswith("env."):
+        spec = parse_bot_arg(match.group(2))
+        return spec.model_copy(update={"name": match.group(1)})
+    return parse_bot_arg(text)
+
+
+def build_plan(args: argparse.Namespace) -> Any:
+    """The TournamentPlan from the config file (or the demo) and the options; UsageError on problems."""
+    from referee.botspec import BotSpecError
+    from referee.config import ConfigError, demo_config_data, load_config, parse_config, resolve_plan
+
+    cwd = Path.cwd()
+    data: dict[str, Any]
+    if args.config is not None:
+        try:
+            data = load_config(args.config).model_dump(exclude_unset=True, mode="json")
+        except ConfigError as error:
+            raise UsageError(str(error)) from None
+        source = str(args.config)
+        base_dir = args.config.resolve().parent
+        default_out = cwd / "alternator-out" / args.config.stem
+    else:
+        data = demo_config_data() if not args.bot else {}
+        source = "demo" if not args.bot else "command line"
+        base_dir = cwd
+        default_out = cwd / "alternator-out" / ("demo" if not args.bot else "tournament")
+
+    overrides: dict[str, tuple[str, Any]] = {}
+    if args.bot:
+        try:
+            specs = [parse_bot_option(text) for text in args.bot]
+        except BotSpecError as error:
+            raise UsageError(f"--bot: {error}") from None
+        bots = [
+            {"name": s.name, "command": s.command, "env": s.env, **({"dir": str(s.dir)} if s.dir else {})}
+            for s in specs
+        ]
+        overrides["bots"] = ("--bot", bots)
+    simple = {
+        "format": ("--format", args.format),
+        "games": ("--games", args.games),
+        "time_control": ("--tc", args.tc),
+        "movetime": ("--movetime", args.movetime),
+        "size": ("--size", args.size),
+        "komi": ("--komi", args.komi),
+        "margin_ms": ("--margin-ms", args.margin_ms),
+        "concurrency": ("--concurrency", args.concurrency),
+        "out": ("--out", str(cwd / args.out) if args.out is not None else None),
+    }
+    overrides.update({key: value for key, value in simple.items() if value[1] is not None})
+    if args.tc is not None:
+        data.pop("movetime", None)  # an option overrides whichever the file used
+    if args.movetime is not None:
+        data.pop("time_control", None)
+    openings = dict(data.get("openings", {}))
+    for key, flag, value in (
+        ("plies", "--openings-plies", args.openings_plies),
+        ("seed", "--openings-seed", args.openings_seed),
+        ("file", "--openings-file", str(cwd / args.openings_file) if args.openings_file else None),
+    ):
+        if value is not None:
+            openings[key] = value
+            overrides["openings"] = (flag, openings)
+    if args.openings_file is not None:
+        openings.pop("plies", None)
+    for key, (_, value) in overrides.items():
+        data[key] = value
+    if "bots" not in data:
+        raise UsageError("no bots: give a config file, or --bot for each bot (at least two), or nothing for the demo")
+    try:
+        config = parse_config(data, source=source, key_sources={k: flag for k, (flag, _) in overrides.items()})
+        plan = resolve_plan(config, base_dir=base_dir, source=source, default_out=default_out)
+    except (ConfigError, BotSpecError) as error:
+        raise UsageError(str(error)) from None
+    return plan
+
+
+def _check_bots(plan: Any) -> None:
+    from referee.botspec import BotSpecError, check_bot_command
+
+    for spec in plan.bots:
+        try:
+            check_bot_command(spec)
+        except BotSpecError as error:
+            raise UsageError(str(error)) from None
+
+
+def _clock(seconds: float) -> str:
+    seconds = max(0, round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
+
+
+class TournamentDisplay:
+    """Progress on stderr: games done of total, elapsed and remaining time, the leader.
+
+    On a terminal one status line is redrawn in place (forfeits and void games are printed above it,
+    they matter); elsewhere every finished game is a plain line.
+    """
+
+    def __init__(self, out: TextIO, *, live: bool | None = None) -> None:
+        self.out = out
+        self.live = out.isatty() if live is None else live
+        self._start = time.monotonic()
+        self._done_at_start = 0
+        self._done = 0
+        self._total = 0
+        self._leader = ""
+        self._playing: dict[int, str] = {}
+        self._drawn = False
+
+    def __call__(self, event: Any) -> None:
+        from referee.display import format_number
+
+        if event.type == "tournament_started":
+            self._start = time.monotonic()
+            self._done_at_start = self._done = event.games_done
+            self._total = event.games_total
+            size = f"{event.width}x{event.height}"
+            resumed = f", {event.games_done} already played" if event.games_done else ""
+            self._line(
+                f"tournament: {', '.join(event.bots)}; {event.format}, {event.games_total} games{resumed};"
+                f" {size} board, komi {format_number(event.komi)}; {event.concurrency} at once; output in"
+                f" {event.out_dir}"
+            )
+        elif event.type == "game_started":
+            self._playing[event.number] = f"{event.black}-{event.white}"
+            self._status()
+        elif event.type == "game_finished":
+            self._playing.pop(event.number, None)
+            self._done = event.games_done
+            text = f"game {event.number} {event.black} (black) - {event.white} (white): {event.result} {event.reason}"
+            if not event.scored:
+                self._line(f"{text} [not scored: it is played again]")
+            elif not self.live or event.termination != "normal":
+                self._line(f"[{event.games_done}/{event.games_total}] {text}")
+            self._status()
+        elif event.type == "standings_updated" and event.standings:
+            top = event.standings[0]
+            self._leader = f"{top.name} {format_number(top.points)}/{top.games}"
+            self._status()
+        elif event.type == "tournament_finished":
+            self._clear()
+
+    def message(self, text: str) -> None:
+        self._line(text)
+
+    def _status(self) -> None:
+        if not self.live:
+            return
+        elapsed = time.monotonic() - self._start
+        played = self._done - self._done_at_start
+        left = self._total - self._done
+        eta = f"~{_clock(elapsed / played * left)} left" if played else "estimating time left"
+        leader = f", leader {self._leader}" if self._leader else ""
+        text = f"{self._done}/{self._total} games, {_clock(elapsed)} elapsed, {eta}{leader}"
+        if self._playing:
+            text += f"; playing {', '.join(self._playing.values())}"
+        self.out.write(f"\r\x1b[K{text[:200]}")
+        self.out.flush()
+        self._drawn = True
+
+    def _clear(self) -> None:
+        if self._drawn:
+            self.out.write("\r\x1b[K")
+            self.out.flush()
+            self._drawn = False
+
+    def _line(self, text: str) -> None:
+        self._clear()
+        self.out.write(text + "\n")
+        self.out.flush()
+        self._status()
+
+
+class _EventWriter:
+    """`--events`: one JSON line per event, flushed at once so a follower sees it."""
+
+    def __init__(self, target: str) -> None:
+        self.stream: TextIO
+        if target == "-":
+            self.stream, self._owned = sys.stdout, False
+        else:
+            try:
+                self.stream, self._owned = open(target, "w", encoding="utf-8"), True  # noqa: SIM115
+            except OSError as error:
+                raise UsageError(f"--events: cannot write {target!r}: {error.strerror}") from None
+
+    def __call__(self, event: Any) -> None:
+        from referee.events import encode_event
+
+        self.stream.write(encode_event(event))
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self._owned:
+            self.stream.close()
+
+
+def _leaf(error: BaseException, kinds: tuple[type[BaseException], ...]) -> BaseException | None:
+    """The first exception of `kinds` inside (possibly nested) exception groups."""
+    if isinstance(error, kinds):
+        return error
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            found = _leaf(inner, kinds)
+            if found is not None:
+                return found
+    return None
 
 
 def run(args: argparse.Namespace) -> int:
-    raise SystemExit("alternator tournament: not yet available")
+    import trio
+
+    from referee.process import BotStartError
+    from referee.standings import to_text
+    from referee.store import StoreError
+    from referee.tournament import Tournament, TournamentSummary
+
+    plan = build_plan(args)
+    _check_bots(plan)
+    display = TournamentDisplay(sys.stderr)
+    writer = _EventWriter(args.events) if args.events else None
+
+    def on_event(event: Any) -> None:
+        display(event)
+        if writer is not None:
+            writer(event)
+
+    tournament = Tournament(plan, on_event=on_event)
+
+    async def main() -> TournamentSummary:
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async with trio.open_nursery() as nursery:
+
+                async def watch() -> None:
+                    async for _ in signals:
+                        display.message("stopping: abandoning the games in progress and stopping the bots ...")
+                        tournament.stop()
+                        return
+
+                nursery.start_soon(watch)
+                summary = await tournament.run()
+                nursery.cancel_scope.cancel()
+        return summary
+
+    try:
+        summary = trio.run(main)
+    except BaseException as error:
+        found = _leaf(error, (BotStartError, StoreError))
+        if found is not None:
+            raise UsageError(str(found)) from None
+        raise
+    finally:
+        if writer is not None:
+            writer.close()
+
+    table = to_text(summary.standings)
+    results_out = sys.stderr if args.events == "-" else sys.stdout
+    results_out.write(table if table.endswith("\n") else table + "\n")
+    results_out.write(f"files: {', '.join(str(p) for p in summary.files)}\n")
+    results_out.flush()
+    if summary.void_games:
+        display.message(
+            f"{summary.void_games} void game(s) (the referee's own failure; see the bots' logs):"
+            " they are never scored and are played again"
+        )
+    if summary.interrupted:
+        missing = summary.games_total - summary.games_done
+        display.message(
+            f"stopped: {summary.games_done} of {summary.games_total} games played; the games in progress were"
+            f" abandoned (not scored). To resume, run the same command again: it plays only the {missing}"
+            " missing games."
+        )
+        return 130
+    if summary.games_done < summary.games_total:
+        display.message(
+            f"{summary.games_total - summary.games_done} games are still missing (void games played too often);"
+            " run the same command again to play them"
+        )
+        return 1
+    display.message(
+        f"tournament complete: {summary.games_done} games ({summary.played_now} played now) in"
+        f" {_clock(summary.elapsed_s)}; results in {plan.out_dir}"
+    )
+    return 0

@@ -1,0 +1,341 @@
+"""Tournament configuration: the TOML file format, its validation, and the built-in demo.
+
+A config file (read with tomllib, validated with pydantic) says which bots play (name, command, working
+directory, environment), the format, games per pairing, time control, board size, komi, openings,
+concurrency and output directory. Every error names the file, the key and what is wrong, e.g.
+"tournament.toml: bots[2].command: field required". Command-line options override the file's values;
+with neither a file nor `--bot`, the demo tournament of the sample bots is used.
+
+`TournamentConfig` is what the user wrote; `TournamentPlan` is the same resolved into the objects the
+tournament runs with (BotSpecs, a TimeControl, the openings), plus the *fingerprint*: the settings that
+must not change when a tournament is resumed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shlex
+import sys
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from protocol.messages import TimeControl
+from referee.botspec import BotSpec, BotSpecError, resolve_command
+from referee.schedule import Format, OpeningsFileError, random_openings, read_openings_file
+
+DEMO_BOTS = ("random", "greedy", "alphabeta")
+DEFAULT_GAMES = 2
+DEFAULT_TIME_CONTROL = "10+0.1"
+_SIZE_RE = re.compile(r"^\s*(\d+)\s*(?:[xX]\s*(\d+))?\s*$")
+
+
+class ConfigError(ValueError):
+    """The configuration cannot be used; the message names the source, the key and what to do."""
+
+
+class BotConfig(BaseModel):
+    """One `[[bots]]` entry."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=64, description="The name in records and standings; unique.")
+    command: list[str] = Field(
+        min_length=1,
+        description="A command line (a string, split like a shell would but never run through one) or a list of"
+        " arguments. `python`/`python3` first means the Python running the referee; a sample bot name alone"
+        " (random, greedy, alphabeta) runs that sample bot.",
+    )
+    dir: str | None = Field(None, description="Working directory, relative to the config file's folder.")
+    env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables.")
+
+    @field_validator("command", mode="before")
+    @classmethod
+    def _split_command(cls, value: object) -> object:
+        if isinstance(value, str):
+            try:
+                return shlex.split(value)
+            except ValueError as error:
+                raise ValueError(f"cannot split {value!r} into words ({error}); check the quotes") from None
+        return value
+
+
+class OpeningsConfig(BaseModel):
+    """The `[openings]` table: seeded random openings, or an openings file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    plies: int = Field(0, ge=0, le=64, description="Random legal placements before the bots take over (0: none).")
+    seed: int | str = Field(1, description="Seed of the random openings; the same seed gives the same openings.")
+    file: str | None = Field(
+        None,
+        description="A file with one opening per line (moves separated by spaces); replaces the random openings."
+        " Relative to the config file's folder.",
+    )
+
+
+class TournamentConfig(BaseModel):
+    """A tournament config file, as written."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    bots: list[BotConfig] = Field(min_length=2, description="The bots; at least two, names unique.")
+    format: Format = Field(Format.ROUND_ROBIN, description="round-robin, or gauntlet (the first bot vs each other).")
+    games: int = Field(DEFAULT_GAMES, ge=1, le=10000, description="Games per pairing.")
+    time_control: str | None = Field(
+        None, description="BASE+INC in seconds like 60+0.5, or MOVES/BASE like 40/60 (default 10+0.1)."
+    )
+    movetime: float | None = Field(None, gt=0, description="A fixed limit per move in seconds, instead of a clock.")
+    size: str = Field("8x8", description="Board size: 8, or WIDTHxHEIGHT like 9x7 (2 to 26).")
+    komi: float = Field(3.5, description="Points added to White's score.")
+    margin_ms: int = Field(0, ge=0, description="Grace added to every deadline before a bot loses on time.")
+    openings: OpeningsConfig = Field(default_factory=lambda: OpeningsConfig.model_validate({}))
+    concurrency: int | None = Field(None, ge=1, le=256, description="Games at once (default: number of cores).")
+    out: str | None = Field(None, description="Output directory, relative to the config file's folder.")
+
+    @field_validator("time_control", mode="before")
+    @classmethod
+    def _time_control(cls, value: object) -> object:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            value = str(value)
+        if isinstance(value, str):
+            from referee.clock import parse_time_control
+
+            parse_time_control(value)  # its ValueError says what is wrong and gives an example
+        return value
+
+    @field_validator("size", mode="before")
+    @classmethod
+    def _size(cls, value: object) -> object:
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = str(value)
+        if isinstance(value, str):
+            match = _SIZE_RE.match(value)
+            if not match:
+                raise ValueError(f"{value!r} is not a board size: expected a number like 8 or WIDTHxHEIGHT like 9x7")
+            width = int(match.group(1))
+            height = int(match.group(2) or width)
+            for n in (width, height):
+                if not 2 <= n <= 26:
+                    raise ValueError(f"{value!r}: a board side must be from 2 to 26, got {n}")
+            return f"{width}x{height}"
+        return value
+
+    @property
+    def width(self) -> int:
+        return int(self.size.split("x")[0])
+
+    @property
+    def height(self) -> int:
+        return int(self.size.split("x")[1])
+
+
+def _key(loc: tuple[int | str, ...]) -> str:
+    """A pydantic error location as the user wrote it: ("bots", 2, "command") -> "bots[2].command"."""
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "(top level)"
+
+
+_KNOWN_KEYS = {
+    "": sorted(TournamentConfig.model_fields),
+    "bots": sorted(BotConfig.model_fields),
+    "openings": sorted(OpeningsConfig.model_fields),
+}
+
+
+def _message(error: Any) -> str:
+    kind = error["type"]
+    loc: tuple[int | str, ...] = tuple(error["loc"])
+    if kind == "missing":
+        return "field required"
+    if kind == "extra_forbidden":
+        parent = "bots" if loc[:1] == ("bots",) and len(loc) == 3 else ("openings" if loc[:1] == ("openings",) else "")
+        return f"unknown key; the keys here are {', '.join(_KNOWN_KEYS[parent])}"
+    message = str(error["msg"])
+    # pydantic prefixes the message of a ValueError raised in a validator
+    return message.removeprefix("Value error, ")
+
+
+def parse_config(data: dict[str, Any], *, source: str, key_sources: dict[str, str] | None = None) -> TournamentConfig:
+    """Validate a config mapping (from TOML or built in code); ConfigError lists every problem.
+
+    `key_sources` names where a top-level key came from when it was not `source` (a command-line option
+    that overrides the file): its problems are reported as "--tc: ..." rather than "tournament.toml: ...".
+    """
+    try:
+        config = TournamentConfig.model_validate(data)
+    except ValidationError as error:
+        problems = []
+        for e in error.errors():
+            loc = tuple(e["loc"])
+            where = (key_sources or {}).get(str(loc[0]) if loc else "", source)
+            problems.append(f"{where}: {_key(loc)}: {_message(e)}")
+        raise ConfigError("\n".join(problems)) from None
+    seen: dict[str, int] = {}
+    for index, bot in enumerate(config.bots):
+        if bot.name in seen:
+            raise ConfigError(
+                f"{source}: bots[{index}].name: {bot.name!r} is already the name of bots[{seen[bot.name]}];"
+                " every bot needs its own name"
+            )
+        seen[bot.name] = index
+    if config.time_control is not None and config.movetime is not None:
+        raise ConfigError(f"{source}: time_control and movetime: give one of them, not both")
+    return config
+
+
+def load_config(path: Path) -> TournamentConfig:
+    """Read and validate a TOML config file; ConfigError names the file, the key and what is wrong."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such config file; check the path (see examples/tournament.toml)") from None
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read the config file: {error.strerror}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path}: not valid TOML: {error}") from None
+    return parse_config(data, source=str(path))
+
+
+def demo_config_data() -> dict[str, Any]:
+    """The built-in demo: the sample bots in a short round robin on the standard board."""
+    return {
+        "bots": [{"name": name, "command": [name]} for name in DEMO_BOTS],
+        "format": "round-robin",
+        "games": 2,
+        "time_control": "3+0.05",
+        "size": "8x8",
+        "openings": {"plies": 2, "seed": 1},
+        "margin_ms": 100,
+    }
+
+
+@dataclass(frozen=True)
+class TournamentPlan:
+    """A validated config resolved into what the tournament runs with."""
+
+    bots: list[BotSpec]
+    format: Format
+    games_per_pairing: int
+    width: int
+    height: int
+    komi: float
+    time_control: TimeControl
+    margin_ms: int
+    openings: list[tuple[str, ...]]
+    concurrency: int
+    out_dir: Path
+    fingerprint: dict[str, Any]  # what must not change on resume; see `fingerprint_digest`
+
+    @property
+    def bot_names(self) -> list[str]:
+        return [bot.name for bot in self.bots]
+
+    @property
+    def fingerprint_digest(self) -> str:
+        return hashlib.sha256(json.dumps(self.fingerprint, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _bot_spec(bot: BotConfig, index: int, base_dir: Path, source: str) -> BotSpec:
+    try:
+        command = resolve_command(bot.command)
+    except BotSpecError as error:
+        raise ConfigError(f"{source}: bots[{index}].command: {error}") from None
+    directory = None
+    if bot.dir is not None:
+        directory = Path(bot.dir) if Path(bot.dir).is_absolute() else (base_dir / bot.dir)
+        directory = directory.resolve()
+    return BotSpec(name=bot.name, command=command, dir=directory, env=bot.env)
+
+
+def _portable_command(command: list[str]) -> list[str]:
+    # The Python running the referee may move (a new venv); that is still the same bot.
+    return ["{python}" if word == sys.executable else word for word in command]
+
+
+def resolve_plan(
+    config: TournamentConfig, *, base_dir: Path, source: str, default_out: Path, bots: list[BotSpec] | None = None
+) -> TournamentPlan:
+    """Resolve paths (relative to `base_dir`), the time control and the openings; ConfigError on problems.
+
+    `bots`, when given, replaces the config's bots (they come from `--bot`).
+    """
+    from referee.clock import movetime_control, parse_time_control
+
+    specs = bots if bots is not None else [_bot_spec(b, i, base_dir, source) for i, b in enumerate(config.bots)]
+    if config.movetime is not None:
+        time_control = movetime_control(config.movetime)
+    else:
+        time_control = parse_time_control(config.time_control or DEFAULT_TIME_CONTROL)
+    rounds = (config.games + 1) // 2
+    if config.openings.file is not None:
+        path = Path(config.openings.file)
+        path = path if path.is_absolute() else base_dir / path
+        try:
+            openings = read_openings_file(path, config.width, config.height, config.komi)
+        except OpeningsFileError as error:
+            raise ConfigError(f"{source}: openings.file: {error}") from None
+        openings_key: dict[str, Any] = {"file": [list(o) for o in openings]}
+    else:
+        capacity = config.width * config.height - 1
+        if config.openings.plies >= capacity:
+            raise ConfigError(
+                f"{source}: openings.plies: {config.openings.plies} placements leave nothing to play on a"
+                f" {config.size} board; use fewer than {capacity}"
+            )
+        openings = random_openings(
+            config.width, config.height, config.komi, config.openings.plies, config.openings.seed, rounds
+        )
+        openings_key = {"plies": config.openings.plies, "seed": config.openings.seed}
+    out = Path(config.out) if config.out is not None else default_out
+    out_dir = out if out.is_absolute() else base_dir / out
+    fingerprint = {
+        "bots": [
+            {
+                "name": s.name,
+                "command": _portable_command(s.command),
+                "dir": str(s.dir) if s.dir is not None else None,
+                "env": s.env,
+            }
+            for s in specs
+        ],
+        "format": str(config.format),
+        "size": config.size,
+        "komi": config.komi,
+        "time_control": time_control.model_dump(),
+        "margin_ms": config.margin_ms,
+        "openings": openings_key,
+    }
+    return TournamentPlan(
+        bots=specs,
+        format=config.format,
+        games_per_pairing=config.games,
+        width=config.width,
+        height=config.height,
+        komi=config.komi,
+        time_control=time_control,
+        margin_ms=config.margin_ms,
+        openings=openings,
+        concurrency=config.concurrency or os.cpu_count() or 1,
+        out_dir=out_dir,
+        fingerprint=fingerprint,
+    )
+
+
+def describe_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """The fingerprint keys that differ, for an error message: "time_control: was ..., now ..."."""
+    changes = []
+    for key in sorted(set(old) | set(new)):
+        if old.get(key) != new.get(key):
+            changes.append(f"{key}: was {json.dumps(old.get(key))}, now {json.dumps(new.get(key))}")
+    return changes

@@ -1,0 +1,146 @@
+"""Tournament events: one JSON object per line (`alternator tournament --events FILE`), for other programs.
+
+A program can follow a tournament without parsing the human display: `tournament_started`, then a
+`game_started` and a `game_finished` for every game, a `standings_updated` after every scored game,
+and `tournament_finished` at the end (also after Ctrl-C, with `interrupted` true). Every event has a
+`type` tag and a `time`. The JSON Schema of the union is published as `referee/schema/events.json`
+(regenerate with `python -m referee.events` after changing the models; a test fails when it drifts).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from referee.record import Result, Termination
+from referee.standings import Standings
+
+SCHEMA_PATH = Path(__file__).parent / "schema" / "events.json"
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    time: datetime = Field(description="When it happened (UTC, ISO 8601).")
+
+
+class StandingRow(BaseModel):
+    """A bot's line in `standings_updated` (the full standings are in standings.json)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rank: int
+    name: str
+    games: int
+    points: float
+    score_pct: float | None
+    elo: float | None
+
+
+class TournamentStarted(_Event):
+    type: Literal["tournament_started"]
+    format: str = Field(description="round-robin or gauntlet.")
+    bots: list[str]
+    games_total: int = Field(description="Games in the schedule.")
+    games_done: int = Field(description="Games already played (non-zero when resuming).")
+    concurrency: int
+    out_dir: str
+    width: int
+    height: int
+    komi: float
+    time_control: dict[str, Any] = Field(description="The TimeControl of protocol v1.")
+
+
+class GameStarted(_Event):
+    type: Literal["game_started"]
+    number: int = Field(description="The game's number in the schedule, from 1.")
+    game_id: str
+    black: str
+    white: str
+    opening: list[str]
+    slot: int = Field(description="The worker slot playing it, from 0.")
+
+
+class GameFinished(_Event):
+    type: Literal["game_finished"]
+    number: int
+    game_id: str
+    black: str
+    white: str
+    result: Result
+    termination: Termination
+    reason: str
+    moves: int = Field(description="Moves the bots played (the opening not included).")
+    duration_s: float
+    scored: bool = Field(description="False for a void or aborted game, which is played again.")
+    games_done: int
+    games_total: int
+
+
+class StandingsUpdated(_Event):
+    type: Literal["standings_updated"]
+    games_done: int
+    games_total: int
+    standings: list[StandingRow] = Field(description="In rank order.")
+
+
+class TournamentFinished(_Event):
+    type: Literal["tournament_finished"]
+    interrupted: bool = Field(description="True when stopped (Ctrl-C) before every game was played.")
+    games_done: int
+    games_total: int
+    elapsed_s: float
+    out_dir: str
+    standings: list[StandingRow]
+
+
+Event = Annotated[
+    TournamentStarted | GameStarted | GameFinished | StandingsUpdated | TournamentFinished,
+    Field(discriminator="type"),
+]
+EVENT: TypeAdapter[Event] = TypeAdapter(Event)
+
+
+def standing_rows(standings: Standings) -> list[StandingRow]:
+    return [
+        StandingRow(
+            rank=bot.rank, name=bot.name, games=bot.games, points=bot.points, score_pct=bot.score_pct, elo=bot.elo
+        )
+        for bot in standings.bots
+    ]
+
+
+def parse_event(line: str | bytes) -> Event:
+    """Validate one line of an events file."""
+    return EVENT.validate_json(line)
+
+
+def encode_event(event: BaseModel) -> str:
+    return event.model_dump_json() + "\n"
+
+
+def events_json_schema() -> dict[str, Any]:
+    return EVENT.json_schema()
+
+
+def schema_text() -> str:
+    """The committed text of referee/schema/events.json."""
+    return json.dumps(events_json_schema(), indent=2, ensure_ascii=False) + "\n"
+
+
+def write_schema(path: Path = SCHEMA_PATH) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(schema_text(), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    write_schema()
+    print(f"wrote {SCHEMA_PATH}")

@@ -1,0 +1,230 @@
+"""The tournament database: the schedule and every finished game, in SQLite, committed game by game.
+
+One file, `tournament.db`, in the output directory, in WAL mode. Each write is one small transaction,
+committed before the tournament moves on, so killing the referee (even with `kill -9`) loses at most the
+games in progress. With `synchronous=NORMAL` a WAL commit is not fsynced, but it is in the OS's hands:
+it survives the death of the process, though not a power cut (then the last few games are played again).
+
+The writes take well under a millisecond (see benchmarks/bench_tournament_throughput.py), so the
+tournament makes them synchronously from the trio thread: simpler than a writer thread, and games
+finish seconds apart.
+
+A game is `pending` until it finishes normally or by forfeit (`done`). Void games (the referee's own
+failure) and aborted games (Ctrl-C) are kept in `void_games` for the record and the game stays pending,
+so it is played again. A game left `running` by a killed referee is pending again on the next start.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from referee.record import GameRecord
+from referee.schedule import ScheduledGame
+
+DB_NAME = "tournament.db"
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS games (
+    number INTEGER PRIMARY KEY,
+    pairing INTEGER NOT NULL,
+    round INTEGER NOT NULL,
+    black TEXT NOT NULL,
+    white TEXT NOT NULL,
+    opening TEXT NOT NULL,          -- JSON list of moves
+    status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'running', 'done')),
+    result TEXT,
+    termination TEXT,
+    record TEXT,                    -- the GameRecord as JSON
+    finished_at TEXT
+);
+CREATE TABLE IF NOT EXISTS void_games (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    number INTEGER NOT NULL REFERENCES games(number),
+    termination TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    record TEXT,
+    at TEXT NOT NULL
+);
+"""
+
+
+class StoreError(Exception):
+    """The database cannot be used for this tournament; the message says why and what to do."""
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+class TournamentStore:
+    """The database of one tournament. Not thread-safe: use it from one thread (the trio thread)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            # autocommit mode (isolation_level=None): every transaction is an explicit BEGIN ... COMMIT
+            self._db = sqlite3.connect(path, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA busy_timeout=5000")
+            self._db.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as error:
+            raise StoreError(
+                f"{path}: cannot open the tournament database ({error}); choose another output directory"
+            ) from None
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> TournamentStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- meta ---------------------------------------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self._transaction():
+            self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
+    # -- the schedule --------------------------------------------------------------------------------
+
+    def scheduled(self) -> dict[int, ScheduledGame]:
+        rows = self._db.execute("SELECT number, pairing, round, black, white, opening FROM games ORDER BY number")
+        return {
+            row[0]: ScheduledGame(row[0], row[1], row[2], row[3], row[4], tuple(json.loads(row[5]))) for row in rows
+        }
+
+    def start(self, fingerprint: dict[str, Any], schedule: list[ScheduledGame]) -> None:
+        """Create the tournament, or check that this one can resume it; StoreError explains a mismatch.
+
+        Compatible means: the same fingerprint (bots, board, komi, time control, openings source), and every
+        game already scheduled is scheduled again identically. More games per pairing simply adds games.
+        """
+        from referee.config import describe_changes
+
+        stored = self.get_meta("fingerprint")
+        if stored is not None:
+            old = json.loads(stored)
+            if old != fingerprint:
+                changes = "; ".join(describe_changes(old, fingerprint))
+                raise StoreError(
+                    f"{self.path.parent} holds a tournament with other settings ({changes}). To resume it, run with"
+                    " the same settings; for a new tournament, choose another output directory (--out DIR)."
+                )
+        existing = self.scheduled()
+        wanted = {game.number: game for game in schedule}
+        for number, game in existing.items():
+            if number not in wanted:
+                raise StoreError(
+                    f"{self.path.parent} holds a tournament with more games ({len(existing)}) than this config"
+                    f" schedules ({len(schedule)}); raise the games per pairing to at least what it was, or choose"
+                    " another output directory (--out DIR)"
+                )
+            if wanted[number] != game:
+                raise StoreError(
+                    f"{self.path.parent}: game {number} was scheduled as {game.black} vs {game.white}"
+                    f" from {list(game.opening)}, and is now {wanted[number].black} vs {wanted[number].white} from"
+                    f" {list(wanted[number].opening)}; resume with the original settings, or choose another output"
+                    " directory (--out DIR)"
+                )
+        with self._transaction():
+            if stored is None:
+                self._db.execute(
+                    "INSERT INTO meta (key, value) VALUES ('fingerprint', ?), ('schema_version', ?), ('created_at', ?)",
+                    (json.dumps(fingerprint, sort_keys=True), str(SCHEMA_VERSION), _now()),
+                )
+            self._db.executemany(
+                "INSERT OR IGNORE INTO games (number, pairing, round, black, white, opening) VALUES (?, ?, ?, ?, ?, ?)",
+                [(g.number, g.pairing, g.round, g.black, g.white, json.dumps(list(g.opening))) for g in schedule],
+            )
+            # Games a killed referee left running were lost with it: play them again.
+            self._db.execute("UPDATE games SET status = 'pending' WHERE status = 'running'")
+
+    # -- games --------------------------------------------------------------------------------------
+
+    def pending(self) -> list[int]:
+        rows = self._db.execute("SELECT number FROM games WHERE status != 'done' ORDER BY number")
+        return [row[0] for row in rows]
+
+    def mark_running(self, number: int) -> None:
+        with self._transaction():
+            self._db.execute("UPDATE games SET status = 'running' WHERE number = ?", (number,))
+
+    def record_game(self, number: int, record: GameRecord) -> None:
+        """Store a finished game. A scored game is done; a void or aborted one is logged and stays pending."""
+        data = record.model_dump_json()
+        with self._transaction():
+            if record.termination.is_scored:
+                self._db.execute(
+                    "UPDATE games SET status = 'done', result = ?, termination = ?, record = ?, finished_at = ?"
+                    " WHERE number = ?",
+                    (record.result, str(record.termination), data, _now(), number),
+                )
+            else:
+                self._db.execute(
+                    "INSERT INTO void_games (number, termination, reason, record, at) VALUES (?, ?, ?, ?, ?)",
+                    (number, str(record.termination), record.reason, data, _now()),
+                )
+                self._db.execute("UPDATE games SET status = 'pending' WHERE number = ?", (number,))
+
+    def release(self, number: int) -> None:
+        """A game that did not finish (interrupted): pending again."""
+        with self._transaction():
+            self._db.execute("UPDATE games SET status = 'pending' WHERE number = ? AND status = 'running'", (number,))
+
+    def done_count(self) -> int:
+        return int(self._db.execute("SELECT COUNT(*) FROM games WHERE status = 'done'").fetchone()[0])
+
+    def total_count(self) -> int:
+        return int(self._db.execute("SELECT COUNT(*) FROM games").fetchone()[0])
+
+    def finished(self) -> Iterator[tuple[int, str, str, str, str]]:
+        """(number, black, white, result, termination) of every done game, in game order."""
+        rows = self._db.execute(
+            "SELECT number, black, white, result, termination FROM games WHERE status = 'done' ORDER BY number"
+        )
+        for row in rows:
+            yield (row[0], row[1], row[2], row[3], row[4])
+
+    def records(self) -> Iterator[str]:
+        """The JSON record of every done game, in game order."""
+        for (data,) in self._db.execute("SELECT record FROM games WHERE status = 'done' ORDER BY number"):
+            yield str(data)
+
+    def void_count(self) -> int:
+        return int(self._db.execute("SELECT COUNT(*) FROM void_games").fetchone()[0])
+
+    # -- plumbing -----------------------------------------------------------------------------------
+
+    def _transaction(self) -> _Transaction:
+        return _Transaction(self._db)
+
+
+class _Transaction:
+    """BEGIN IMMEDIATE ... COMMIT (ROLLBACK on error) on an autocommit connection."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+
+    def __enter__(self) -> None:
+        self._db.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
+        self._db.execute("COMMIT" if exc_type is None else "ROLLBACK")

@@ -1,0 +1,323 @@
+"""A tournament: the schedule played by N worker slots at once, every finished game committed to the database.
+
+Each worker slot takes the next pending game, plays it with `run_game` and stores it before taking
+another. A slot keeps its bot processes open between games (one per bot name) and reuses them; it
+restarts one only when a fault left it `broken`, and prefers games whose bots it already has running.
+The database (`referee.store`) is the truth: a tournament that is killed or stopped resumes from it,
+playing only the games that are missing. Void games (the referee's own failure) are never scored and
+are played again. Everything a person or a program sees (progress, events) goes through `on_event`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import trio
+
+from referee.botspec import BotSpec
+from referee.config import TournamentPlan
+from referee.events import (
+    Event,
+    GameFinished,
+    GameStarted,
+    StandingsUpdated,
+    TournamentFinished,
+    TournamentStarted,
+    now,
+    standing_rows,
+)
+from referee.game import run_game
+from referee.process import BotProcess, open_bot
+from referee.record import GameRecord, GameSettings, Termination
+from referee.schedule import ScheduledGame, make_schedule, pick_next
+from referee.standings import GameResult, Standings, compute_standings, write_standings
+from referee.store import DB_NAME, TournamentStore
+
+GAMES_FILE = "games.jsonl"
+LOG_DIR = "logs"
+MAX_VOID_TRIES = 3
+"""A void game is played again at once, but at most this many times per run (then left for the next run)."""
+MAX_OPEN_PER_SLOT = 4
+"""Bot processes a slot keeps open; with many bots the least recently used is closed to make room."""
+STANDINGS_WRITE_INTERVAL_S = 5.0
+
+
+@dataclass
+class TournamentSummary:
+    """How a run ended."""
+
+    games_total: int
+    games_done: int
+    played_now: int  # games finished (and scored) by this run
+    void_games: int  # void games this run (played again or left pending)
+    interrupted: bool
+    elapsed_s: float
+    standings: Standings
+    files: list[Path] = field(default_factory=list)
+
+
+@dataclass
+class _Held:
+    """A bot process kept open by its own task (open_bot holds a nursery, so it must exit where it entered)."""
+
+    process: BotProcess
+    close: trio.Event
+    closed: trio.Event
+
+
+@dataclass
+class _Slot:
+    """One worker slot's open bot processes, by bot name, least recently used first."""
+
+    index: int
+    nursery: trio.Nursery
+    processes: dict[str, _Held] = field(default_factory=dict)
+
+
+class Tournament:
+    """One run of a tournament plan. `run()` plays the missing games; `stop()` (from a signal) ends it early."""
+
+    def __init__(self, plan: TournamentPlan, *, on_event: Callable[[Event], None] | None = None) -> None:
+        self.plan = plan
+        self.on_event = on_event or (lambda event: None)
+        self.out_dir = plan.out_dir
+        self.log_dir = plan.out_dir / LOG_DIR
+        self.schedule = make_schedule(plan.bot_names, plan.format, plan.games_per_pairing, plan.openings)
+        self._by_number = {game.number: game for game in self.schedule}
+        self._scope = trio.CancelScope()
+        self._stopped = False
+        self._results: list[GameResult] = []
+        self._pending: list[ScheduledGame] = []
+        self._void_tries: dict[int, int] = {}
+        self._played_now = 0
+        self._voids_now = 0
+        self._last_standings_write = 0.0
+        self._started = 0.0
+        self._store: TournamentStore | None = None
+
+    def stop(self) -> None:
+        """Stop playing: games in progress are abandoned (not scored) and their bots killed."""
+        self._stopped = True
+        self._scope.cancel()
+
+    async def run(self) -> TournamentSummary:
+        """Play every pending game; the summary says whether it was interrupted. StoreError: cannot resume."""
+        self._started = time.monotonic()
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        with TournamentStore(self.out_dir / DB_NAME) as store:
+            self._store = store
+            store.start(self.plan.fingerprint, self.schedule)
+            self._results = [GameResult(b, w, r, t) for _, b, w, r, t in store.finished()]
+            self._rewrite_games_file()
+            self._pending = [self._by_number[n] for n in store.pending()]
+            self.on_event(
+                TournamentStarted(
+                    type="tournament_started",
+                    time=now(),
+                    format=str(self.plan.format),
+                    bots=self.plan.bot_names,
+                    games_total=len(self.schedule),
+                    games_done=len(self._results),
+                    concurrency=self.plan.concurrency,
+                    out_dir=str(self.out_dir),
+                    width=self.plan.width,
+                    height=self.plan.height,
+                    komi=self.plan.komi,
+                    time_control=self.plan.time_control.model_dump(),
+                )
+            )
+            try:
+                with self._scope:
+                    async with trio.open_nursery() as nursery:
+                        for index in range(min(self.plan.concurrency, len(self._pending))):
+                            nursery.start_soon(self._worker, index)
+            finally:
+                # Also after an error or a stop: the standings so far are written, games.jsonl is in order.
+                standings = self._standings()
+                files = self._write_outputs(standings)
+            summary = TournamentSummary(
+                games_total=len(self.schedule),
+                games_done=len(self._results),
+                played_now=self._played_now,
+                void_games=self._voids_now,
+                interrupted=self._stopped and len(self._results) < len(self.schedule),
+                elapsed_s=time.monotonic() - self._started,
+                standings=standings,
+                files=files,
+            )
+            self.on_event(
+                TournamentFinished(
+                    type="tournament_finished",
+                    time=now(),
+                    interrupted=summary.interrupted,
+                    games_done=summary.games_done,
+                    games_total=summary.games_total,
+                    elapsed_s=round(summary.elapsed_s, 3),
+                    out_dir=str(self.out_dir),
+                    standings=standing_rows(standings),
+                )
+            )
+            return summary
+
+    # -- worker slots ------------------------------------------------------------------------------
+
+    async def _worker(self, index: int) -> None:
+        async with trio.open_nursery() as nursery:
+            slot = _Slot(index, nursery)
+            try:
+                while self._pending:
+                    at = pick_next(self._pending, set(slot.processes), window=2 * self.plan.concurrency)
+                    game = self._pending.pop(at)
+                    await self._play(slot, game)
+            finally:
+                # Normal end: ask every process task to quit its bot. On a stop, cancellation does it.
+                for held in slot.processes.values():
+                    held.close.set()
+
+    async def _play(self, slot: _Slot, game: ScheduledGame) -> None:
+        store = self._require_store()
+        black = await self._process(slot, game.black)
+        white = await self._process(slot, game.white)
+        settings = GameSettings(
+            width=self.plan.width,
+            height=self.plan.height,
+            komi=self.plan.komi,
+            time_control=self.plan.time_control,
+            opening=list(game.opening),
+            margin_ms=self.plan.margin_ms,
+        )
+        store.mark_running(game.number)
+        self.on_event(
+            GameStarted(
+                type="game_started",
+                time=now(),
+                number=game.number,
+                game_id=game.game_id,
+                black=game.black,
+                white=game.white,
+                opening=list(game.opening),
+                slot=slot.index,
+            )
+        )
+        started = time.monotonic()
+        try:
+            record = await run_game(game.game_id, black, white, settings)
+        except BaseException:
+            # Stopped or failed mid-game: nothing is scored; it is pending again for the next run.
+            store.release(game.number)
+            raise
+        # No checkpoint between the end of the game and the commit: a stop cannot fall in between.
+        store.record_game(game.number, record)
+        self._finished(game, record, time.monotonic() - started)
+        if record.termination is Termination.VOID:
+            # Something went wrong on our side: start both bots afresh before playing it again.
+            for name in {game.black, game.white}:
+                await self._close(slot, name)
+            return
+        for process in (black, white):
+            if process.broken:
+                await self._close(slot, process.spec.name)
+
+    def _finished(self, game: ScheduledGame, record: GameRecord, duration: float) -> None:
+        scored = record.termination.is_scored
+        if scored:
+            self._played_now += 1
+            self._results.append(GameResult(game.black, game.white, record.result, str(record.termination)))
+            self._append_game(record)
+        else:
+            self._voids_now += 1
+            tries = self._void_tries[game.number] = self._void_tries.get(game.number, 0) + 1
+            if tries < MAX_VOID_TRIES:
+                self._pending.insert(0, game)
+        self.on_event(
+            GameFinished(
+                type="game_finished",
+                time=now(),
+                number=game.number,
+                game_id=game.game_id,
+                black=game.black,
+                white=game.white,
+                result=record.result,
+                termination=record.termination,
+                reason=record.reason,
+                moves=len(record.moves),
+                duration_s=round(duration, 3),
+                scored=scored,
+                games_done=len(self._results),
+                games_total=len(self.schedule),
+            )
+        )
+        if scored:
+            standings = self._standings()
+            self.on_event(
+                StandingsUpdated(
+                    type="standings_updated",
+                    time=now(),
+                    games_done=len(self._results),
+                    games_total=len(self.schedule),
+                    standings=standing_rows(standings),
+                )
+            )
+            if time.monotonic() - self._last_standings_write >= STANDINGS_WRITE_INTERVAL_S:
+                self._write_outputs(standings, rewrite_games=False)
+
+    async def _process(self, slot: _Slot, name: str) -> BotProcess:
+        """The slot's running process for this bot, started if need be (BotStartError: cannot start)."""
+        if name in slot.processes:
+            reused = slot.processes.pop(name)
+            slot.processes[name] = reused  # most recently used last
+            return reused.process
+        while len(slot.processes) >= MAX_OPEN_PER_SLOT:
+            await self._close(slot, next(iter(slot.processes)))
+        spec = self.plan.bots[self.plan.bot_names.index(name)]
+        held: _Held = await slot.nursery.start(self._hold, spec)
+        slot.processes[name] = held
+        return held.process
+
+    async def _hold(self, spec: BotSpec, *, task_status: trio.TaskStatus[_Held]) -> None:
+        closed = trio.Event()
+        try:
+            async with open_bot(spec, self.log_dir) as process:
+                held = _Held(process, trio.Event(), closed)
+                task_status.started(held)
+                await held.close.wait()
+        finally:
+            closed.set()
+
+    async def _close(self, slot: _Slot, name: str) -> None:
+        held = slot.processes.pop(name, None)
+        if held is not None:
+            held.close.set()
+            await held.closed.wait()
+
+    # -- outputs -----------------------------------------------------------------------------------
+
+    def _require_store(self) -> TournamentStore:
+        assert self._store is not None, "the store is open while the tournament runs"
+        return self._store
+
+    def _standings(self) -> Standings:
+        return compute_standings(self._results, self.plan.bot_names)
+
+    def _append_game(self, record: GameRecord) -> None:
+        with (self.out_dir / GAMES_FILE).open("a", encoding="utf-8") as file:
+            file.write(record.model_dump_json() + "\n")
+
+    def _rewrite_games_file(self) -> None:
+        """games.jsonl from the database, in game order: no duplicates, no half line from a killed run."""
+        path = self.out_dir / GAMES_FILE
+        temp = path.with_name(f".{GAMES_FILE}.tmp")
+        with temp.open("w", encoding="utf-8") as file:
+            for data in self._require_store().records():
+                file.write(data + "\n")
+        temp.replace(path)
+
+    def _write_outputs(self, standings: Standings, *, rewrite_games: bool = True) -> list[Path]:
+        self._last_standings_write = time.monotonic()
+        if rewrite_games:
+            self._rewrite_games_file()
+        return [*write_standings(standings, self.out_dir), self.out_dir / GAMES_FILE]
