@@ -1,0 +1,386 @@
+"""One game between two bot channels: handshake, new game, turns on the clock, adjudication, the record.
+
+`run_game` measures every move itself: from the moment the turn line is written to the moment the reply line
+is complete (`BotChannel.last_line_time`), and charges exactly that (`referee.clock`). The handshake and the
+new-game exchange have their own limits (`Limits`) and are not charged. While a bot thinks it is pinged, so a
+hung bot is told from a slow one. Every way a bot can fail becomes a forfeit with a reason a person can act
+on and the bot's last stderr lines; an unexpected error in the referee's own code makes the game VOID (never
+scored). Cancellation propagates: the caller records ABORTED if it wants.
+
+The per-move path is kept lean (no validation of our own messages, one rules call per move) because the
+referee's own time is never charged to a bot and a fast game should not be slowed by its referee.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import trio
+
+from protocol.messages import Color, GameOver, Info, MoveReply, NewGame, Pong, Ready, Turn
+from protocol.rules import IllegalMoveError, InvalidMoveError, Move, Position
+from referee.clock import NS_PER_MS, GameClock
+from referee.process import (
+    BotChannel,
+    BotFault,
+    BotIllegalMove,
+    BotProtocolError,
+    BotTimeout,
+    BotUnresponsive,
+)
+from referee.record import GameRecord, GameSettings, MoveRecord, Result, Termination
+
+__all__ = ["Limits", "run_game"]
+
+log = logging.getLogger(__name__)
+
+COLORS: tuple[Color, Color] = ("black", "white")
+
+
+def _other(color: Color) -> Color:
+    return "white" if color == "black" else "black"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Limits outside the game clock (seconds). None of these is charged to a bot's clock."""
+
+    handshake_s: float = 10.0
+    """From writing `hello` to the bot's hello (includes the bot's start-up)."""
+    ready_s: float = 10.0
+    """From writing `new_game` to `ready`."""
+    ping_interval_s: float = 2.0
+    """While a bot thinks: a ping after this long without a pong (or since the turn started)."""
+    ping_timeout_s: float = 10.0
+    """A bot that has not answered a ping after this long is unresponsive (hung, not just slow)."""
+    game_over_s: float = 1.0
+    """How long writing `game_over` may block before the referee gives up on that bot."""
+
+
+class _Forfeit(Exception):
+    def __init__(self, color: Color, fault: BotFault) -> None:
+        super().__init__(f"{color}: {fault.reason}")
+        self.color = color
+        self.fault = fault
+
+
+def _fmt_ms(ns: int) -> str:
+    ms = ns / NS_PER_MS
+    return f"{ms:.1f} ms" if ms < 10 else f"{ms:.0f} ms"
+
+
+class _Game:
+    def __init__(
+        self,
+        game_id: str,
+        black: BotChannel,
+        white: BotChannel,
+        settings: GameSettings,
+        on_move: Callable[[MoveRecord, Position], None] | None,
+        limits: Limits,
+    ) -> None:
+        self.game_id = game_id
+        self.bots: dict[Color, BotChannel] = {"black": black, "white": white}
+        self.settings = settings
+        self.on_move = on_move
+        self.limits = limits
+        self.position = Position(settings.width, settings.height, settings.komi)
+        for text in settings.opening:
+            try:
+                self.position.push(Move.parse(text))
+            except ValueError as error:
+                raise ValueError(f"the opening of game {game_id!r} is not playable: {error}") from None
+        self.clock = GameClock(settings.time_control, settings.margin_ms)
+        self.moves: list[MoveRecord] = []
+        # The history as JSON strings, so a turn line is built without re-validating every move.
+        self._history: list[str] = [str(m) for m in self.position.history]
+        self._bot_names = {color: self.bots[color].name for color in COLORS}
+
+    # -- setup: handshake and new_game, both bots at once, not charged --------------------------------
+
+    async def setup(self) -> None:
+        faults: list[tuple[float, Color, BotFault]] = []
+
+        async def prepare(color: Color) -> None:
+            try:
+                await self._prepare(color)
+            except BotFault as fault:
+                faults.append((trio.current_time(), color, fault))
+
+        async with trio.open_nursery() as nursery:
+            for color in COLORS:
+                nursery.start_soon(prepare, color)
+        if faults:
+            # Both failing is rare (e.g. a broken build given as both sides): the first to fail loses.
+            _, color, fault = min(faults, key=lambda f: f[0])
+            raise _Forfeit(color, fault)
+
+    async def _prepare(self, color: Color) -> None:
+        bot = self.bots[color]
+        limits = self.limits
+        if bot.hello is None:
+            try:
+                with trio.move_on_after(limits.handshake_s) as scope:
+                    await bot.handshake()
+            except BotFault as fault:
+                fault.reason = f"failed the handshake: {fault.reason}"
+                raise
+            if scope.cancelled_caught:
+                bot.broken = True
+                raise BotProtocolError(f"failed the handshake: no hello within {limits.handshake_s:g} s of hello")
+        settings = self.settings
+        new_game = NewGame(
+            type="new_game",
+            game_id=self.game_id,
+            color=color,
+            width=settings.width,
+            height=settings.height,
+            komi=settings.komi,
+            time_control=settings.time_control,
+            opponent=self._bot_names[_other(color)],
+        )
+        try:
+            with trio.move_on_after(limits.ready_s) as scope:
+                await bot.send(new_game)
+                while True:
+                    message = await bot.receive()
+                    if isinstance(message, Ready):
+                        if message.game_id != self.game_id:
+                            bot.broken = True
+                            raise BotProtocolError(
+                                f"answered new_game with ready for game {message.game_id!r}; expected {self.game_id!r}"
+                            )
+                        return
+                    if not isinstance(message, Info | Pong):
+                        bot.broken = True
+                        raise BotProtocolError(f"answered new_game with {message.type!r}; expected 'ready'")
+        except BotFault as fault:
+            fault.reason = f"failed to start the game: {fault.reason}"
+            raise
+        if scope.cancelled_caught:
+            bot.broken = True
+            raise BotProtocolError(f"failed to start the game: no ready within {limits.ready_s:g} s of new_game")
+
+    # -- turns ---------------------------------------------------------------------------------------
+
+    async def play(self) -> None:
+        position = self.position
+        while not position.is_over():
+            color: Color = "black" if position.turn.value == "black" else "white"
+            try:
+                await self._turn(color)
+            except BotFault as fault:
+                raise _Forfeit(color, fault) from None
+
+    def _turn_line(self, color: Color) -> bytes:
+        # model_construct: our own data, valid by construction; validating it on every move would cost time.
+        turn = Turn.model_construct(
+            type="turn", game_id=self.game_id, moves=self._history, clock=self.clock.message(color)
+        )
+        return turn.model_dump_json().encode() + b"\n"
+
+    async def _turn(self, color: Color) -> None:
+        bot = self.bots[color]
+        clock = self.clock
+        line = self._turn_line(color)
+        limit_ns = clock.deadline_ns(color)
+        await bot.send_line(line)
+        start = trio.current_time()
+        deadline = math.inf if limit_ns is None else start + limit_ns / 1e9
+        infos: list[dict[str, Any]] = []
+        reply: MoveReply | None = None
+        with trio.move_on_at(deadline):
+            reply = await self._await_move(bot, start, infos)
+        if reply is None:
+            charge = clock.charge(color, round((trio.current_time() - start) * 1e9), timed_out=True)
+        else:
+            charge = clock.charge(color, round((bot.last_line_time - start) * 1e9))
+        if not charge.in_time:
+            bot.broken = True  # a late move would be read as the answer to the next message
+            allowed = charge.allowed_ns or 0
+            what = "no move after" if reply is None else "took"
+            margin = f" (a {_fmt_ms(clock.margin_ns)} margin was allowed)" if clock.margin_ns else ""
+            raise BotTimeout(
+                f"lost on time: {what} {_fmt_ms(charge.elapsed_ns)}, {_fmt_ms(charge.overrun_ns)} over its "
+                f"{_fmt_ms(allowed)}{margin}",
+                overrun_ms=charge.overrun_ns / NS_PER_MS,
+            )
+        assert reply is not None
+        text = reply.move
+        try:
+            move = Move.parse(text)
+        except InvalidMoveError as error:
+            raise BotIllegalMove(f"sent a malformed move: {error}") from None
+        try:
+            self.position.push(move)
+        except IllegalMoveError as error:
+            raise BotIllegalMove(f"illegal move {error}") from None
+        self._history.append(text)
+        remaining = charge.remaining_ns
+        record = MoveRecord.model_construct(
+            color=color,
+            move=text,
+            elapsed_ms=charge.elapsed_ns / NS_PER_MS,
+            clock_ms=None if remaining is None else remaining // NS_PER_MS,
+            infos=infos,
+        )
+        self.moves.append(record)
+        if self.on_move is not None:
+            self.on_move(record, self.position)
+
+    async def _await_move(self, bot: BotChannel, start: float, infos: list[dict[str, Any]]) -> MoveReply:
+        """Read until the move; ping the bot while it thinks; keep its infos."""
+        limits = self.limits
+        check_at = start + limits.ping_interval_s
+        pending: int | None = None  # the id of the ping waiting for its pong
+        while True:
+            with trio.move_on_at(check_at) as scope:
+                message = await bot.receive()
+            if scope.cancelled_caught:
+                now = trio.current_time()
+                if pending is not None:
+                    bot.broken = True
+                    raise BotUnresponsive(
+                        f"stopped answering pings: no pong to ping {pending} within {limits.ping_timeout_s:g} s"
+                        f" while thinking ({now - start:.1f} s into its move)"
+                    )
+                pending = await bot.send_ping()
+                check_at = now + limits.ping_timeout_s
+                continue
+            if isinstance(message, MoveReply):
+                return message
+            if isinstance(message, Info):
+                infos.append(message.model_dump(exclude_none=True, exclude={"type"}))
+            elif isinstance(message, Pong):
+                if message.id == pending:
+                    pending = None
+                    check_at = bot.last_line_time + limits.ping_interval_s
+                elif message.id > bot.last_ping_id:
+                    bot.broken = True
+                    raise BotProtocolError(f"answered ping {message.id}, which was never sent")
+            else:
+                bot.broken = True
+                raise BotProtocolError(f"sent {message.type!r} during its turn; expected 'move' (or 'info', 'pong')")
+
+    # -- the end -------------------------------------------------------------------------------------
+
+    async def send_game_over(self, record: GameRecord) -> None:
+        message = GameOver(
+            type="game_over",
+            game_id=self.game_id,
+            result=record.result,
+            winner=record.winner,
+            reason=record.reason,
+            black_score=record.black_score,
+            white_score=record.white_score,
+        )
+        for color in COLORS:
+            bot = self.bots[color]
+            if bot.closed:
+                continue
+            # A bot that is gone cannot be told; the record already says how the game ended.
+            with trio.move_on_after(self.limits.game_over_s), contextlib.suppress(BotFault):
+                await bot.send(message)
+
+    def record(
+        self,
+        *,
+        result: Result,
+        winner: Color | None,
+        termination: Termination,
+        reason: str,
+        started_at: datetime,
+        loser: Color | None = None,
+        scores: tuple[float, float] | None = None,
+        overrun_ms: float | None = None,
+        stderr_tail: list[str] | None = None,
+    ) -> GameRecord:
+        return GameRecord(
+            game_id=self.game_id,
+            black=self.bots["black"].info(),
+            white=self.bots["white"].info(),
+            settings=self.settings,
+            moves=self.moves,
+            result=result,
+            winner=winner,
+            termination=termination,
+            reason=reason,
+            loser=loser,
+            black_score=None if scores is None else scores[0],
+            white_score=None if scores is None else scores[1],
+            overrun_ms=overrun_ms,
+            stderr_tail=stderr_tail or [],
+            final_position=self.position.to_string(),
+            started_at=started_at,
+            finished_at=datetime.now(UTC),
+        )
+
+
+async def run_game(
+    game_id: str,
+    black: BotChannel,
+    white: BotChannel,
+    settings: GameSettings,
+    *,
+    on_move: Callable[[MoveRecord, Position], None] | None = None,
+    limits: Limits = Limits(),
+) -> GameRecord:
+    """Play one game and return its record. Bots whose `hello` is None are handshaken first.
+
+    `on_move(record, position)` is called after each bot move with the live position (copy it to keep it).
+    A fault by a bot is a forfeit (the record says why); an unexpected error in the referee is a VOID
+    game. ValueError (before any message is sent) if the opening in `settings` is not playable.
+    """
+    started_at = datetime.now(UTC)
+    game = _Game(game_id, black, white, settings, on_move, limits)
+    try:
+        try:
+            await game.setup()
+            await game.play()
+        except _Forfeit as forfeit:
+            loser, fault = forfeit.color, forfeit.fault
+            offender = game.bots[loser]
+            await offender.settle()
+            record = game.record(
+                result="0-1" if loser == "black" else "1-0",
+                winner=_other(loser),
+                termination=fault.termination,
+                reason=f"{loser} ({offender.name}) {fault.reason}",
+                loser=loser,
+                overrun_ms=fault.overrun_ms if isinstance(fault, BotTimeout) else None,
+                stderr_tail=offender.stderr_tail(),
+                started_at=started_at,
+            )
+        else:
+            outcome = game.position.score_outcome()
+            winner: Color | None = None
+            if outcome.winner is not None:
+                winner = "black" if outcome.winner.value == "black" else "white"
+            record = game.record(
+                result="1/2-1/2" if winner is None else "1-0" if winner == "black" else "0-1",
+                winner=winner,
+                termination=Termination.NORMAL,
+                reason=f"two passes in a row: {outcome}",
+                scores=(outcome.black_score, outcome.white_score),
+                started_at=started_at,
+            )
+    except Exception as error:
+        # Our own failure (a bug, a full disk, ...): never scored against a bot. Both channels are suspect.
+        log.exception("game %s: referee error", game_id)
+        for bot in game.bots.values():
+            bot.broken = True
+        record = game.record(
+            result="*",
+            winner=None,
+            termination=Termination.VOID,
+            reason=f"void: the referee failed ({type(error).__name__}: {error}); the game is not scored",
+            started_at=started_at,
+        )
+    await game.send_game_over(record)
+    return record

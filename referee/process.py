@@ -1,0 +1,493 @@
+"""The channel to one bot: protocol lines over a pair of byte streams, and the bot process behind it.
+
+`BotChannel` speaks protocol v1 over any trio send/receive stream pair: it frames lines (never holding more
+than `MAX_LINE_BYTES` of an unfinished line), validates each one, notes the moment each reply line was
+complete (for the clock), and turns everything a bot can do wrong into a `BotFault` whose reason a person
+can act on. Tests drive it over in-memory streams. `BotProcess` is the same channel over a child's
+stdin/stdout, plus the process: its own process group, stderr drained into a capped log (with a tail kept
+in memory for records), and on exit `quit`, a short grace period, SIGKILL to the whole group, reaping.
+
+Deadlines are the caller's: every await here can be cancelled by a cancel scope without losing bytes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+import shlex
+import signal
+import subprocess
+from collections import deque
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import trio
+from pydantic import BaseModel, ValidationError
+
+from protocol.framing import MAX_LINE_BYTES, LineBuffer, LineTooLongError
+from protocol.messages import (
+    PROTOCOL_VERSION,
+    BotHello,
+    BotMessage,
+    Hello,
+    Ping,
+    Pong,
+    Quit,
+    encode,
+    parse_bot_line,
+)
+from protocol.rules import InvalidMoveError, Move
+from referee import __version__
+from referee.botspec import BotSpec
+from referee.record import BotInfo, Termination
+
+__all__ = [
+    "REFEREE_NAME",
+    "BotChannel",
+    "BotCrashed",
+    "BotFault",
+    "BotIllegalMove",
+    "BotProcess",
+    "BotProtocolError",
+    "BotStartError",
+    "BotTimeout",
+    "BotUnresponsive",
+    "describe_exit",
+    "open_bot",
+]
+
+log = logging.getLogger(__name__)
+
+REFEREE_NAME = f"alternator-referee {__version__}"
+CHUNK_BYTES = 65536
+EXIT_WAIT_S = 0.5
+"""After a bot's output ends: how long to wait for it to exit, to report its exit code or signal."""
+QUIT_GRACE_S = 0.5
+"""After `quit`: how long a bot may take to exit before its process group is killed."""
+STDERR_SETTLE_S = 0.5
+"""After a bot exits: how long to wait for its last stderr lines before building a record."""
+_QUOTE_CHARS = 120
+
+
+class BotStartError(Exception):
+    """The bot's command cannot be started (not found, not executable, bad directory): the user's to fix."""
+
+
+class BotFault(Exception):
+    """The bot broke a rule: the game is lost by it. `reason` is for people."""
+
+    termination = Termination.PROTOCOL
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class BotCrashed(BotFault):
+    """The bot exited, was killed, or closed its output or input."""
+
+    termination = Termination.CRASH
+
+
+class BotProtocolError(BotFault):
+    """Malformed JSON, an unknown or out-of-turn message, an over-long line, a failed handshake."""
+
+    termination = Termination.PROTOCOL
+
+
+class BotIllegalMove(BotFault):
+    """A move the rules forbid, or a move text that is not a move."""
+
+    termination = Termination.ILLEGAL_MOVE
+
+
+class BotTimeout(BotFault):
+    """The bot's clock or per-move limit ran out. `overrun_ms`: how far past its allowance it was."""
+
+    termination = Termination.TIME
+
+    def __init__(self, reason: str, overrun_ms: float) -> None:
+        super().__init__(reason)
+        self.overrun_ms = overrun_ms
+
+
+class BotUnresponsive(BotFault):
+    """The bot stopped answering pings."""
+
+    termination = Termination.UNRESPONSIVE
+
+
+def describe_exit(returncode: int) -> str:
+    """`exited with code 3` or `killed by SIGSEGV` (from a Popen-style return code)."""
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"killed by {name}"
+    return f"exited with code {returncode}"
+
+
+def _quote(line: bytes) -> str:
+    text = line[:_QUOTE_CHARS].decode("utf-8", errors="replace")
+    return repr(text) + (f" ({len(line)} bytes)" if len(line) > _QUOTE_CHARS else "")
+
+
+def _invalid_message_fault(line: bytes, error: ValidationError) -> BotFault:
+    """Say precisely what is wrong with a line that failed validation (the slow path: faults only)."""
+    first = error.errors()[0]
+    if first["type"] == "json_invalid":
+        return BotProtocolError(f"sent malformed JSON ({first['msg']}): {_quote(line)}")
+    try:
+        data: Any = json.loads(line)
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        return BotProtocolError(f"sent a line that is not a JSON object: {_quote(line)}")
+    kind = data.get("type")
+    if first["type"] == "union_tag_not_found":
+        return BotProtocolError(f"sent a message without a 'type' field: {_quote(line)}")
+    if first["type"] == "union_tag_invalid":
+        return BotProtocolError(
+            f"sent a message of unknown type {kind!r} (a bot sends hello, ready, move, info or pong): {_quote(line)}"
+        )
+    if kind == "move" and all(tuple(e["loc"])[1:] == ("move",) for e in error.errors()):
+        text = data.get("move")
+        if isinstance(text, str):
+            try:
+                Move.parse(text)
+            except InvalidMoveError as move_error:
+                return BotIllegalMove(f"sent a malformed move: {move_error}")
+        return BotIllegalMove(f"sent a malformed move {text!r}: expected 'pass' or a pit and a root like d5d4")
+    if kind == "hello" and isinstance(data.get("protocol"), int) and data["protocol"] != PROTOCOL_VERSION:
+        return BotProtocolError(f"speaks protocol {data['protocol']}, the referee speaks {PROTOCOL_VERSION}")
+    problems = "; ".join(
+        f"{'.'.join(str(p) for p in tuple(e['loc'])[1:]) or 'message'}: {e['msg']}" for e in error.errors()
+    )
+    return BotProtocolError(f"sent an invalid {kind!r} message ({problems}): {_quote(line)}")
+
+
+class BotChannel:
+    """Protocol v1 with one bot over a pair of byte streams (a process's pipes, or memory streams in tests).
+
+    `receive` returns one validated message and notes in `last_line_time` (trio time) when its line was
+    complete, so the caller charges the bot exactly from its write to that moment.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        send_stream: trio.abc.SendStream,
+        receive_stream: trio.abc.ReceiveStream,
+        *,
+        command: list[str] | None = None,
+        max_line_bytes: int = MAX_LINE_BYTES,
+    ) -> None:
+        self.name = name
+        self.command = command if command is not None else [name]
+        self.hello: BotHello | None = None
+        self.broken = False
+        """True after a fault that leaves the channel unusable: restart the bot before reusing it."""
+        self.last_line_time = 0.0
+        """trio.current_time() when the last line returned by `receive` was complete."""
+        self.closed = False
+        """True once the bot's output has ended or its input is closed: nothing more can be exchanged."""
+        self._send_stream = send_stream
+        self._receive_stream = receive_stream
+        self._buffer = LineBuffer(max_line_bytes)
+        self._lines: deque[bytes] = deque()
+        self._line_error: LineTooLongError | None = None
+        self._ping_id = 0
+
+    # -- sending --------------------------------------------------------------------------------------
+
+    async def send(self, message: BaseModel) -> None:
+        """Write one message. BotCrashed if the bot no longer reads its input."""
+        await self.send_line(encode(message))
+
+    async def send_line(self, line: bytes) -> None:
+        """Write one already encoded line (newline included)."""
+        try:
+            await self._send_stream.send_all(line)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self.broken = self.closed = True
+            raise await self._gone_fault("closed its input") from None
+
+    async def send_ping(self) -> int:
+        """Send a ping with a fresh id and return the id."""
+        self._ping_id += 1
+        await self.send(Ping(type="ping", id=self._ping_id))
+        return self._ping_id
+
+    @property
+    def last_ping_id(self) -> int:
+        return self._ping_id
+
+    # -- receiving ------------------------------------------------------------------------------------
+
+    async def receive_line(self) -> bytes:
+        """The next complete line, without its newline. BotFault on end of output or an over-long line."""
+        while not self._lines:
+            if self._line_error is not None:
+                self.broken = True
+                raise BotProtocolError(f"sent an over-long line: {self._line_error}")
+            try:
+                data = await self._receive_stream.receive_some(CHUNK_BYTES)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                data = b""
+            if not data:
+                self.broken = self.closed = True
+                raise await self._gone_fault("closed its output")
+            try:
+                lines = self._buffer.feed(data if isinstance(data, bytes) else bytes(data))
+            except LineTooLongError as error:
+                # Lines completed before the long one are still answered; the fault comes after them.
+                lines = error.lines
+                self._line_error = error
+            if lines:
+                self.last_line_time = trio.current_time()
+                self._lines.extend(lines)
+        return self._lines.popleft()
+
+    async def receive(self) -> BotMessage:
+        """One validated message. BotFault on end of output (crash), a malformed or over-long line."""
+        line = await self.receive_line()
+        try:
+            return parse_bot_line(line)
+        except ValidationError as error:
+            fault = _invalid_message_fault(line, error)
+            if not isinstance(fault, BotIllegalMove):
+                self.broken = True
+            raise fault from None
+
+    # -- exchanges ------------------------------------------------------------------------------------
+
+    async def handshake(self) -> BotHello:
+        """Send `hello`, read the bot's `hello`, check its protocol version. The deadline is the caller's."""
+        await self.send(Hello(type="hello", protocol=PROTOCOL_VERSION, referee=REFEREE_NAME))
+        message = await self.receive()
+        if not isinstance(message, BotHello):
+            self.broken = True
+            raise BotProtocolError(f"answered hello with {message.type!r}; expected its own 'hello'")
+        if message.protocol != PROTOCOL_VERSION:
+            self.broken = True
+            raise BotProtocolError(f"speaks protocol {message.protocol}, the referee speaks {PROTOCOL_VERSION}")
+        self.hello = message
+        return message
+
+    async def ping(self) -> float:
+        """Ping an idle bot and return the round trip in seconds (write to complete pong line).
+
+        For benchmarks and health checks between games; other messages that arrive meanwhile are dropped.
+        """
+        ping_id = self._ping_id + 1
+        self._ping_id = ping_id
+        line = encode(Ping(type="ping", id=ping_id))
+        start = trio.current_time()
+        await self.send_line(line)
+        while True:
+            message = await self.receive()
+            if isinstance(message, Pong) and message.id == ping_id:
+                return self.last_line_time - start
+
+    # -- what the records need ------------------------------------------------------------------------
+
+    def stderr_tail(self, lines: int = 20) -> list[str]:
+        """The last lines the bot wrote to stderr (none for a channel without a process)."""
+        return []
+
+    async def settle(self) -> None:
+        """Give the bot's last stderr lines a moment to arrive before a record quotes them."""
+        await trio.lowlevel.checkpoint()
+
+    def info(self) -> BotInfo:
+        hello = self.hello
+        return BotInfo(
+            name=self.name,
+            command=list(self.command),
+            announced_name=None if hello is None else hello.name,
+            author=None if hello is None else hello.author or None,
+            version=None if hello is None else hello.version or None,
+            stderr_log=None,
+        )
+
+    async def _gone_fault(self, what: str) -> BotFault:
+        """The fault for a bot whose output ended or whose input closed."""
+        return BotCrashed(what)
+
+
+class BotProcess(BotChannel):
+    """A bot running as a child process (see `open_bot`)."""
+
+    def __init__(self, spec: BotSpec, process: trio.Process, stderr_path: Path) -> None:
+        assert process.stdin is not None and process.stdout is not None
+        super().__init__(spec.name, process.stdin, process.stdout, command=list(spec.command))
+        self.spec = spec
+        self.process = process
+        self.pid = process.pid
+        self.stderr_path = stderr_path
+        self.stderr_bytes = 0
+        """Bytes the bot wrote to stderr (the log keeps only the first `stderr_cap_bytes`)."""
+        self._tail: deque[str] = deque(maxlen=200)
+        self._partial = bytearray()
+        self._stderr_done = trio.Event()
+
+    @property
+    def returncode(self) -> int | None:
+        return self.process.returncode
+
+    def stderr_tail(self, lines: int = 20) -> list[str]:
+        tail = list(self._tail)
+        if self._partial:
+            tail.append(self._partial.decode("utf-8", errors="replace"))
+        return tail[-lines:] if lines > 0 else []
+
+    async def settle(self) -> None:
+        with trio.CancelScope(shield=True):
+            if self.process.returncode is not None:
+                with trio.move_on_after(STDERR_SETTLE_S):
+                    await self._stderr_done.wait()
+            else:
+                # Still running: let the drain task take what is already in the pipe.
+                await trio.sleep(0.02)
+
+    def info(self) -> BotInfo:
+        info = super().info()
+        info.stderr_log = str(self.stderr_path)
+        return info
+
+    async def _gone_fault(self, what: str) -> BotFault:
+        # The output ends a moment before the exit status is known: wait briefly to report it.
+        with trio.CancelScope(shield=True), trio.move_on_after(EXIT_WAIT_S):
+            await self.process.wait()
+        code = self.process.returncode
+        if code is None:
+            return BotCrashed(f"{what} but is still running")
+        return BotCrashed(describe_exit(code))
+
+    async def _drain_stderr(self, stream: trio.abc.ReceiveStream, cap_bytes: int) -> None:
+        """Copy stderr to the log until EOF, keeping at most `cap_bytes` there and a tail of lines in memory."""
+        try:
+            with open(self.stderr_path, "wb", buffering=0) as log_file:
+                while True:
+                    try:
+                        data = await stream.receive_some(CHUNK_BYTES)
+                    except (trio.BrokenResourceError, trio.ClosedResourceError):
+                        break
+                    if not data:
+                        break
+                    written = self.stderr_bytes
+                    self.stderr_bytes += len(data)
+                    if written < cap_bytes:
+                        log_file.write(data[: cap_bytes - written])
+                        if self.stderr_bytes >= cap_bytes:
+                            log_file.write(f"\n[stderr log capped at {cap_bytes} bytes]\n".encode())
+                    self._keep_tail(data)
+        except OSError as error:
+            log.warning("cannot write the stderr log of %s to %s: %s", self.name, self.stderr_path, error)
+        finally:
+            self._stderr_done.set()
+
+    def _keep_tail(self, data: bytes | bytearray) -> None:
+        *complete, rest = bytes(data).split(b"\n")
+        if complete:
+            complete[0] = bytes(self._partial) + complete[0]
+            self._partial.clear()
+            for line in complete[-self._tail.maxlen :] if self._tail.maxlen else complete:
+                self._tail.append(line[:1000].decode("utf-8", errors="replace").rstrip("\r"))
+        if len(self._partial) < 1000:
+            self._partial += rest[: 1000 - len(self._partial)]
+
+    async def _shutdown(self, grace_s: float) -> None:
+        """quit, a grace period, SIGKILL to the whole process group, reap. Never raises for a dead bot."""
+        process = self.process
+        if process.returncode is None:
+            with trio.move_on_after(grace_s):
+                with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                    await self._send_stream.send_all(encode(Quit(type="quit")))
+                with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                    await self._send_stream.aclose()
+                await process.wait()
+        # Grandchildren share the group; the leader's pid is the group id (start_new_session=True).
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signal.SIGKILL)
+        await process.wait()
+        self.closed = True
+        with trio.move_on_after(STDERR_SETTLE_S):
+            await self._stderr_done.wait()
+        for stream in (self._send_stream, self._receive_stream):
+            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                await stream.aclose()
+
+
+def _log_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name) or "bot"
+
+
+@asynccontextmanager
+async def open_bot(
+    spec: BotSpec,
+    log_dir: Path,
+    *,
+    stderr_cap_bytes: int = 1 << 20,
+    quit_grace_s: float = QUIT_GRACE_S,
+) -> AsyncIterator[BotProcess]:
+    """Start a bot in its own process group; on exit (normal, error, cancellation) stop it and all it started.
+
+    stderr goes to `log_dir/<name>-<pid>.stderr.log`, capped at `stderr_cap_bytes`. BotStartError if the
+    command cannot be started. The handshake is not done here: `run_game` does it (or call `handshake`).
+    """
+    command = list(spec.command)
+    if spec.dir is not None and not spec.dir.is_dir():
+        raise BotStartError(
+            f"cannot start bot {spec.name!r}: its working directory {str(spec.dir)!r} does not exist;"
+            " fix the bot's dir setting"
+        )
+    log_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        process = await trio.lowlevel.open_process(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=spec.dir,
+            env={**os.environ, **spec.env} if spec.env else None,
+            start_new_session=True,
+        )
+    except FileNotFoundError:
+        raise BotStartError(
+            f"cannot start bot {spec.name!r}: program {command[0]!r} not found (command: {shlex.join(command)});"
+            " give a path to an existing program, or put it on PATH"
+        ) from None
+    except PermissionError:
+        raise BotStartError(
+            f"cannot start bot {spec.name!r}: {command[0]!r} is not executable (command: {shlex.join(command)});"
+            f" run chmod +x on it, or start it through its interpreter (e.g. python3 {command[0]})"
+        ) from None
+    except OSError as error:
+        raise BotStartError(
+            f"cannot start bot {spec.name!r} with {shlex.join(command)}: {error.strerror or error}; check the command"
+        ) from None
+    assert process.stderr is not None
+    bot = BotProcess(spec, process, log_dir / f"{_log_name(spec.name)}-{process.pid}.stderr.log")
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(bot._drain_stderr, process.stderr, stderr_cap_bytes)
+            try:
+                yield bot
+            finally:
+                with trio.CancelScope(shield=True):
+                    await bot._shutdown(quit_grace_s)
+                # A grandchild that escaped the group may still hold stderr open: do not wait for it.
+                nursery.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        # The drain task never raises, so the group holds the body's one exception: give it back bare.
+        if len(group.exceptions) == 1:
+            inner = group.exceptions[0]
+            raise inner from inner.__cause__
+        raise

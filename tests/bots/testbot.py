@@ -1,0 +1,217 @@
+"""A protocol v1 bot for the referee's tests: well-behaved, or misbehaving in one chosen way. Stdlib only.
+
+    testbot.py [MODE [ARG]] [--on N] [--infos K] [--name NAME]
+
+It plays the first legal move instantly and answers pings from a reader thread (so it answers them even while
+"thinking"). MODE picks one misbehaviour, done on its N-th turn (--on, default 1) unless said otherwise:
+
+    good                  never misbehaves (the default)
+    crash CODE            prints "about to crash" to stderr and exits with CODE
+    signal NAME           prints "about to die" to stderr and kills itself with signal NAME (e.g. SEGV)
+    hang                  stops reading and writing (no move, no pong) and sleeps
+    slow MS               takes MS milliseconds before each move from turn N on (still answers pings)
+    garbage               sends a line that is not JSON
+    unknown               sends a message of an unknown type
+    outofturn             sends `ready` instead of a move
+    move TEXT             sends TEXT as its move (an illegal or malformed move)
+    badmove               sends {"type": "move", "move": 5} (not a string)
+    longline BYTES        sends a line of BYTES bytes; BYTES=0: an endless line with no newline
+    slowhello MS          waits MS milliseconds before answering hello (at start-up, not on a turn)
+    version V             says it speaks protocol V in its hello
+    stderrflood MB        writes MB megabytes to stderr at start-up, then plays normally
+    ignorequit            on quit (and at the end of its input) keeps sleeping: must be killed
+    grandchild            at start-up spawns a child that sleeps, prints "grandchild pid P" to stderr
+    closeout              closes its stdout on turn N but keeps running
+    noready               never answers new_game
+    info                  plays normally, sending K info messages (--infos) before each move
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+FILES = "abcdefghijklmnopqrstuvwxyz"
+
+
+def first_legal_move(width: int, height: int, moves: list[str]) -> str:
+    """The first legal placement (by pit, then root, in index order), else pass. A tiny rules engine."""
+
+    def index(cell: str) -> int:
+        return (int(cell[1:]) - 1) * width + FILES.index(cell[0])
+
+    def split(move: str) -> tuple[str, str]:
+        for cut in range(2, len(move) - 1):
+            if move[cut].isalpha():
+                return move[:cut], move[cut:]
+        raise ValueError(move)
+
+    n = width * height
+    parent = [-1] * n
+    size = [1] * n
+    for move in moves:
+        if move == "pass":
+            continue
+        p_cell, q_cell = split(move)
+        p, q = index(p_cell), index(q_cell)
+        parent[p] = q
+        size[q] += size[p]
+    for p in range(n):
+        if parent[p] >= 0:
+            continue
+        f, r = p % width, p // width
+        for df, dr in ((-1, 0), (1, 0), (0, -1), (0, 1)):
+            ff, rr = f + df, r + dr
+            if 0 <= ff < width and 0 <= rr < height:
+                q = rr * width + ff
+                if parent[q] < 0 and size[p] >= size[q]:
+                    return f"{FILES[f]}{r + 1}{FILES[ff]}{rr + 1}"
+    return "pass"
+
+
+class Bot:
+    def __init__(self, argv: list[str]) -> None:
+        args = list(argv)
+        self.on = self._option(args, "--on", 1)
+        self.infos = self._option(args, "--infos", 2)
+        self.name = str(self._option(args, "--name", "testbot", cast=str))
+        self.mode = args[0] if args else "good"
+        self.arg = args[1] if len(args) > 1 else ""
+        self.turns = 0
+        self.lock = threading.Lock()
+        self.inbox: queue.Queue[dict[str, object] | None] = queue.Queue()
+        self.answer_pings = True
+        self.size = (8, 8)
+
+    @staticmethod
+    def _option(args: list[str], flag: str, default: object, cast: type = int) -> object:
+        if flag in args:
+            at = args.index(flag)
+            value = cast(args[at + 1])
+            del args[at : at + 2]
+            return value
+        return default
+
+    def write(self, message: dict[str, object] | str) -> None:
+        line = message if isinstance(message, str) else json.dumps(message)
+        with self.lock:
+            sys.stdout.write(line + "\n")
+            sys.stdout.flush()
+
+    def reader(self) -> None:
+        for line in sys.stdin:
+            message = json.loads(line)
+            if message.get("type") == "ping":
+                if self.answer_pings:
+                    self.write({"type": "pong", "id": message["id"]})
+                continue
+            self.inbox.put(message)
+        self.inbox.put(None)
+
+    def start(self) -> None:
+        if self.mode == "stderrflood":
+            chunk = ("x" * 1023 + "\n") * 1024
+            for _ in range(int(self.arg)):
+                sys.stderr.write(chunk)
+            sys.stderr.write("flood done\n")
+            sys.stderr.flush()
+        elif self.mode == "grandchild":
+            child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+            print(f"grandchild pid {child.pid}", file=sys.stderr, flush=True)
+
+    def run(self) -> None:
+        self.start()
+        threading.Thread(target=self.reader, daemon=True).start()
+        while True:
+            message = self.inbox.get()
+            if message is None or message.get("type") == "quit":
+                if self.mode == "ignorequit":
+                    while True:
+                        time.sleep(60)
+                return
+            self.handle(message)
+
+    def handle(self, message: dict[str, object]) -> None:
+        kind = message["type"]
+        if kind == "hello":
+            if self.mode == "slowhello":
+                time.sleep(int(self.arg) / 1000)
+            protocol = int(self.arg) if self.mode == "version" else 1
+            self.write({"type": "hello", "protocol": protocol, "name": self.name, "author": "tests", "version": "1"})
+        elif kind == "new_game":
+            self.size = (int(str(message["width"])), int(str(message["height"])))
+            if self.mode != "noready":
+                self.write({"type": "ready", "game_id": message["game_id"]})
+        elif kind == "turn":
+            self.turns += 1
+            moves = message["moves"]
+            assert isinstance(moves, list)
+            if self.turns >= self.on and self.misbehave():
+                return
+            if self.mode == "info":
+                for depth in range(1, self.infos + 1):  # type: ignore[operator]
+                    self.write({"type": "info", "depth": depth, "nodes": depth * 10, "text": f"depth {depth}"})
+            self.write({"type": "move", "move": first_legal_move(*self.size, [str(m) for m in moves])})
+
+    def misbehave(self) -> bool:
+        """Do this mode's misbehaviour; True when no normal move should follow."""
+        mode, arg = self.mode, self.arg
+        if mode == "crash":
+            print("about to crash", file=sys.stderr, flush=True)
+            os._exit(int(arg))
+        elif mode == "signal":
+            print("about to die", file=sys.stderr, flush=True)
+            os.kill(os.getpid(), getattr(signal, f"SIG{arg.upper().removeprefix('SIG')}"))
+            time.sleep(10)
+        elif mode == "hang":
+            self.answer_pings = False
+            while True:
+                time.sleep(60)
+        elif mode == "slow":
+            time.sleep(int(arg) / 1000)
+        elif mode == "garbage":
+            self.write("this is not json")
+            return True
+        elif mode == "unknown":
+            self.write({"type": "resign"})
+            return True
+        elif mode == "outofturn":
+            self.write({"type": "ready", "game_id": "g"})
+            return True
+        elif mode == "move":
+            self.write({"type": "move", "move": arg})
+            return True
+        elif mode == "badmove":
+            self.write({"type": "move", "move": 5})
+            return True
+        elif mode == "longline":
+            length = int(arg)
+            with self.lock:
+                if length:
+                    sys.stdout.write("x" * length + "\n")
+                    sys.stdout.flush()
+                else:
+                    while True:
+                        sys.stdout.write("x" * 65536)
+                        sys.stdout.flush()
+            return True
+        elif mode == "closeout":
+            with self.lock:
+                sys.stdout.close()
+                os.close(1)
+            while True:
+                time.sleep(60)
+        return False
+
+
+if __name__ == "__main__":
+    try:
+        Bot(sys.argv[1:]).run()
+    except BrokenPipeError:
+        pass

@@ -1,0 +1,114 @@
+"""Shared fixtures for the whole suite.
+
+- `bot_spec(name_or_script, *args, name=None)`: a BotSpec that starts a test bot with `sys.executable`.
+  `name_or_script` is a script in `tests/bots/` by stem (`"testbot"`), or a path to any Python script; extra
+  arguments go to the script (see `tests/bots/testbot.py` for its modes: `bot_spec("testbot", "crash", "3")`).
+- `no_child_processes` (autouse): after every test, checks that the test process has no child left
+  (running or zombie), waiting up to `CHILD_GRACE_S` for ones being reaped. Tests that start bots through
+  `referee.process.open_bot` get this for free; a test that leaks a process fails here, naming it.
+- `live_pids(pids)` / `pid_alive(pid)`: whether processes still exist (zombies count as gone), for
+  checking that grandchildren were killed.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from referee.botspec import BotSpec
+
+BOTS_DIR = Path(__file__).parent / "bots"
+CHILD_GRACE_S = 3.0
+
+BotSpecFactory = Callable[..., BotSpec]
+
+
+def make_bot_spec(name_or_script: str | Path, *args: str, name: str | None = None) -> BotSpec:
+    """A BotSpec running a Python test bot under the current interpreter."""
+    script = Path(name_or_script)
+    if script.suffix != ".py":
+        script = BOTS_DIR / f"{name_or_script}.py"
+    if not script.is_file():
+        raise FileNotFoundError(f"no test bot script at {script}")
+    label = name or "-".join([script.stem, *args])[:64]
+    return BotSpec(name=label, command=[sys.executable, str(script), *args])
+
+
+@pytest.fixture
+def bot_spec() -> BotSpecFactory:
+    """`bot_spec("testbot", "crash", "3")` -> a BotSpec for tests/bots/testbot.py with those arguments."""
+    return make_bot_spec
+
+
+def _proc_state(pid: int) -> str | None:
+    """The state letter from /proc/PID/stat (R, S, Z, ...), or None when there is no such process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return stat.rsplit(")", 1)[1].split()[0]
+
+
+def pid_alive(pid: int) -> bool:
+    """True when process `pid` exists and is not a zombie (killed and waiting to be reaped counts as gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return _proc_state(pid) not in (None, "Z", "X")
+
+
+def live_pids(pids: list[int], wait_s: float = 2.0) -> list[int]:
+    """The pids among `pids` still alive after waiting up to `wait_s` for them to die."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        alive = [pid for pid in pids if pid_alive(pid)]
+        if not alive or time.monotonic() >= deadline:
+            return alive
+        time.sleep(0.02)
+
+
+def child_pids(parent: int | None = None) -> list[int]:
+    """Direct children of `parent` (default: this process), zombies included (a scan of /proc)."""
+    parent = os.getpid() if parent is None else parent
+    children: list[int] = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == parent:
+            children.append(int(entry.name))
+    return children
+
+
+def _describe(pid: int) -> str:
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+    except FileNotFoundError:
+        cmdline = "?"
+    return f"{pid} [{_proc_state(pid)}] {cmdline}"
+
+
+@pytest.fixture(autouse=True)
+def no_child_processes() -> Iterator[None]:
+    """Fail a test that leaves a child process behind (running or unreaped)."""
+    before = set(child_pids())
+    yield
+    deadline = time.monotonic() + CHILD_GRACE_S
+    while True:
+        left = [pid for pid in child_pids() if pid not in before]
+        if not left or time.monotonic() >= deadline:
+            break
+        time.sleep(0.02)
+    if left:
+        pytest.fail("child processes left behind: " + "; ".join(_describe(pid) for pid in left), pytrace=False)
