@@ -28,6 +28,7 @@ It plays the first legal move instantly and answers pings from a reader thread (
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -211,7 +212,5 @@ class Bot:
 
 
 if __name__ == "__main__":
-    try:
+    with contextlib.suppress(BrokenPipeError):  # the referee stopped reading: nothing left to do
         Bot(sys.argv[1:]).run()
-    except BrokenPipeError:
-        pass
