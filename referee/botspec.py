@@ -28,7 +28,7 @@ class BotSpec(BaseModel):
 
     name: str = Field(min_length=1, max_length=64, description="The name in records and standings.")
     command: list[str] = Field(min_length=1, description="The program and its arguments (no shell).")
-    dir: Path | None = Field(None, description="Working directory (default: the referee's).")
+    dir: Path | None = Field(default=None, description="Working directory (default: the referee's).")
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables.")
 
 
@@ -224,16 +224,18 @@ def check_bot_command(spec: BotSpec) -> None:
     shown = shlex.join(spec.command)
     if os.sep in program or (os.altsep and os.altsep in program):
         path = Path(program)
+        where = program
         if not path.is_absolute() and spec.dir is not None:
             path = spec.dir / path
+            where = str(path)
         if not path.exists():
             raise BotSpecError(
-                f"bot {spec.name!r}: the program {str(path)!r} does not exist (command: {shown}); check the path"
+                f"bot {spec.name!r}: the program {where!r} does not exist (command: {shown}); check the path"
                 + (" (relative to the bot's dir)" if spec.dir is not None else "")
             )
         if path.is_dir() or not os.access(path, os.X_OK):
             raise BotSpecError(
-                f"bot {spec.name!r}: {str(path)!r} is not an executable file (command: {shown});"
+                f"bot {spec.name!r}: {where!r} is not an executable file (command: {shown});"
                 f" make it executable (chmod +x) or run it through its interpreter, e.g. python3 {program}"
             )
         return

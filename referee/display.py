@@ -34,9 +34,13 @@ def format_number(x: float) -> str:
 
 
 def format_ms(ms: float | None) -> str:
-    """A duration in seconds for people: 0.004s, 9.87s, 61.2s; '-' for none."""
+    """A duration for people: 0.42ms, 312ms, 9.870s, 61.2s; '-' for none."""
     if ms is None:
         return "-"
+    if ms < 1:
+        return f"{ms:.2f}ms"
+    if ms < 1000:
+        return f"{ms:.0f}ms" if ms >= 10 else f"{ms:.1f}ms"
     seconds = ms / 1000
     if seconds < 10:
         return f"{seconds:.3f}s"

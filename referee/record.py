@@ -52,10 +52,10 @@ class BotInfo(BaseModel):
 
     name: str = Field(description="The name the arena knows the bot by.")
     command: list[str] = Field(description="The command line that started it.")
-    announced_name: str | None = Field(None, description="The name the bot gave in its hello.")
-    author: str | None = Field(None, description="The author the bot gave in its hello.")
-    version: str | None = Field(None, description="The version the bot gave in its hello.")
-    stderr_log: str | None = Field(None, description="Path of the capped log of the bot's stderr.")
+    announced_name: str | None = Field(default=None, description="The name the bot gave in its hello.")
+    author: str | None = Field(default=None, description="The author the bot gave in its hello.")
+    version: str | None = Field(default=None, description="The version the bot gave in its hello.")
+    stderr_log: str | None = Field(default=None, description="Path of the capped log of the bot's stderr.")
 
 
 class GameSettings(BaseModel):
@@ -63,14 +63,14 @@ class GameSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    width: int = Field(8, ge=2, le=26, description="Board files (a, b, ...).")
-    height: int = Field(8, ge=2, le=26, description="Board ranks (1, 2, ...).")
-    komi: float = Field(3.5, description="Points added to White's score.")
+    width: int = Field(default=8, ge=2, le=26, description="Board files (a, b, ...).")
+    height: int = Field(default=8, ge=2, le=26, description="Board ranks (1, 2, ...).")
+    komi: float = Field(default=3.5, description="Points added to White's score.")
     time_control: TimeControl
     opening: list[str] = Field(
         default_factory=list, description="Moves played from the empty board before the bots take over."
     )
-    margin_ms: int = Field(0, ge=0, description="Grace added to every deadline before a bot loses on time.")
+    margin_ms: int = Field(default=0, ge=0, description="Grace added to every deadline before a bot loses on time.")
 
 
 class MoveRecord(BaseModel):
@@ -90,7 +90,7 @@ class GameRecord(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    record_version: Literal[1] = Field(RECORD_VERSION, description="The version of this record format.")
+    record_version: Literal[1] = Field(default=RECORD_VERSION, description="The version of this record format.")
     game_id: str = Field(description="The id the bots were told in new_game.")
     black: BotInfo
     white: BotInfo
@@ -100,10 +100,12 @@ class GameRecord(BaseModel):
     winner: Color | None = Field(description="The winner, or null for a draw, a void or an aborted game.")
     termination: Termination
     reason: str = Field(description="Why the game ended, for people.")
-    loser: Color | None = Field(None, description="The side that forfeited (null unless a forfeit).")
+    loser: Color | None = Field(default=None, description="The side that forfeited (null unless a forfeit).")
     black_score: float | None = Field(description="Black's tree total at the end (null when not scored).")
     white_score: float | None = Field(description="White's tree total plus komi at the end (null when not scored).")
-    overrun_ms: float | None = Field(None, description="On a loss on time: how far past its deadline the bot was.")
+    overrun_ms: float | None = Field(
+        default=None, description="On a loss on time: how far past its deadline the bot was."
+    )
     stderr_tail: list[str] = Field(default_factory=list, description="The last lines of the offender's stderr.")
     final_position: str = Field(description="The final position string (Position.to_string).")
     started_at: datetime = Field(description="When the game started (new_game sent), with its time zone.")

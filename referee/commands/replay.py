@@ -1,15 +1,160 @@
-"""`alternator replay` (being built: see the open issues)."""
+"""`alternator replay RECORD`: re-check a game record with the rules engine and show how the game ended.
+
+`check_record` is the pure audit (also used by the tests of matches and tournaments): every move
+legal and made by the side to move, and the result, winner, scores and final position consistent with
+the board and the way the game ended. It raises `RecordCheckError` naming the move and the reason.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-HELP = "replay (not yet available)"
+from referee.cli import UsageError
+
+if TYPE_CHECKING:
+    from protocol.rules import Position
+    from referee.record import GameRecord
+
+HELP = "re-check a game record move by move and print the final position and result"
+
+
+class RecordCheckError(ValueError):
+    """A record that does not agree with the rules; `move_number` is None for the result checks."""
+
+    def __init__(self, message: str, move_number: int | None = None) -> None:
+        super().__init__(message)
+        self.move_number = move_number
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    pass
+    parser.add_argument(
+        "record", type=Path, metavar="RECORD", help="a game record (JSON) written by match or tournament"
+    )
+    parser.add_argument("--moves", action="store_true", help="print the move list with times and clocks")
+
+
+def read_record(path: Path) -> GameRecord:
+    """Load a record file; UsageError saying why when it is not one."""
+    from pydantic import ValidationError
+
+    from referee.record import GameRecord
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file; give the path of a game record, e.g. DIR/game-001.json") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise UsageError(f"{path}: cannot be read ({error}); give the path of a game record") from None
+    try:
+        return GameRecord.model_validate_json(text)
+    except ValidationError as error:
+        problems = [f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}" for e in error.errors()[:5]]
+        more = f" (and {error.error_count() - 5} more)" if error.error_count() > 5 else ""
+        raise UsageError(
+            f"{path} is not a game record: {'; '.join(problems)}{more}."
+            " Records are the game-NNN.json files written by `alternator match` (schema:"
+            " referee/schema/game_record.json)"
+        ) from None
+
+
+def check_record(record: GameRecord) -> Position:
+    """Replay `record` with the rules and check it; the final position, or RecordCheckError naming the move."""
+    from protocol.rules import IllegalMoveError, InvalidMoveError, Move, Position
+    from referee.record import Termination
+
+    settings = record.settings
+    position = Position(settings.width, settings.height, settings.komi)
+    for number, text in enumerate(settings.opening, 1):
+        try:
+            position.push(Move.parse(text))
+        except (InvalidMoveError, IllegalMoveError) as error:
+            raise RecordCheckError(f"opening move {number} ({text}): {error}", number) from None
+    for offset, move in enumerate(record.moves):
+        number = len(settings.opening) + offset + 1
+        where = f"move {number} ({move.color} {move.move})"
+        if position.is_over():
+            raise RecordCheckError(f"{where}: the game was already over (two passes) before it", number)
+        if move.color != str(position.turn):
+            raise RecordCheckError(f"{where}: it was {position.turn}'s turn, not {move.color}'s", number)
+        try:
+            position.push(Move.parse(move.move))
+        except (InvalidMoveError, IllegalMoveError) as error:
+            raise RecordCheckError(f"{where}: {error}", number) from None
+
+    def fail(what: str) -> RecordCheckError:
+        return RecordCheckError(f"after {len(position.history)} moves ({record.termination.value}): {what}")
+
+    if record.final_position != position.to_string():
+        raise fail(f"final_position is {record.final_position!r} but the moves give {position.to_string()!r}")
+    termination = record.termination
+    if termination is Termination.NORMAL:
+        outcome = position.outcome()
+        if outcome is None:
+            raise fail("the game is recorded as ended normally, but the moves do not end with two passes")
+        if record.result != outcome.result() or record.winner != (str(outcome.winner) if outcome.winner else None):
+            raise fail(f"the result is {record.result} (winner {record.winner}) but the board gives {outcome}")
+        if (record.black_score, record.white_score) != (outcome.black_score, outcome.white_score):
+            raise fail(
+                f"the scores are {record.black_score} - {record.white_score} but the board gives"
+                f" {outcome.black_score:g} - {outcome.white_score:g}"
+            )
+        if record.loser is not None:
+            raise fail(f"a normal end has no loser, but the record names {record.loser}")
+        return position
+    if position.is_over():
+        raise fail("the moves end with two passes, so the game ended normally, not by this termination")
+    if not termination.is_scored:
+        if record.result != "*" or record.winner is not None or record.loser is not None:
+            raise fail(f"a {termination.value} game has result * and no winner or loser, not {record.result}")
+        return position
+    # A forfeit: the loser broke a rule, the other side wins.
+    if record.loser is None:
+        raise fail("a forfeit must name the loser")
+    expected_winner = "white" if record.loser == "black" else "black"
+    expected_result = "1-0" if expected_winner == "black" else "0-1"
+    if record.winner != expected_winner or record.result != expected_result:
+        raise fail(
+            f"{record.loser} forfeited, so {expected_winner} wins ({expected_result}),"
+            f" but the record says {record.result} (winner {record.winner})"
+        )
+    if termination in (Termination.TIME, Termination.ILLEGAL_MOVE) and record.loser != str(position.turn):
+        raise fail(f"{record.loser} cannot lose by {termination.value}: it was {position.turn}'s turn")
+    if record.black_score is not None or record.white_score is not None:
+        board = position.score_outcome()
+        if (record.black_score, record.white_score) != (board.black_score, board.white_score):
+            raise fail(
+                f"the scores are {record.black_score} - {record.white_score} but the board gives"
+                f" {board.black_score:g} - {board.white_score:g}"
+            )
+    return position
 
 
 def run(args: argparse.Namespace) -> int:
-    raise SystemExit("alternator replay: not yet available")
+    from referee.display import describe_result, format_info, format_move
+
+    record = read_record(args.record)
+    try:
+        position = check_record(record)
+    except RecordCheckError as error:
+        print(f"alternator replay: {args.record} does not check out: {error}", file=sys.stderr)
+        return 1
+    settings = record.settings
+    print(
+        f"{record.game_id}: {record.black.name} (black) vs {record.white.name} (white),"
+        f" {settings.width}x{settings.height}, komi {settings.komi:g}"
+    )
+    if args.moves:
+        if settings.opening:
+            print(f"opening: {' '.join(settings.opening)}")
+        first = len(settings.opening) + 1
+        for number, move in enumerate(record.moves, first):
+            print(format_move(number, move))
+            for info in move.infos:
+                print(f"        info {format_info(info)}")
+    print(position.diagram())
+    print(f"result: {describe_result(record)}")
+    print(f"checked: {len(record.moves)} moves legal, result consistent with the board and the termination")
+    return 0

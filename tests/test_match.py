@@ -1,0 +1,212 @@
+"""`alternator match` end to end with real bot processes: records, replays, output, exit codes, Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from protocol.messages import TimeControl
+from referee.cli import main
+from referee.commands.replay import check_record
+from referee.display import describe_result, format_match_score, tally
+from referee.record import BotInfo, GameRecord, GameSettings, Termination, game_record_schema
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def load_records(out: Path) -> list[GameRecord]:
+    paths = sorted(out.glob("game-*.json"))
+    records = []
+    for path in paths:
+        data = json.loads(path.read_text())
+        schema = game_record_schema()
+        # The published schema's required fields are there and nothing else is (additionalProperties: false).
+        assert set(schema["required"]) <= set(data) <= set(schema["properties"])
+        records.append(GameRecord.model_validate(data))
+    return records
+
+
+def pid_of(log: str | None) -> int:
+    assert log is not None
+    match = re.search(r"-(\d+)\.stderr\.log$", log)
+    assert match, log
+    return int(match[1])
+
+
+def test_random_against_greedy_with_a_fischer_clock(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "m"
+    argv = ["match", "--black", "random", "--white", "greedy", "--tc", "5+0.05", "--size", "5x5", "--games", "2"]
+    assert main([*argv, "--komi", "0.5", "--out", str(out)]) == 0
+    records = load_records(out)
+    assert [(r.black.name, r.white.name) for r in records] == [("random", "greedy"), ("greedy", "random")]
+    for record in records:
+        assert record.termination is Termination.NORMAL, record.reason
+        check_record(record)  # every move legal, the result and scores those of the final position
+        assert record.settings.time_control == TimeControl(base_ms=5000, increment_ms=50)
+        assert (record.settings.width, record.settings.height, record.settings.komi) == (5, 5, 0.5)
+        assert all(m.clock_ms is not None and 0 < m.clock_ms <= 5050 * 2 for m in record.moves)
+        assert record.black.announced_name == record.black.name
+        for side in (record.black, record.white):
+            assert side.stderr_log is not None and Path(side.stderr_log).is_file()
+            assert Path(side.stderr_log).parent == out / "logs"
+    # The same two processes played both games.
+    assert records[0].black.stderr_log == records[1].white.stderr_log
+    assert records[0].white.stderr_log == records[1].black.stderr_log
+    text = capsys.readouterr().out
+    assert "game 1/2: random (black) vs greedy (white)" in text
+    for record in records:
+        assert describe_result(record) in text
+    assert format_match_score(records, "random", "greedy") in text
+    assert tally(records, "random").points + tally(records, "greedy").points == 2
+
+
+def test_fixed_time_per_move_and_show_moves(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "m"
+    argv = ["match", "--black", "greedy", "--white", "random", "--movetime", "1", "--size", "4x4", "--games", "1"]
+    assert main([*argv, "--show-moves", "--opening", "a1a2", "--out", str(out)]) == 0
+    [record] = load_records(out)
+    assert record.settings.time_control.move_time_ms == 1000
+    assert record.settings.opening == ["a1a2"]
+    assert all(m.clock_ms is None and m.elapsed_ms < 1000 for m in record.moves)
+    assert record.moves[0].color == "white"  # the opening made Black's first move
+    check_record(record)
+    text = capsys.readouterr().out
+    assert f"   2. white {record.moves[0].move}" in text
+    assert f"   3. black {record.moves[1].move}" in text
+
+
+def test_a_bot_that_crashes_forfeits_and_is_restarted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "m"
+    crasher = 'name=crasher cmd="python3 -c \'import sys; print(\\"boom\\", file=sys.stderr); sys.exit(3)\'"'
+    assert main(["match", "--black", crasher, "--white", "random", "--size", "4x4", "--out", str(out)]) == 0
+    records = load_records(out)
+    assert len(records) == 2
+    for record, loser in zip(records, ("black", "white"), strict=True):
+        assert record.termination is Termination.PROTOCOL or record.termination is Termination.CRASH
+        assert record.loser == loser and record.winner != loser
+        check_record(record)
+    # A broken process is not reused: game 2 had a new crasher process.
+    assert pid_of(records[0].black.stderr_log) != pid_of(records[1].white.stderr_log)
+    assert "match: crasher 0 - 2 random" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["--white", "no-such-bot-xyz"], "--white: bot 'no-such-bot-xyz': the program 'no-such-bot-xyz' was not found"),
+        (["--white", "./missing/bot"], "'./missing/bot' does not exist"),
+        (["--white", "random", "--tc", "fast"], "--tc 'fast'"),
+        (["--white", "random", "--size", "30x30"], "--size '30x30'"),
+        (["--white", "random", "--games", "0"], "--games 0"),
+        (["--white", "random", "--opening", "a1a3"], "--opening: move 1"),
+    ],
+)
+def test_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], words: str) -> None:
+    assert main(["match", "--black", "random", *argv, "--out", str(tmp_path / "m")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("alternator match: error: ")
+    assert words in err
+    assert not list((tmp_path).glob("m/game-*.json"))
+
+
+def test_match_as_a_subprocess(tmp_path: Path) -> None:
+    out = tmp_path / "m"
+    argv = ["--black", "random", "--white", "greedy", "--size", "4x4", "--games", "1", "--out", str(out)]
+    done = subprocess.run(
+        [sys.executable, "-m", "referee", "match", *argv], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    [record] = load_records(out)
+    assert describe_result(record) in done.stdout
+    assert "match: random" in done.stdout
+
+
+def test_ctrl_c_stops_cleanly_and_keeps_the_records(tmp_path: Path) -> None:
+    out = tmp_path / "m"
+    argv = ["--black", "alphabeta", "--white", "alphabeta", "--movetime", "0.2", "--games", "2", "--out", str(out)]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "referee", "match", *argv], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    # Wait until both bots have started and some moves are played.
+    deadline = time.monotonic() + 30
+    while len(list((out / "logs").glob("*.stderr.log"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(1.0)
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=30)
+    assert process.returncode == 130, stderr
+    assert "interrupted" in stderr
+    records = load_records(out)
+    assert records and records[-1].termination is Termination.ABORTED
+    assert records[-1].result == "*"
+    check_record(records[-1])
+    assert "aborted" in stdout
+    for log in (out / "logs").glob("*.stderr.log"):
+        pid = pid_of(str(log))
+        assert not Path(f"/proc/{pid}").exists() or "State:\tZ" in Path(f"/proc/{pid}/status").read_text()
+
+
+def _record(termination: Termination, result: str, winner: str | None, loser: str | None = None) -> GameRecord:
+    now = datetime.now(UTC)
+    return GameRecord.model_validate(
+        {
+            "game_id": "g",
+            "black": BotInfo(name="a", command=["a"]).model_dump(),
+            "white": BotInfo(name="b", command=["b"]).model_dump(),
+            "settings": GameSettings(time_control=TimeControl(base_ms=1000)).model_dump(),
+            "result": result,
+            "winner": winner,
+            "loser": loser,
+            "termination": termination,
+            "reason": "took 1.200s, limit 1.000s",
+            "black_score": 30.0 if result != "*" else None,
+            "white_score": 37.5 if result != "*" else None,
+            "final_position": "8/8/8/8/8/8/8/8 b 0 3.5",
+            "started_at": now,
+            "finished_at": now,
+        }
+    )
+
+
+def test_result_descriptions_and_match_score() -> None:
+    normal = _record(Termination.NORMAL, "0-1", "white")
+    assert describe_result(normal) == "0-1 b (white) wins by 7.5, 30 - 37.5 (both passed)"
+    time_loss = _record(Termination.TIME, "1-0", "black", "white")
+    assert describe_result(time_loss) == "1-0 a (black) wins: b (white) lost on time: took 1.200s, limit 1.000s"
+    aborted = _record(Termination.ABORTED, "*", None)
+    assert describe_result(aborted).startswith("* aborted (not scored)")
+    assert tally([normal, time_loss, aborted], "b").forfeits == 1
+    assert format_match_score([normal, time_loss, aborted], "a", "b") == (
+        "match: a 1 - 1 b (2 games: 1 win, 0 draws, 1 loss for a; b forfeited 1; 1 not scored (void or aborted))"
+    )
+
+
+def test_the_environment_and_folder_reach_the_bot(tmp_path: Path) -> None:
+    # A bot in its own folder, with an environment variable, given as key=value fields.
+    (tmp_path / "bot").mkdir()
+    script = tmp_path / "bot" / "envbot.py"
+    script.write_text(
+        "import os, runpy, sys\n"
+        "print('MARK=' + os.environ.get('MARK', '?') + ' CWD=' + os.getcwd(), file=sys.stderr, flush=True)\n"
+        f"sys.path.insert(0, {str(ROOT)!r})\n"
+        "runpy.run_module('sample_bots.random', run_name='__main__')\n"
+    )
+    bot = f"name=envbot cmd='python3 envbot.py' dir={tmp_path / 'bot'} env.MARK=hello"
+    out = tmp_path / "m"
+    assert main(["match", "--black", bot, "--white", "random", "--size", "3x3", "--games", "1", "--out", str(out)]) == 0
+    [record] = load_records(out)
+    assert record.black.name == "envbot"
+    assert record.black.stderr_log is not None
+    log = Path(record.black.stderr_log).read_text()
+    assert f"MARK=hello CWD={tmp_path / 'bot'}" in log
+    assert os.environ.get("MARK") is None
