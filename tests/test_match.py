@@ -210,3 +210,26 @@ def test_the_environment_and_folder_reach_the_bot(tmp_path: Path) -> None:
     log = Path(record.black.stderr_log).read_text()
     assert f"MARK=hello CWD={tmp_path / 'bot'}" in log
     assert os.environ.get("MARK") is None
+
+
+def test_a_time_loss_restarts_the_bot_and_infos_are_recorded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    testbot = ROOT / "tests" / "bots" / "testbot.py"
+    slow = f"name=slowpoke cmd='python3 {testbot} slow 600 --on 2'"
+    chatty = f"name=chatty cmd='python3 {testbot} info --infos 2'"
+    out = tmp_path / "m"
+    argv = ["match", "--black", slow, "--white", chatty, "--movetime", "0.2", "--size", "4x4", "--out", str(out)]
+    assert main(argv) == 0
+    first, second = load_records(out)
+    for record, loser in ((first, "black"), (second, "white")):
+        assert record.termination is Termination.TIME, record.reason
+        assert record.loser == loser
+        assert record.overrun_ms is not None and record.overrun_ms > 0
+        check_record(record)
+        chatty_moves = [m for m in record.moves if m.color != loser]
+        assert chatty_moves and all(len(m.infos) == 2 for m in chatty_moves)
+    # The late process could still send its move into the next game: it was replaced.
+    assert pid_of(first.black.stderr_log) != pid_of(second.white.stderr_log)
+    assert pid_of(first.white.stderr_log) == pid_of(second.black.stderr_log)
+    assert "slowpoke (black) lost on time" in capsys.readouterr().out

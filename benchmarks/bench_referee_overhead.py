@@ -1,0 +1,205 @@
+"""How much time the referee adds to each move, against the raw round trip to the same bot processes.
+
+    python benchmarks/bench_referee_overhead.py [--games 10] [--size 8] [--rounds 3] [--profile]
+
+Two instant bots (a minimal one defined here: it keeps its position incrementally and plays the first
+legal placement) play `--games` games under `run_game`. Then, with the same processes, the very same
+turn lines are sent again raw (pre-encoded bytes, `send_line`/`receive_line`, no parsing, no rules, no
+clock) and timed; and plain pings are timed the same way. So:
+
+    per move in run_game  = wall time of the run_game calls / bot moves
+    raw turn round trip   = wall time of the raw replay / moves   (pipes + the bot's own work)
+    referee overhead      = per move in run_game - raw turn round trip
+
+Target: overhead below 100 us/move and per-move time below 2x the raw round trip. Rounds alternate
+(games, raw, games, raw, ...) so that machine noise hits both sides; the best round of each is shown
+with the median. `--profile` runs the games once more under cProfile and prints what the referee's
+own time goes to.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import statistics
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+import trio
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from protocol.messages import Clock, Ping, TimeControl, Turn, encode  # noqa: E402
+from referee.botspec import BotSpec  # noqa: E402
+from referee.game import run_game  # noqa: E402
+from referee.process import BotProcess, open_bot  # noqa: E402
+from referee.record import GameRecord, GameSettings  # noqa: E402
+
+INSTANT_BOT = textwrap.dedent(
+    """\
+    # An instant bot: replies at once with the first legal placement (pass when none).
+    import json, sys
+    from protocol.rules import Position, Move
+
+    def main():
+        out = sys.stdout.buffer
+        position = None
+        for line in sys.stdin.buffer:
+            message = json.loads(line)
+            kind = message["type"]
+            if kind == "hello":
+                reply = {"type": "hello", "protocol": 1, "name": "instant"}
+            elif kind == "new_game":
+                size = (message["width"], message["height"], message["komi"])
+                position = Position(*size)
+                reply = {"type": "ready", "game_id": message["game_id"]}
+            elif kind == "turn":
+                moves = message["moves"]
+                done = len(position.history)
+                if moves[:done] != [str(m) for m in position.history]:
+                    position = Position(position.width, position.height, position.komi)
+                    done = 0
+                for text in moves[done:]:
+                    position.push(Move.parse(text))
+                placements = position.legal_placements()
+                reply = {"type": "move", "move": str(placements[0]) if placements else "pass"}
+            elif kind == "ping":
+                reply = {"type": "pong", "id": message["id"]}
+            elif kind == "quit":
+                return
+            else:
+                continue
+            out.write(json.dumps(reply).encode() + b"\\n")
+            out.flush()
+
+    main()
+    """
+)
+
+
+async def play_games(
+    bots: tuple[BotProcess, BotProcess], settings: GameSettings, games: int, tag: str
+) -> tuple[float, int, list[GameRecord]]:
+    """Wall seconds of the run_game calls, bot moves made, and the records."""
+    records = []
+    seconds = 0.0
+    for number in range(games):
+        black, white = bots if number % 2 == 0 else bots[::-1]
+        start = trio.current_time()
+        record = await run_game(f"{tag}-{number}", black, white, settings)
+        seconds += trio.current_time() - start
+        if record.termination != "normal":
+            raise SystemExit(f"benchmark game ended abnormally: {record.termination}: {record.reason}")
+        records.append(record)
+    return seconds, sum(len(r.moves) for r in records), records
+
+
+def turn_lines(record: GameRecord) -> list[tuple[str, bytes]]:
+    """The turn lines of a recorded game, as (colour, encoded line), with clocks like run_game sends."""
+    lines = []
+    for index, move in enumerate(record.moves):
+        clock = Clock(black_ms=60_000, white_ms=60_000, increment_ms=0, move_limit_ms=None, moves_to_go=None)
+        history = [m.move for m in record.moves[:index]]
+        lines.append((move.color, encode(Turn(type="turn", game_id=record.game_id, moves=history, clock=clock))))
+    return lines
+
+
+async def raw_turns(bots: tuple[BotProcess, BotProcess], records: list[GameRecord]) -> tuple[float, int]:
+    """Replay the games' turn lines straight to the bots: pipes plus the bots' own work, nothing else."""
+    seconds, count = 0.0, 0
+    for number, record in enumerate(records):
+        by_color = dict(zip(("black", "white"), bots if number % 2 == 0 else bots[::-1], strict=True))
+        lines = turn_lines(record)  # encoded before timing: only the exchange is measured
+        start = trio.current_time()
+        for color, line in lines:
+            bot = by_color[color]
+            await bot.send_line(line)
+            await bot.receive_line()
+        seconds += trio.current_time() - start
+        count += len(lines)
+    return seconds, count
+
+
+async def raw_pings(bots: tuple[BotProcess, BotProcess], count: int) -> float:
+    """Mean seconds of a raw ping/pong exchange (pre-encoded ping, unparsed pong)."""
+    line = encode(Ping(type="ping", id=1))
+    start = trio.current_time()
+    for i in range(count):
+        bot = bots[i % 2]
+        await bot.send_line(line)
+        await bot.receive_line()
+    return (trio.current_time() - start) / count
+
+
+def us(seconds: float) -> str:
+    return f"{seconds * 1e6:7.1f} us"
+
+
+async def bench(args: argparse.Namespace, log_dir: Path, bot_file: Path) -> None:
+    spec = BotSpec(name="instant", command=[sys.executable, str(bot_file)], dir=ROOT, env={"PYTHONPATH": str(ROOT)})
+    settings = GameSettings(
+        width=args.size, height=args.size, komi=3.5, time_control=TimeControl(base_ms=600_000, increment_ms=0)
+    )
+    async with (
+        open_bot(spec.model_copy(update={"name": "instant-a"}), log_dir) as a,
+        open_bot(spec.model_copy(update={"name": "instant-b"}), log_dir) as b,
+    ):
+        bots = (a, b)
+        # Warm up: handshakes, imports, caches.
+        _, _, records = await play_games(bots, settings, 2, "warmup")
+        await raw_turns(bots, records)
+        game_rates, raw_rates, ping_times = [], [], []
+        moves = 0
+        for round_number in range(args.rounds):
+            seconds, moves, records = await play_games(bots, settings, args.games, f"r{round_number}")
+            game_rates.append(seconds / moves)
+            raw_seconds, raw_count = await raw_turns(bots, records)
+            raw_rates.append(raw_seconds / raw_count)
+            ping_times.append(await raw_pings(bots, 2000))
+        per_game_moves = moves / args.games
+        print(f"{args.size}x{args.size}, {args.games} games x {args.rounds} rounds, {per_game_moves:.0f} moves/game")
+        print("                              best     median")
+        for label, values in (
+            ("per move in run_game", game_rates),
+            ("raw turn round trip", raw_rates),
+            ("raw ping round trip", ping_times),
+        ):
+            print(f"{label:<24} {us(min(values))} {us(statistics.median(values))}")
+        overheads = [g - r for g, r in zip(game_rates, raw_rates, strict=True)]
+        ratios = [g / r for g, r in zip(game_rates, raw_rates, strict=True)]
+        print(f"{'referee overhead/move':<24} {us(min(overheads))} {us(statistics.median(overheads))}")
+        print(f"{'ratio to raw round trip':<24} {min(ratios):9.2f}x {statistics.median(ratios):9.2f}x")
+        overhead, ratio = statistics.median(overheads), statistics.median(ratios)
+        verdict = "meets" if overhead < 100e-6 and ratio < 2 else "MISSES"
+        print(f"target (overhead < 100 us/move and < 2x the raw round trip): {verdict}")
+        print("(per move in run_game includes new_game/ready and game_over, amortised over the game's moves)")
+        if args.profile:
+            profiler = cProfile.Profile()
+            profiler.enable()
+            await play_games(bots, settings, args.games, "profile")
+            profiler.disable()
+            stream = io.StringIO()
+            pstats.Stats(profiler, stream=stream).sort_stats("tottime").print_stats(25)
+            print(stream.getvalue())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--games", type=int, default=10)
+    parser.add_argument("--size", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--profile", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-referee-") as folder:
+        bot_file = Path(folder) / "instant_bot.py"
+        bot_file.write_text(INSTANT_BOT)
+        trio.run(bench, args, Path(folder), bot_file)
+
+
+if __name__ == "__main__":
+    main()
