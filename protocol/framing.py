@@ -75,10 +75,12 @@ class LineBuffer:
         """How many bytes of an unfinished line are held."""
         return len(self._pending)
 
-    def feed(self, data: bytes) -> list[bytes]:
+    def feed(self, data: bytes | bytearray | memoryview) -> list[bytes]:
         """Take the next chunk of the stream; return every line it completes, in order, without newlines."""
         if self._error is not None:
             raise self._error
+        if not isinstance(data, bytes):
+            data = bytes(data)
         lines: list[bytes] = []
         start = 0
         # The content of a line (its \r included) may hold max - 1 bytes: the newline takes the last one.

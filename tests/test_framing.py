@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from protocol.framing import MAX_LINE_BYTES, LineBuffer, LineTooLongError, UnterminatedLineError
 
-LINES = [b'{"type":"hello"}', b"", b'{"type":"move","move":"d5d4"}', "{\"t\":\"\u00e9\u4e2d\"}".encode()]
+LINES = [b'{"type":"hello"}', b"", b'{"type":"move","move":"d5d4"}', '{"t":"\u00e9\u4e2d"}'.encode()]
 STREAM = b"".join(line + b"\n" for line in LINES)
 
 
