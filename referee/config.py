@@ -179,12 +179,14 @@ def parse_config(data: dict[str, Any], *, source: str, key_sources: dict[str, st
             where = (key_sources or {}).get(str(loc[0]) if loc else "", source)
             problems.append(f"{where}: {_key(loc)}: {_message(e)}")
         raise ConfigError("\n".join(problems)) from None
+    sources = key_sources or {}
     seen: dict[str, int] = {}
     for index, bot in enumerate(config.bots):
         if bot.name in seen:
+            how = "name each bot: --bot NAME=CMD" if sources.get("bots") == "--bot" else "every bot needs its own name"
             raise ConfigError(
-                f"{source}: bots[{index}].name: {bot.name!r} is already the name of bots[{seen[bot.name]}];"
-                " every bot needs its own name"
+                f"{sources.get('bots', source)}: bots[{index}].name: {bot.name!r} is already the name of"
+                f" bots[{seen[bot.name]}]; {how}"
             )
         seen[bot.name] = index
     if config.time_control is not None and config.movetime is not None:

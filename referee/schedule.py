@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import enum
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,7 +63,7 @@ def make_schedule(
     bots: list[str],
     tournament_format: Format,
     games_per_pairing: int,
-    openings: list[tuple[str, ...]],
+    openings: Sequence[tuple[str, ...]],
 ) -> list[ScheduledGame]:
     """Every game of the tournament, in playing order.
 

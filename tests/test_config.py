@@ -1,0 +1,252 @@
+"""Tournament config: the TOML format, errors that name the key, command-line overrides, the fingerprint."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pytest
+
+from referee.cli import UsageError, build_parser
+from referee.commands.tournament import build_plan, parse_bot_option
+from referee.config import ConfigError, TournamentPlan, load_config, parse_config, resolve_plan
+from referee.schedule import Format
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "tournament.toml"
+
+GOOD = """
+format = "gauntlet"
+games = 3
+time_control = "5+0.25"
+size = "6x5"
+komi = 0.5
+concurrency = 3
+out = "results"
+
+[openings]
+plies = 2
+seed = "abc"
+
+[[bots]]
+name = "mine"
+command = "python bots/mine.py --fast"
+dir = "bots"
+env = { THREADS = "1" }
+
+[[bots]]
+name = "greedy"
+command = ["greedy"]
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "tournament.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def plan_for(path: Path) -> TournamentPlan:
+    config = load_config(path)
+    return resolve_plan(config, base_dir=path.parent, source=str(path), default_out=path.parent / "default-out")
+
+
+def test_a_full_config_is_resolved_relative_to_its_folder(tmp_path: Path) -> None:
+    plan = plan_for(write(tmp_path, GOOD))
+    assert plan.format is Format.GAUNTLET
+    assert plan.games_per_pairing == 3
+    assert (plan.width, plan.height, plan.komi) == (6, 5, 0.5)
+    assert (plan.time_control.base_ms, plan.time_control.increment_ms) == (5000, 250)
+    assert plan.concurrency == 3
+    assert plan.out_dir == tmp_path / "results"
+    mine, greedy = plan.bots
+    assert mine.command == [sys.executable, "bots/mine.py", "--fast"]
+    assert mine.dir == (tmp_path / "bots").resolve()
+    assert mine.env == {"THREADS": "1"}
+    assert greedy.command == [sys.executable, "-m", "sample_bots.greedy"]
+    assert len(plan.openings) == 2  # 3 games: two openings
+    assert all(len(opening) == 2 for opening in plan.openings)
+
+
+def test_the_example_config_is_valid() -> None:
+    plan = plan_for(EXAMPLE)
+    assert plan.bot_names == ["alphabeta", "greedy", "random"]
+    assert plan.format is Format.ROUND_ROBIN
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            '[[bots]]\nname = "a"\ncommand = "x"\n[[bots]]\nname = "b"\ncommand = "y"\n[[bots]]\nname = "c"\n',
+            "tournament.toml: bots[2].command: field required",
+        ),
+        (
+            '[[bots]]\nname = "a"\ncommand = "x"\n[[bots]]\nname = "b"\ncommand = "y"\ntime_control = "60+"\n',
+            "tournament.toml: bots[1].time_control: unknown key",  # TOML: it belongs to the last table
+        ),
+        (
+            'time_control = "60+"\n[[bots]]\nname = "a"\ncommand = "x"\n[[bots]]\nname = "b"\ncommand = "y"\n',
+            "tournament.toml: time_control: time control '60+' is not understood",
+        ),
+        (
+            'size = "30x4"\n[[bots]]\nname = "a"\ncommand = "x"\n[[bots]]\nname = "b"\ncommand = "y"\n',
+            "tournament.toml: size: '30x4': a board side must be from 2 to 26, got 30",
+        ),
+        (
+            'size = "big"\n[[bots]]\nname = "a"\ncommand = "x"\n[[bots]]\nname = "b"\ncommand = "y"\n',
+            "tournament.toml: size: 'big' is not a board size",
+        ),
+        (
+            'games = 0\n[[bots]]\nname = "a"\ncommand = "x"\n[[bots]]\nname = "b"\ncommand = "y"\n',
+            "tournament.toml: games: Input should be greater than or equal to 1",
+        ),
+        (
+            'format = "swiss"\n[[bots]]\nname = "a"\ncommand = "x"\n[[bots]]\nname = "b"\ncommand = "y"\n',
+            "tournament.toml: format: Input should be 'round-robin' or 'gauntlet'",
+        ),
+        (
+            'gmaes = 2\n[[bots]]\nname = "a"\ncommand = "x"\n[[bots]]\nname = "b"\ncommand = "y"\n',
+            "tournament.toml: gmaes: unknown key; the keys here are bots, concurrency,",
+        ),
+        (
+            '[openings]\nplys = 2\n[[bots]]\nname = "a"\ncommand = "x"\n[[bots]]\nname = "b"\ncommand = "y"\n',
+            "tournament.toml: openings.plys: unknown key; the keys here are file, plies, seed",
+        ),
+        ('[[bots]]\nname = "a"\ncommand = "x"\n', "tournament.toml: bots: List should have at least 2 items"),
+        ("", "tournament.toml: bots: field required"),
+        (
+            '[[bots]]\nname = "a"\ncommand = "x"\n[[bots]]\nname = "a"\ncommand = "y"\n',
+            "tournament.toml: bots[1].name: 'a' is already the name of bots[0]",
+        ),
+        (
+            '[[bots]]\nname = "a"\ncommand = "x \'y"\n[[bots]]\nname = "b"\ncommand = "y"\n',
+            "tournament.toml: bots[0].command: cannot split",
+        ),
+        (
+            '[[bots]]\nname = "a"\ncommand = []\n[[bots]]\nname = "b"\ncommand = "y"\n',
+            "tournament.toml: bots[0].command: List should have at least 1 item",
+        ),
+        (
+            'movetime = 1\ntime_control = "1+0"\n[[bots]]\nname = "a"\ncommand = "x"\n'
+            '[[bots]]\nname = "b"\ncommand = "y"\n',
+            "tournament.toml: time_control and movetime: give one of them, not both",
+        ),
+        ("bots = [\n", "tournament.toml: not valid TOML"),
+    ],
+)
+def test_every_error_names_the_file_and_the_key(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_config(write(tmp_path, text))
+    assert message in str(caught.value).replace(str(tmp_path) + "/", "")
+
+
+def test_all_problems_are_listed_at_once() -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config({"bots": [{"name": "a"}, {"command": "x"}], "komi": "lots"}, source="t.toml")
+    lines = str(caught.value).splitlines()
+    assert "t.toml: bots[0].command: field required" in lines
+    assert "t.toml: bots[1].name: field required" in lines
+    assert any(line.startswith("t.toml: komi: ") for line in lines)
+
+
+def test_a_missing_config_file_says_so(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="no such config file"):
+        load_config(tmp_path / "nope.toml")
+
+
+def test_a_bad_openings_file_names_the_key_and_the_line(tmp_path: Path) -> None:
+    write(tmp_path, "a1a2\nb1b1\n", "openings.txt")
+    path = write(
+        tmp_path,
+        'size = 4\n[openings]\nfile = "openings.txt"\n[[bots]]\nname = "a"\ncommand = "x"\n'
+        '[[bots]]\nname = "b"\ncommand = "y"\n',
+    )
+    with pytest.raises(ConfigError, match=r"openings\.file: .*openings\.txt: line 2: move 1 \('b1b1'\)"):
+        plan_for(path)
+
+
+def test_too_many_opening_plies_for_the_board_is_an_error(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        'size = 2\n[openings]\nplies = 3\n[[bots]]\nname = "a"\ncommand = "x"\n[[bots]]\nname = "b"\ncommand = "y"\n',
+    )
+    with pytest.raises(ConfigError, match=r"openings\.plies: 3 placements leave nothing to play on a 2x2 board"):
+        plan_for(path)
+
+
+def parse_args(*argv: str) -> argparse.Namespace:
+    return build_parser().parse_args(["tournament", *argv])
+
+
+def test_no_arguments_gives_the_demo_of_the_sample_bots(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    plan = build_plan(parse_args())
+    assert plan.bot_names == ["random", "greedy", "alphabeta"]
+    assert all(bot.command[:2] == [sys.executable, "-m"] for bot in plan.bots)
+    assert plan.format is Format.ROUND_ROBIN
+    assert plan.out_dir == tmp_path / "alternator-out" / "demo"
+
+
+def test_options_override_the_config_file(tmp_path: Path) -> None:
+    path = write(tmp_path, GOOD)
+    plan = build_plan(
+        parse_args(
+            str(path), "--games", "5", "--tc", "2+0", "--size", "4", "--komi", "1.5", "--concurrency", "1",
+            "--format", "round-robin", "--openings-plies", "1", "--out", str(tmp_path / "elsewhere"),
+        )
+    )  # fmt: skip
+    assert plan.games_per_pairing == 5
+    assert (plan.time_control.base_ms, plan.time_control.increment_ms) == (2000, 0)
+    assert (plan.width, plan.height, plan.komi, plan.concurrency) == (4, 4, 1.5, 1)
+    assert plan.format is Format.ROUND_ROBIN
+    assert all(len(opening) == 1 for opening in plan.openings)
+    assert plan.out_dir == tmp_path / "elsewhere"
+    assert plan.bot_names == ["mine", "greedy"]  # from the file
+
+
+def test_movetime_on_the_command_line_replaces_the_files_clock(tmp_path: Path) -> None:
+    plan = build_plan(parse_args(str(write(tmp_path, GOOD)), "--movetime", "0.25"))
+    assert plan.time_control.base_ms is None
+    assert plan.time_control.move_time_ms == 250
+
+
+def test_an_option_error_names_the_option(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match=r"^--tc: time_control: time control '60\+' is not understood"):
+        build_plan(parse_args(str(write(tmp_path, GOOD)), "--tc", "60+"))
+    with pytest.raises(UsageError, match=r"^--size: size: 'x' is not a board size"):
+        build_plan(parse_args("--size", "x"))
+
+
+def test_bots_from_the_command_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    plan = build_plan(parse_args("--bot", "random", "--bot", "fast=greedy", "--bot", "mine=python3 bot.py -q"))
+    assert plan.bot_names == ["random", "fast", "mine"]
+    assert plan.bots[1].command == [sys.executable, "-m", "sample_bots.greedy"]
+    assert plan.bots[2].command == [sys.executable, "bot.py", "-q"]
+    assert plan.out_dir == tmp_path / "alternator-out" / "tournament"
+
+
+def test_bot_option_forms() -> None:
+    assert parse_bot_option("a=random").name == "a"
+    spec = parse_bot_option('name=deep cmd="./mybot --depth 9" env.T=1')
+    assert (spec.name, spec.command, spec.env) == ("deep", ["./mybot", "--depth", "9"], {"T": "1"})
+
+
+def test_a_single_bot_or_duplicate_names_are_usage_errors() -> None:
+    with pytest.raises(UsageError, match="--bot: bots: List should have at least 2 items"):
+        build_plan(parse_args("--bot", "random"))
+    with pytest.raises(UsageError, match=r"--bot: bots\[1\]\.name: 'random' is already the name of bots\[0\]"):
+        build_plan(parse_args("--bot", "random", "--bot", "random"))
+
+
+def test_the_fingerprint_holds_what_must_not_change_on_resume(tmp_path: Path) -> None:
+    base = plan_for(write(tmp_path, GOOD))
+    more = build_plan(parse_args(str(tmp_path / "tournament.toml"), "--games", "9", "--concurrency", "1", "--out", "x"))
+    assert more.fingerprint == base.fingerprint  # games, concurrency and output do not matter
+    other_tc = build_plan(parse_args(str(tmp_path / "tournament.toml"), "--tc", "9+0"))
+    assert other_tc.fingerprint != base.fingerprint
+    other_seed = build_plan(parse_args(str(tmp_path / "tournament.toml"), "--openings-seed", "9"))
+    assert other_seed.fingerprint["openings"] != base.fingerprint["openings"]
+    # The Python running the referee is not part of a bot's identity (a new venv is the same bot).
+    assert base.fingerprint["bots"][0]["command"][0] == "{python}"

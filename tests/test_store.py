@@ -1,0 +1,157 @@
+"""The tournament database: commits per game, resume rules, void games, what a killed run leaves behind."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from protocol.messages import TimeControl
+from referee.record import BotInfo, GameRecord, GameSettings, Termination
+from referee.schedule import Format, ScheduledGame, make_schedule
+from referee.store import DB_NAME, StoreError, TournamentStore
+
+FINGERPRINT = {"bots": ["a", "b", "c"], "time_control": {"base_ms": 1000}, "size": "4x4"}
+
+
+def schedule(games: int = 2) -> list[ScheduledGame]:
+    return make_schedule(["a", "b", "c"], Format.ROUND_ROBIN, games, [("a1a2",)])
+
+
+def record(game: ScheduledGame, termination: Termination = Termination.NORMAL, result: str = "1-0") -> GameRecord:
+    now = datetime.now(UTC)
+    scored = termination.is_scored
+    return GameRecord(
+        game_id=game.game_id,
+        black=BotInfo(name=game.black, command=["x"]),
+        white=BotInfo(name=game.white, command=["y"]),
+        settings=GameSettings(width=4, height=4, time_control=TimeControl(base_ms=1000), opening=list(game.opening)),
+        result=result if scored else "*",  # type: ignore[arg-type]
+        winner=("black" if result == "1-0" else "white") if scored else None,
+        termination=termination,
+        reason="test",
+        black_score=10 if scored else None,
+        white_score=9.5 if scored else None,
+        final_position="x",
+        started_at=now,
+        finished_at=now,
+    )
+
+
+def test_a_new_tournament_stores_its_schedule_and_every_game_pending(tmp_path: Path) -> None:
+    games = schedule()
+    with TournamentStore(tmp_path / DB_NAME) as store:
+        store.start(FINGERPRINT, games)
+        assert store.scheduled() == {g.number: g for g in games}
+        assert store.pending() == [g.number for g in games]
+        assert (store.done_count(), store.total_count()) == (0, 6)
+    with sqlite3.connect(tmp_path / DB_NAME) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_a_finished_game_is_committed_at_once_and_survives_reopening(tmp_path: Path) -> None:
+    games = schedule()
+    store = TournamentStore(tmp_path / DB_NAME)
+    store.start(FINGERPRINT, games)
+    store.mark_running(1)
+    store.record_game(1, record(games[0]))
+    # Another connection sees it before this one is closed: it was committed, not buffered.
+    with sqlite3.connect(tmp_path / DB_NAME) as other:
+        assert other.execute("SELECT status, result FROM games WHERE number = 1").fetchone() == ("done", "1-0")
+    store.close()
+    with TournamentStore(tmp_path / DB_NAME) as again:
+        again.start(FINGERPRINT, games)
+        assert again.pending() == [2, 3, 4, 5, 6]
+        assert list(again.finished()) == [(1, games[0].black, games[0].white, "1-0", "normal")]
+        assert [json.loads(r)["game_id"] for r in again.records()] == ["g0001"]
+
+
+def test_a_game_left_running_by_a_killed_referee_is_pending_again(tmp_path: Path) -> None:
+    games = schedule()
+    with TournamentStore(tmp_path / DB_NAME) as store:
+        store.start(FINGERPRINT, games)
+        store.mark_running(2)
+        store.mark_running(3)
+        store.record_game(3, record(games[2]))
+        assert store._db.execute("SELECT status FROM games WHERE number = 2").fetchone()[0] == "running"
+    with TournamentStore(tmp_path / DB_NAME) as store:
+        store.start(FINGERPRINT, games)
+        assert store.pending() == [1, 2, 4, 5, 6]
+        assert store._db.execute("SELECT status FROM games WHERE number = 2").fetchone()[0] == "pending"
+
+
+@pytest.mark.parametrize("termination", [Termination.VOID, Termination.ABORTED])
+def test_void_and_aborted_games_are_logged_never_scored_and_stay_pending(
+    tmp_path: Path, termination: Termination
+) -> None:
+    games = schedule()
+    with TournamentStore(tmp_path / DB_NAME) as store:
+        store.start(FINGERPRINT, games)
+        store.mark_running(1)
+        store.record_game(1, record(games[0], termination))
+        assert store.pending()[0] == 1
+        assert store.done_count() == 0
+        assert store.void_count() == 1
+        assert list(store.finished()) == []
+
+
+def test_a_forfeit_is_a_finished_game(tmp_path: Path) -> None:
+    games = schedule()
+    with TournamentStore(tmp_path / DB_NAME) as store:
+        store.start(FINGERPRINT, games)
+        store.record_game(2, record(games[1], Termination.CRASH, "0-1"))
+        assert list(store.finished()) == [(2, games[1].black, games[1].white, "0-1", "crash")]
+
+
+def test_release_makes_an_interrupted_game_pending(tmp_path: Path) -> None:
+    with TournamentStore(tmp_path / DB_NAME) as store:
+        store.start(FINGERPRINT, schedule())
+        store.mark_running(4)
+        store.release(4)
+        assert store._db.execute("SELECT status FROM games WHERE number = 4").fetchone()[0] == "pending"
+
+
+def test_resuming_with_other_settings_is_an_error_naming_what_changed(tmp_path: Path) -> None:
+    with TournamentStore(tmp_path / DB_NAME) as store:
+        store.start(FINGERPRINT, schedule())
+    changed = {**FINGERPRINT, "time_control": {"base_ms": 2000}}
+    with TournamentStore(tmp_path / DB_NAME) as store, pytest.raises(StoreError) as caught:
+        store.start(changed, schedule())
+    message = str(caught.value)
+    assert 'time_control: was {"base_ms": 1000}, now {"base_ms": 2000}' in message
+    assert "size" not in message
+    assert "--out DIR" in message
+
+
+def test_more_games_per_pairing_adds_games_and_keeps_the_finished_ones(tmp_path: Path) -> None:
+    with TournamentStore(tmp_path / DB_NAME) as store:
+        store.start(FINGERPRINT, schedule(2))
+        store.record_game(1, record(schedule(2)[0]))
+    with TournamentStore(tmp_path / DB_NAME) as store:
+        store.start(FINGERPRINT, schedule(4))
+        assert store.total_count() == 12
+        assert store.pending() == list(range(2, 13))
+
+
+def test_fewer_games_per_pairing_is_an_error(tmp_path: Path) -> None:
+    with TournamentStore(tmp_path / DB_NAME) as store:
+        store.start(FINGERPRINT, schedule(4))
+    with TournamentStore(tmp_path / DB_NAME) as store, pytest.raises(StoreError, match=r"more games \(12\) than"):
+        store.start(FINGERPRINT, schedule(2))
+
+
+def test_a_changed_schedule_is_an_error_naming_the_game(tmp_path: Path) -> None:
+    with TournamentStore(tmp_path / DB_NAME) as store:
+        store.start(FINGERPRINT, schedule())
+    other = make_schedule(["a", "b", "c"], Format.ROUND_ROBIN, 2, [("b1b2",)])
+    with TournamentStore(tmp_path / DB_NAME) as store, pytest.raises(StoreError, match="game 1 was scheduled as"):
+        store.start(FINGERPRINT, other)
+
+
+def test_a_file_that_is_not_a_database_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / DB_NAME).write_text("not a database, " * 100)
+    with pytest.raises(StoreError, match="cannot open the tournament database"):
+        TournamentStore(tmp_path / DB_NAME)
