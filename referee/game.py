@@ -215,8 +215,12 @@ class _Game:
         text = reply.move
         try:
             move = Move.parse(text)
-        except InvalidMoveError as error:
-            raise BotIllegalMove(f"sent a malformed move: {error}") from None
+        except InvalidMoveError:
+            shown = text if len(text) <= 40 else f"{text[:40]}..."
+            raise BotIllegalMove(
+                f"sent a malformed move {shown!r}: expected 'pass' or a pit and a root cell with nothing between,"
+                " like d5d4"
+            ) from None
         try:
             self.position.push(move)
         except IllegalMoveError as error:

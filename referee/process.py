@@ -41,7 +41,6 @@ from protocol.messages import (
     encode,
     parse_bot_line,
 )
-from protocol.rules import InvalidMoveError, Move
 from referee import __version__
 from referee.botspec import BotSpec
 from referee.record import BotInfo, Termination
@@ -156,14 +155,6 @@ def _invalid_message_fault(line: bytes, error: ValidationError) -> BotFault:
         return BotProtocolError(
             f"sent a message of unknown type {kind!r} (a bot sends hello, ready, move, info or pong): {_quote(line)}"
         )
-    if kind == "move" and all(tuple(e["loc"])[1:] == ("move",) for e in error.errors()):
-        text = data.get("move")
-        if isinstance(text, str):
-            try:
-                Move.parse(text)
-            except InvalidMoveError as move_error:
-                return BotIllegalMove(f"sent a malformed move: {move_error}")
-        return BotIllegalMove(f"sent a malformed move {text!r}: expected 'pass' or a pit and a root like d5d4")
     if kind == "hello" and isinstance(data.get("protocol"), int) and data["protocol"] != PROTOCOL_VERSION:
         return BotProtocolError(f"speaks protocol {data['protocol']}, the referee speaks {PROTOCOL_VERSION}")
     problems = "; ".join(

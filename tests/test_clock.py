@@ -1,0 +1,216 @@
+"""The pure clock: parsing time controls and charging measured nanoseconds (no clocks read, no trio)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from protocol.messages import TimeControl
+from referee.clock import GameClock, describe_time_control, movetime_control, parse_time_control
+
+MS = 1_000_000
+
+
+# -- parsing --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "base", "inc", "period", "move"),
+    [
+        ("60+0.5", 60_000, 500, None, None),
+        ("60", 60_000, 0, None, None),
+        ("0.25+.01", 250, 10, None, None),
+        ("40/60", 60_000, 0, 40, None),
+        ("40/60+1", 60_000, 1000, 40, None),
+        ("movetime:0.5", None, 0, None, 500),
+        ("movetime=2", None, 0, None, 2000),
+        ("0.3/move", None, 0, None, 300),
+        (" 5 + 0.1 ", 5000, 100, None, None),
+    ],
+)
+def test_parse_time_control(text: str, base: int | None, inc: int, period: int | None, move: int | None) -> None:
+    control = parse_time_control(text)
+    assert (control.base_ms, control.increment_ms, control.moves_per_period, control.move_time_ms) == (
+        base,
+        inc,
+        period,
+        move,
+    )
+    assert parse_time_control(describe_time_control(control)) == control
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("fast", "not understood"),
+        ("60+", "not understood"),
+        ("-5", "not understood"),
+        ("1:00", "not understood"),
+        ("0", "base time must be more than 0"),
+        ("0/60", "at least 1 move"),
+        ("40/0", "time per period must be more than 0"),
+        ("movetime:0", "time per move must be more than 0"),
+    ],
+)
+def test_parse_time_control_errors_say_what_to_write(text: str, says: str) -> None:
+    with pytest.raises(ValueError, match=says) as info:
+        parse_time_control(text)
+    assert repr(text) in str(info.value)
+    if "not understood" in says:
+        assert "'60+0.5'" in str(info.value) and "'40/60'" in str(info.value) and "movetime:" in str(info.value)
+
+
+def test_movetime_control() -> None:
+    assert movetime_control(0.2) == TimeControl(base_ms=None, increment_ms=0, moves_per_period=None, move_time_ms=200)
+    with pytest.raises(ValueError, match="more than 0 ms"):
+        movetime_control(0)
+
+
+# -- Fischer --------------------------------------------------------------------------------------
+
+
+def test_fischer_charges_elapsed_then_adds_increment() -> None:
+    clock = GameClock(parse_time_control("10+1"))
+    assert clock.allowed_ns("black") == 10_000 * MS
+    charge = clock.charge("black", 2_500 * MS)
+    assert charge.in_time and charge.remaining_ns == 8_500 * MS and charge.overrun_ns == 0
+    assert clock.remaining_ns("black") == 8_500 * MS
+    assert clock.remaining_ns("white") == 10_000 * MS  # the other side's clock is untouched
+    message = clock.message("white")
+    assert (message.black_ms, message.white_ms, message.increment_ms) == (8_500, 10_000, 1_000)
+    assert message.move_limit_ms is None and message.moves_to_go is None
+
+
+def test_fischer_loss_on_time_reports_overrun_and_leaves_clock() -> None:
+    clock = GameClock(parse_time_control("1+0"))
+    charge = clock.charge("white", 1_234 * MS)
+    assert not charge.in_time
+    assert charge.allowed_ns == 1_000 * MS
+    assert charge.overrun_ns == 234 * MS
+    assert clock.remaining_ns("white") == 1_000 * MS
+    assert clock.moves_made("white") == 0
+
+
+def test_margin_extends_the_deadline_but_not_the_allowance() -> None:
+    clock = GameClock(parse_time_control("1+0.1"), margin_ms=50)
+    assert clock.deadline_ns("black") == 1_050 * MS
+    inside = clock.charge("black", 1_040 * MS)
+    assert inside.in_time
+    # The part of the margin used is not borrowed from the future: the clock floors at zero.
+    assert clock.remaining_ns("black") == 100 * MS
+    late = clock.charge("black", 151 * MS)
+    assert not late.in_time and late.overrun_ns == 51 * MS
+
+
+def test_exactly_at_the_deadline_is_in_time_and_timed_out_is_never() -> None:
+    clock = GameClock(parse_time_control("1"), margin_ms=10)
+    assert clock.charge("black", 1_010 * MS).in_time
+    clock = GameClock(parse_time_control("1"), margin_ms=10)
+    assert not clock.charge("black", 5 * MS, timed_out=True).in_time
+
+
+def test_negative_elapsed_is_charged_as_zero() -> None:
+    clock = GameClock(parse_time_control("1"))
+    assert clock.charge("black", -5).elapsed_ns == 0
+    assert clock.remaining_ns("black") == 1_000 * MS
+
+
+def test_message_rounds_down_to_whole_ms() -> None:
+    clock = GameClock(parse_time_control("1"))
+    clock.charge("black", 1)  # 999.999999 ms left: the bot is never told it has more than it has
+    assert clock.message("black").black_ms == 999
+
+
+# -- periods --------------------------------------------------------------------------------------
+
+
+def test_periods_refill_after_each_period_and_carry_over() -> None:
+    clock = GameClock(parse_time_control("3/10"))
+    seen = []
+    for _ in range(7):
+        seen.append((clock.moves_to_go("black"), clock.message("black").black_ms))
+        assert clock.charge("black", 2_000 * MS).in_time
+    # 10 s for every 3 moves; 4 s left after three moves of 2 s carries into the next period.
+    assert seen == [(3, 10_000), (2, 8_000), (1, 6_000), (3, 14_000), (2, 12_000), (1, 10_000), (3, 18_000)]
+
+
+def test_periods_with_increment() -> None:
+    clock = GameClock(parse_time_control("2/10+1"))
+    clock.charge("white", 3_000 * MS)
+    assert clock.remaining_ns("white") == 8_000 * MS
+    clock.charge("white", 3_000 * MS)
+    assert clock.remaining_ns("white") == 16_000 * MS  # 8 - 3 + 1 + 10
+
+
+def test_periods_loss_within_a_period() -> None:
+    clock = GameClock(parse_time_control("40/1"))
+    assert clock.charge("black", 600 * MS).in_time
+    charge = clock.charge("black", 600 * MS)
+    assert not charge.in_time and charge.allowed_ns == 400 * MS and charge.overrun_ns == 200 * MS
+
+
+# -- fixed time per move --------------------------------------------------------------------------
+
+
+def test_movetime_has_no_game_clock_and_nothing_carries_over() -> None:
+    clock = GameClock(movetime_control(0.5), margin_ms=20)
+    assert clock.remaining_ns("black") is None
+    assert clock.allowed_ns("black") == 500 * MS and clock.deadline_ns("black") == 520 * MS
+    assert clock.charge("black", 10 * MS).in_time
+    assert clock.allowed_ns("black") == 500 * MS
+    charge = clock.charge("black", 700 * MS)
+    assert not charge.in_time and charge.overrun_ns == 200 * MS and charge.remaining_ns is None
+    message = clock.message("black")
+    assert (message.black_ms, message.white_ms, message.move_limit_ms) == (None, None, 500)
+
+
+def test_game_clock_and_move_limit_together_take_the_smaller() -> None:
+    control = TimeControl(base_ms=1000, increment_ms=0, moves_per_period=None, move_time_ms=300)
+    clock = GameClock(control)
+    assert clock.allowed_ns("black") == 300 * MS
+    for _ in range(3):
+        clock.charge("black", 290 * MS)
+    assert clock.allowed_ns("black") == 130 * MS
+
+
+def test_no_limit_at_all() -> None:
+    clock = GameClock(TimeControl(base_ms=None, increment_ms=0, moves_per_period=None, move_time_ms=None))
+    assert clock.deadline_ns("black") is None
+    assert clock.charge("black", 10**15).in_time
+
+
+def test_negative_margin_is_refused() -> None:
+    with pytest.raises(ValueError, match="margin"):
+        GameClock(parse_time_control("1"), margin_ms=-1)
+
+
+# -- properties -----------------------------------------------------------------------------------
+
+
+@given(
+    base=st.integers(1, 100_000),
+    inc=st.integers(0, 5_000),
+    period=st.none() | st.integers(1, 10),
+    margin=st.integers(0, 500),
+    moves=st.lists(st.integers(0, 200_000_000_000), max_size=30),
+)
+def test_clock_invariants(base: int, inc: int, period: int | None, margin: int, moves: list[int]) -> None:
+    clock = GameClock(TimeControl(base_ms=base, increment_ms=inc, moves_per_period=period), margin_ms=margin)
+    made = 0
+    for elapsed in moves:
+        before = clock.remaining_ns("black")
+        assert before is not None and before >= 0
+        charge = clock.charge("black", elapsed)
+        # In time exactly when within allowance plus margin; a loss changes nothing.
+        assert charge.in_time == (elapsed <= before + margin * MS)
+        if not charge.in_time:
+            assert charge.overrun_ns == elapsed - before > margin * MS
+            assert clock.remaining_ns("black") == before
+            break
+        made += 1
+        refill = base * MS if period is not None and made % period == 0 else 0
+        assert clock.remaining_ns("black") == max(0, before - elapsed) + inc * MS + refill
+        assert clock.remaining_ns("white") == base * MS
+        if period is not None:
+            assert clock.moves_to_go("black") == period - made % period
