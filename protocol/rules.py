@@ -484,7 +484,13 @@ class Position:
             self._push_pass()
             self.history.append(PASS)
             return
-        p, q = self._geo.placements[placement_id]
+        placements = self._geo.placements
+        if not 0 <= placement_id < len(placements):
+            raise IllegalMoveError(
+                f"{placement_id} is not a placement id on the {self.size_text} board:"
+                f" ids run from 0 to {len(placements) - 1}, and {PASS_ID} is a pass"
+            )
+        p, q = placements[placement_id]
         parent, size = self.parent, self.size
         if parent[p] >= 0 or parent[q] >= 0 or size[p] < size[q]:
             self._check_placement(self._geo.move_list[placement_id])

@@ -334,6 +334,11 @@ def test_push_id_refuses_an_illegal_placement_with_the_reason() -> None:
         position.push_id(position.id_of(Move.parse("f3e3")))
     with pytest.raises(IllegalMoveError, match=r"^d4c4: d4 already has a dot$"):
         position.push_id(position.id_of(Move.parse("d4c4")))
+    for bad in (-2, 10**6, len(Position().placement_ids())):
+        with pytest.raises(
+            IllegalMoveError, match=f"^{bad} is not a placement id on the 8x8 board: ids run from 0 to 223"
+        ):
+            position.push_id(bad)
     assert len(position.history) == 3
 
 
