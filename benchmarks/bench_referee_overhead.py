@@ -101,7 +101,7 @@ async def play_games(
 
 def turn_lines(record: GameRecord) -> list[tuple[str, bytes]]:
     """The turn lines of a recorded game, as (colour, encoded line), with clocks like run_game sends."""
-    lines = []
+    lines: list[tuple[str, bytes]] = []
     for index, move in enumerate(record.moves):
         clock = Clock(black_ms=60_000, white_ms=60_000, increment_ms=0, move_limit_ms=None, moves_to_go=None)
         history = [m.move for m in record.moves[:index]]

@@ -71,10 +71,19 @@ def describe_result(record: GameRecord) -> str:
         return f"{record.result} {winner} wins by {format_number(margin)}, {scores} ({how})"
     loser_color = record.loser or ("white" if record.winner == "black" else "black")
     loser = f"{side_name(record, loser_color)} ({loser_color})"
+    reason = record.reason
+    # The referee's reasons start with the offender ("white (greedy) took ..."): named already.
+    for prefix in (f"{loser_color} ({side_name(record, loser_color)}) ", f"{loser_color} "):
+        if reason.startswith(prefix):
+            reason = reason.removeprefix(prefix)
+            break
+    if reason.startswith(how):
+        how = ""
+    detail = f"{how}: {reason}" if how else reason
     if record.winner is None:
-        return f"{record.result} {loser} {how}: {record.reason}"
+        return f"{record.result} {loser} {detail}"
     winner = f"{side_name(record, record.winner)} ({record.winner})"
-    return f"{record.result} {winner} wins: {loser} {how}: {record.reason}"
+    return f"{record.result} {winner} wins: {loser} {detail}"
 
 
 def format_game_header(number: int, total: int, black: str, white: str) -> str:

@@ -120,12 +120,27 @@ def test_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],
 
 def test_match_as_a_subprocess(tmp_path: Path) -> None:
     out = tmp_path / "m"
-    argv = ["--black", "random", "--white", "greedy", "--size", "4x4", "--games", "1", "--out", str(out)]
+    argv = [
+        "--black",
+        "random",
+        "--white",
+        "greedy",
+        "--size",
+        "4x4",
+        "--games",
+        "1",
+        "--tc",
+        "20/5",
+        "--out",
+        str(out),
+    ]
     done = subprocess.run(
         [sys.executable, "-m", "referee", "match", *argv], cwd=ROOT, capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0, done.stderr
     [record] = load_records(out)
+    assert record.settings.time_control == TimeControl(base_ms=5000, moves_per_period=20)
+    check_record(record)
     assert describe_result(record) in done.stdout
     assert "match: random" in done.stdout
 
@@ -233,3 +248,29 @@ def test_a_time_loss_restarts_the_bot_and_infos_are_recorded(
     assert pid_of(first.black.stderr_log) != pid_of(second.white.stderr_log)
     assert pid_of(first.white.stderr_log) == pid_of(second.black.stderr_log)
     assert "slowpoke (black) lost on time" in capsys.readouterr().out
+
+
+def test_the_live_progress_line_is_redrawn_in_place(tmp_path: Path) -> None:
+    import io
+
+    from protocol.rules import Position
+    from referee.display import MatchDisplay
+    from referee.record import MoveRecord
+
+    out = io.StringIO()
+    display = MatchDisplay(out, live=True)
+    display.game_started(1, 2, "a", "b")
+    position = Position(4, 4)
+    position.push(position.legal_moves()[0])
+    display.move_played(
+        MoveRecord(color="black", move=str(position.history[0]), elapsed_ms=0.2, clock_ms=None), position
+    )
+    record = _record(Termination.NORMAL, "0-1", "white")
+    display.game_finished(1, record, tmp_path / "game-001.json")
+    text = out.getvalue()
+    assert text.startswith("\r\x1b[Kgame 1/2: a (black) vs b (white): starting\r\x1b[K")
+    black, white = position.scores()
+    assert f"move 1, board {black} - {white}, black 0.20ms" in text
+    assert text.endswith(
+        f"\r\x1b[Kgame 1/2: a (black) vs b (white): {describe_result(record)}  [{tmp_path}/game-001.json]\n"
+    )
