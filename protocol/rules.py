@@ -188,7 +188,6 @@ class _Geometry:
         self.height = height
         n = self.ncells = width * height
         self.cells = [Cell(i % width, i // width) for i in range(n)]
-        self.names = [str(c) for c in self.cells]
         self.index = {c: i for i, c in enumerate(self.cells)}
         # 1 for a dark (black) cell, 0 for a light one: the sign of the margin change when it is a root.
         self.dark = [1 if c.color is BLACK else 0 for c in self.cells]
@@ -205,7 +204,6 @@ class _Geometry:
         self.placements = [(p, q) for p in range(n) for q in neighbors[p]]
         self.move_list = [Move(self.cells[p], self.cells[q]) for p, q in self.placements]
         self.placement_id = {pq: i for i, pq in enumerate(self.placements)}
-        self.moves = {pq: self.move_list[i] for i, pq in enumerate(self.placements)}
         self.move_ids = {m: i for i, m in enumerate(self.move_list)}
         # Undirected edges a < b as (a, b, id of a->b, id of b->a); per cell, its (neighbour, edge) pairs.
         self.edges = [(a, b, self.placement_id[a, b], self.placement_id[b, a]) for a, b in self.placements if a < b]
