@@ -193,3 +193,17 @@ def test_any_text_is_a_move_written_exactly_so_or_invalid(text: str) -> None:
         assert repr(text) in str(error)
         return
     assert str(move) == text
+
+
+@SETTINGS
+@given(choices)
+def test_worked_example_d4e4_is_never_legal_again(picks: list[int]) -> None:
+    position = Position.from_moves(["d5d4", "d4e4", "e4e3"])
+    assert position.scores() == (34, 30)
+    d4e4 = Move.parse("d4e4")
+    for choice in picks:
+        assert not position.is_legal(d4e4)
+        if position.is_over():
+            break
+        position.push(_pick(position, choice))
+    assert not position.is_legal(d4e4)
