@@ -1,6 +1,6 @@
 """How much time the referee adds to each move, against the raw round trip to the same bot processes.
 
-    python benchmarks/bench_referee_overhead.py [--games 10] [--size 8] [--rounds 3] [--profile]
+    python benchmarks/bench_referee_overhead.py [--games 10] [--size 8] [--rounds 5] [--profile] [--breakdown]
 
 Two instant bots (a minimal one defined here: it keeps its position incrementally and plays the first
 legal placement) play `--games` games under `run_game`. Then, with the same processes, the very same
@@ -10,11 +10,12 @@ clock) and timed; and plain pings are timed the same way. So:
     per move in run_game  = wall time of the run_game calls / bot moves
     raw turn round trip   = wall time of the raw replay / moves   (pipes + the bot's own work)
     referee overhead      = per move in run_game - raw turn round trip
+    referee CPU/move      = the referee process's own CPU time per move (time.process_time), both ways
 
 Target: overhead below 100 us/move and per-move time below 2x the raw round trip. Rounds alternate
 (games, raw, games, raw, ...) so that machine noise hits both sides; the best round of each is shown
 with the median. `--profile` runs the games once more under cProfile and prints what the referee's
-own time goes to.
+own time goes to; `--breakdown` times the referee's pure per-move steps one by one.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import statistics
 import sys
 import tempfile
 import textwrap
+import time
 from pathlib import Path
 
 import trio
@@ -136,6 +138,58 @@ async def raw_pings(bots: tuple[BotProcess, BotProcess], count: int) -> float:
     return (trio.current_time() - start) / count
 
 
+def breakdown(size: int) -> None:
+    """The referee's pure per-move steps timed alone, mid-game (30 moves played), in us per call."""
+    import timeit
+
+    from protocol.messages import MoveReply, parse_bot_line
+    from protocol.rules import Move, Position
+    from referee.clock import GameClock
+    from referee.record import MoveRecord
+
+    control = TimeControl(base_ms=600_000, increment_ms=0)
+    position = Position(size, size)
+    while len(position.history) < 30 and position.has_legal_placement():
+        position.push(position.legal_placements()[0])
+    history = [str(m) for m in position.history]
+    clock = GameClock(control)
+    reply = b'{"type":"move","move":"' + str(position.legal_placements()[0]).encode() + b'"}'
+    move = Move.parse(parse_bot_line(reply).move)  # type: ignore[union-attr]
+
+    def turn_line() -> bytes:
+        turn = Turn.model_construct(type="turn", game_id="g", moves=history, clock=clock.message("black"))
+        return turn.model_dump_json().encode() + b"\n"
+
+    def push_pop() -> None:
+        position.push(move)
+        position.pop()
+
+    def scopes() -> None:
+        with trio.CancelScope(deadline=trio.current_time() + 10), trio.CancelScope(deadline=trio.current_time() + 5):
+            pass
+
+    async def time_scopes() -> float:
+        return timeit.timeit(scopes, number=20_000) / 20_000
+
+    steps = {
+        "clock.message (Clock model)": lambda: clock.message("black"),
+        "turn line (construct + JSON)": turn_line,
+        "parse_bot_line (move reply)": lambda: parse_bot_line(reply),
+        "Move.parse": lambda: Move.parse("d5d4"),
+        "rules: push + pop (checked)": push_pop,
+        "clock.charge": lambda: GameClock(control).charge("black", 50_000),
+        "MoveRecord.model_construct": lambda: MoveRecord.model_construct(
+            color="black", move="d5d4", elapsed_ms=0.05, clock_ms=1, infos=[]
+        ),
+        "isinstance(reply, MoveReply)": lambda: isinstance(reply, MoveReply),
+    }
+    print("per-move steps alone (us per call):")
+    for label, step in steps.items():
+        number = 20_000
+        print(f"  {label:<32} {timeit.timeit(step, number=number) / number * 1e6:6.2f}")
+    print(f"  {'two trio cancel scopes':<32} {trio.run(time_scopes) * 1e6:6.2f}")
+
+
 def us(seconds: float) -> str:
     return f"{seconds * 1e6:7.1f} us"
 
@@ -153,12 +207,16 @@ async def bench(args: argparse.Namespace, log_dir: Path, bot_file: Path) -> None
         # Warm up: handshakes, imports, caches.
         _, _, records = await play_games(bots, settings, 2, "warmup")
         await raw_turns(bots, records)
-        game_rates, raw_rates, ping_times = [], [], []
+        game_rates, raw_rates, ping_times, game_cpu, raw_cpu = [], [], [], [], []
         moves = 0
         for round_number in range(args.rounds):
+            cpu = time.process_time()
             seconds, moves, records = await play_games(bots, settings, args.games, f"r{round_number}")
+            game_cpu.append((time.process_time() - cpu) / moves)
             game_rates.append(seconds / moves)
+            cpu = time.process_time()
             raw_seconds, raw_count = await raw_turns(bots, records)
+            raw_cpu.append((time.process_time() - cpu) / raw_count)
             raw_rates.append(raw_seconds / raw_count)
             ping_times.append(await raw_pings(bots, 2000))
         per_game_moves = moves / args.games
@@ -170,6 +228,8 @@ async def bench(args: argparse.Namespace, log_dir: Path, bot_file: Path) -> None
             ("raw ping round trip", ping_times),
         ):
             print(f"{label:<24} {us(min(values))} {us(statistics.median(values))}")
+        print(f"{'referee CPU/move, games':<24} {us(min(game_cpu))} {us(statistics.median(game_cpu))}")
+        print(f"{'referee CPU/move, raw':<24} {us(min(raw_cpu))} {us(statistics.median(raw_cpu))}")
         overheads = [g - r for g, r in zip(game_rates, raw_rates, strict=True)]
         ratios = [g / r for g, r in zip(game_rates, raw_rates, strict=True)]
         print(f"{'referee overhead/move':<24} {us(min(overheads))} {us(statistics.median(overheads))}")
@@ -194,7 +254,10 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--breakdown", action="store_true", help="also time the referee's per-move steps alone")
     args = parser.parse_args()
+    if args.breakdown:
+        breakdown(args.size)
     with tempfile.TemporaryDirectory(prefix="bench-referee-") as folder:
         bot_file = Path(folder) / "instant_bot.py"
         bot_file.write_text(INSTANT_BOT)
