@@ -155,6 +155,8 @@ def test_invariants_on_any_board_size(size: tuple[int, int], picks: list[int]) -
     position = Position(*size)
     n = size[0] * size[1]
     for choice in picks:
+        if position.is_over():
+            break
         before = _state(position)
         move = _pick(position, choice)
         position.push(move)
