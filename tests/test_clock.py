@@ -197,8 +197,7 @@ def test_negative_margin_is_refused() -> None:
 )
 def test_clock_invariants(base: int, inc: int, period: int | None, margin: int, moves: list[int]) -> None:
     clock = GameClock(TimeControl(base_ms=base, increment_ms=inc, moves_per_period=period), margin_ms=margin)
-    made = 0
-    for elapsed in moves:
+    for made, elapsed in enumerate(moves, start=1):
         before = clock.remaining_ns("black")
         assert before is not None and before >= 0
         charge = clock.charge("black", elapsed)
@@ -208,7 +207,6 @@ def test_clock_invariants(base: int, inc: int, period: int | None, margin: int, 
             assert charge.overrun_ns == elapsed - before > margin * MS
             assert clock.remaining_ns("black") == before
             break
-        made += 1
         refill = base * MS if period is not None and made % period == 0 else 0
         assert clock.remaining_ns("black") == max(0, before - elapsed) + inc * MS + refill
         assert clock.remaining_ns("white") == base * MS

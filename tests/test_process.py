@@ -16,13 +16,12 @@ import pytest
 import trio
 import trio.testing
 
-from protocol.messages import MAX_LINE_BYTES, BotHello, Info, MoveReply, Ping, Pong, Ready, parse_referee_line
+from protocol.messages import MAX_LINE_BYTES, BotHello, Hello, Info, MoveReply, Ping, Pong, Ready, parse_referee_line
 from referee.botspec import BotSpec
 from referee.process import (
     BotChannel,
     BotCrashed,
     BotFault,
-    BotIllegalMove,
     BotProtocolError,
     BotStartError,
     describe_exit,
@@ -39,7 +38,7 @@ def channel_pair() -> tuple[BotChannel, trio.testing.MemorySendStream, trio.test
     to_bot_send, to_bot_receive = trio.testing.memory_stream_one_way_pair()
     from_bot_send, from_bot_receive = trio.testing.memory_stream_one_way_pair()
     channel = BotChannel("fake", to_bot_send, from_bot_receive)
-    return channel, from_bot_send, to_bot_receive  # type: ignore[return-value]
+    return channel, from_bot_send, to_bot_receive
 
 
 async def fault_for(*lines: bytes) -> BotFault:
@@ -117,8 +116,8 @@ async def test_handshake_checks_type_and_version() -> None:
     await bot_out.send_all(b'{"type":"hello","protocol":1,"name":"fake","author":"me"}\n')
     hello = await channel.handshake()
     assert hello == BotHello(type="hello", protocol=1, name="fake", author="me")
-    sent = parse_referee_line((await bot_in.receive_some()).strip())
-    assert sent.type == "hello" and sent.protocol == 1  # type: ignore[union-attr]
+    sent = parse_referee_line(bytes(await bot_in.receive_some()).strip())
+    assert isinstance(sent, Hello) and sent.protocol == 1
     assert channel.info().announced_name == "fake" and channel.info().author == "me"
 
     channel, bot_out, _ = channel_pair()

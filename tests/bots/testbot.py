@@ -79,9 +79,9 @@ def first_legal_move(width: int, height: int, moves: list[str]) -> str:
 class Bot:
     def __init__(self, argv: list[str]) -> None:
         args = list(argv)
-        self.on = self._option(args, "--on", 1)
-        self.infos = self._option(args, "--infos", 2)
-        self.name = str(self._option(args, "--name", "testbot", cast=str))
+        self.on = int(self._option(args, "--on", "1"))
+        self.infos = int(self._option(args, "--infos", "2"))
+        self.name = self._option(args, "--name", "testbot")
         self.mode = args[0] if args else "good"
         self.arg = args[1] if len(args) > 1 else ""
         self.turns = 0
@@ -91,10 +91,10 @@ class Bot:
         self.size = (8, 8)
 
     @staticmethod
-    def _option(args: list[str], flag: str, default: object, cast: type = int) -> object:
+    def _option(args: list[str], flag: str, default: str) -> str:
         if flag in args:
             at = args.index(flag)
-            value = cast(args[at + 1])
+            value = args[at + 1]
             del args[at : at + 2]
             return value
         return default
@@ -156,7 +156,7 @@ class Bot:
             if self.turns >= self.on and self.misbehave():
                 return
             if self.mode == "info":
-                for depth in range(1, self.infos + 1):  # type: ignore[operator]
+                for depth in range(1, self.infos + 1):
                     self.write({"type": "info", "depth": depth, "nodes": depth * 10, "text": f"depth {depth}"})
             self.write({"type": "move", "move": first_legal_move(*self.size, [str(m) for m in moves])})
 
