@@ -1,0 +1,314 @@
+"""Real tournaments with real bot processes: both formats, openings, concurrency, reuse, resume, kill -9, Ctrl-C.
+
+Bots are the instant test bot (tests/bots/testbot.py; `slow MS` makes a game last long enough to be
+interrupted) and the sample bots, on 3x3 and 4x4 boards so that every game takes well under a second.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from referee.cli import main
+from referee.config import TournamentPlan, parse_config, resolve_plan
+from referee.events import SCHEMA_PATH as EVENTS_SCHEMA
+from referee.events import Event, encode_event, parse_event, schema_text
+from referee.record import GameRecord, Termination
+from referee.schedule import make_schedule
+from referee.store import DB_NAME
+from referee.tournament import GAMES_FILE, Tournament
+
+REPO = Path(__file__).resolve().parent.parent
+TESTBOT = REPO / "tests" / "bots" / "testbot.py"
+
+
+def bot_config(name: str, *args: str) -> dict[str, Any]:
+    return {"name": name, "command": [sys.executable, str(TESTBOT), *args]}
+
+
+def make_plan(tmp_path: Path, bots: list[dict[str, Any]], **settings: Any) -> TournamentPlan:
+    data = {"bots": bots, "size": "4x4", "time_control": "5+0.1", "games": 2, "concurrency": 2, **settings}
+    config = parse_config(data, source="test")
+    return resolve_plan(config, base_dir=tmp_path, source="test", default_out=tmp_path / "out")
+
+
+def read_games(out: Path) -> list[GameRecord]:
+    lines = (out / GAMES_FILE).read_text(encoding="utf-8").splitlines()
+    return [GameRecord.model_validate_json(line) for line in lines]
+
+
+def done_count(out: Path) -> int:
+    try:
+        with sqlite3.connect(f"file:{out / DB_NAME}?mode=ro", uri=True, timeout=1) as db:
+            return int(db.execute("SELECT COUNT(*) FROM games WHERE status = 'done'").fetchone()[0])
+    except sqlite3.Error:
+        return 0  # not created yet
+
+
+def descendants(pid: int) -> list[int]:
+    """Children of `pid` and theirs (Linux /proc)."""
+    found: list[int] = []
+    stack = [pid]
+    while stack:
+        parent = stack.pop()
+        for task in Path(f"/proc/{parent}/task").glob("*"):
+            try:
+                children = [int(p) for p in (task / "children").read_text().split()]
+            except OSError:
+                continue
+            found += children
+            stack += children
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
+
+
+def wait_until(condition: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.05)
+
+
+# -- in-process tournaments -----------------------------------------------------------------------
+
+
+async def test_round_robin_with_openings_and_two_games_at_once(tmp_path: Path) -> None:
+    bots = [bot_config("a"), bot_config("b"), bot_config("c")]
+    plan = make_plan(tmp_path, bots, games=4, openings={"plies": 2, "seed": 3})
+    events: list[Event] = []
+    summary = await Tournament(plan, on_event=events.append).run()
+
+    assert (summary.games_total, summary.games_done, summary.played_now) == (12, 12, 12)
+    assert not summary.interrupted
+    records = read_games(plan.out_dir)
+    schedule = make_schedule(["a", "b", "c"], plan.format, 4, plan.openings)
+    assert [r.game_id for r in records] == [g.game_id for g in schedule]
+    for record, game in zip(records, schedule, strict=True):
+        assert (record.black.name, record.white.name) == (game.black, game.white)
+        assert record.settings.opening == list(game.opening)
+        assert len(game.opening) == 2
+        assert record.termination is Termination.NORMAL
+    # Each opening was played twice by every pair, colours swapped.
+    openings = Counter((frozenset((g.black, g.white)), g.opening) for g in schedule)
+    assert set(openings.values()) == {2}
+
+    standings = json.loads((plan.out_dir / "standings.json").read_text())
+    assert {bot["name"]: bot["games"] for bot in standings["bots"]} == {"a": 8, "b": 8, "c": 8}
+    assert (plan.out_dir / "standings.csv").exists() and (plan.out_dir / "standings.md").exists()
+
+    # Processes were reused: each bot ran in at most one process per worker slot.
+    logs: dict[str, set[str | None]] = {}
+    for record in records:
+        for side in (record.black, record.white):
+            logs.setdefault(side.name, set()).add(side.stderr_log)
+    assert all(1 <= len(paths) <= plan.concurrency for paths in logs.values()), logs
+
+    kinds = [event.type for event in events]
+    assert kinds[0] == "tournament_started" and kinds[-1] == "tournament_finished"
+    assert Counter(kinds) == {
+        "tournament_started": 1,
+        "game_started": 12,
+        "game_finished": 12,
+        "standings_updated": 12,
+        "tournament_finished": 1,
+    }
+    assert {event.slot for event in events if event.type == "game_started"} == {0, 1}
+    for event in events:
+        assert parse_event(encode_event(event)) == event
+
+
+async def test_gauntlet_of_sample_bots_on_a_tiny_board(tmp_path: Path) -> None:
+    bots = [{"name": "greedy", "command": "greedy"}, {"name": "random", "command": "random"}, bot_config("t")]
+    plan = make_plan(tmp_path, bots, format="gauntlet", size=3, games=2)
+    summary = await Tournament(plan).run()
+    assert summary.games_done == 4
+    pairs = Counter(frozenset((r.black.name, r.white.name)) for r in read_games(plan.out_dir))
+    assert pairs == {frozenset(("greedy", "random")): 2, frozenset(("greedy", "t")): 2}
+
+
+async def test_a_crashing_bot_is_restarted_and_a_healthy_one_reused(tmp_path: Path) -> None:
+    plan = make_plan(tmp_path, [bot_config("good"), bot_config("crasher", "crash", "3")], games=3, concurrency=1)
+    summary = await Tournament(plan).run()
+    assert summary.games_done == 3
+    records = read_games(plan.out_dir)
+    assert all(r.termination is Termination.CRASH for r in records)
+    assert all((r.black if r.loser == "black" else r.white).name == "crasher" for r in records)
+    crasher_logs = {(r.black if r.black.name == "crasher" else r.white).stderr_log for r in records}
+    good_logs = {(r.black if r.black.name == "good" else r.white).stderr_log for r in records}
+    assert (len(crasher_logs), len(good_logs)) == (3, 1)
+    standings = json.loads((plan.out_dir / "standings.json").read_text())
+    crasher = next(bot for bot in standings["bots"] if bot["name"] == "crasher")
+    assert crasher["losses_by_kind"]["crash"] == 3
+
+
+async def test_a_void_game_is_played_again_and_never_scored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import referee.tournament as tournament_module
+    from referee.game import run_game as real_run_game
+
+    calls: list[str] = []
+
+    async def first_game_void(game_id: str, *args: Any, **kwargs: Any) -> GameRecord:
+        calls.append(game_id)
+        record = await real_run_game(game_id, *args, **kwargs)
+        if len(calls) == 1:  # the referee's own failure, as run_game reports it
+            return record.model_copy(
+                update={"termination": Termination.VOID, "result": "*", "winner": None, "reason": "referee bug"}
+            )
+        return record
+
+    monkeypatch.setattr(tournament_module, "run_game", first_game_void)
+    plan = make_plan(tmp_path, [bot_config("a"), bot_config("b")], games=2, concurrency=1)
+    events: list[Event] = []
+    summary = await Tournament(plan, on_event=events.append).run()
+    assert (summary.games_done, summary.void_games) == (2, 1)
+    assert calls == ["g0001", "g0001", "g0002"]
+    assert [r.game_id for r in read_games(plan.out_dir)] == ["g0001", "g0002"]
+    finished = [e for e in events if e.type == "game_finished"]
+    assert [(e.number, e.scored) for e in finished] == [(1, False), (1, True), (2, True)]
+    with sqlite3.connect(plan.out_dir / DB_NAME) as db:
+        assert db.execute("SELECT number, termination, reason FROM void_games").fetchall() == [
+            (1, "void", "referee bug")
+        ]
+
+
+def test_the_command_line_runs_resumes_and_writes_events(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    argv = [
+        "tournament", "--bot", f"a=python {TESTBOT}", "--bot", f"b=python {TESTBOT}", "--size", "3",
+        "--games", "2", "--concurrency", "2", "--out", str(out), "--events", str(tmp_path / "events.jsonl"),
+    ]  # fmt: skip
+    assert main(argv) == 0
+    first = capsys.readouterr()
+    assert "Bot" in first.out and "files:" in first.out
+    assert "tournament complete: 2 games (2 played now)" in first.err
+    events = [parse_event(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    assert events[0].type == "tournament_started"
+    assert events[-1].type == "tournament_finished" and events[-1].games_done == 2
+
+    assert main(argv) == 0  # again: nothing is missing, nothing is played twice
+    again = capsys.readouterr()
+    assert "tournament complete: 2 games (0 played now)" in again.err
+    assert len(read_games(out)) == 2
+
+
+def test_a_bot_that_cannot_start_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["tournament", "--bot", "random", "--bot", "x=./no-such-bot", "--out", str(tmp_path)])
+    assert code == 2
+    assert "bot 'x': the program" in capsys.readouterr().err
+
+
+def test_the_published_events_schema_matches_the_models() -> None:
+    assert EVENTS_SCHEMA.read_text(encoding="utf-8") == schema_text(), (
+        "referee/schema/events.json is out of date: run `python -m referee.events` and commit it"
+    )
+
+
+# -- a referee in a subprocess: kill -9, Ctrl-C, resume ----------------------------------------------
+
+
+def referee_command(out: Path, *extra: str) -> list[str]:
+    slow = f"python {TESTBOT} slow 30"  # about 0.3 s a game on 4x4: slow enough to interrupt
+    return [
+        sys.executable, "-m", "referee", "tournament", "--bot", f"a={slow}", "--bot", f"b={slow}",
+        "--bot", f"c={slow}", "--size", "4", "--games", "4", "--tc", "10+0", "--concurrency", "2",
+        "--out", str(out), *extra,
+    ]  # fmt: skip
+
+
+def start_referee(out: Path, *extra: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        referee_command(out, *extra), cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def finish(process: subprocess.Popen[str]) -> tuple[int, str, str]:
+    out, err = process.communicate(timeout=60)
+    return process.returncode, out, err
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds the bot processes through /proc")
+def test_a_referee_killed_with_sigkill_resumes_and_plays_each_game_once(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    referee = start_referee(out)
+    bots: list[int] = []
+    try:
+        wait_until(lambda: done_count(out) >= 3, 30, "three finished games")
+        bots = descendants(referee.pid)
+        assert bots, "the referee has bot processes running"
+        referee.send_signal(signal.SIGKILL)
+        referee.communicate(timeout=10)
+        # The referee cannot clean up after kill -9: its bots see their stdin close and exit by themselves.
+        wait_until(lambda: not any(alive(pid) for pid in bots), 5, "the orphaned bots to exit on EOF")
+    finally:
+        if referee.poll() is None:
+            referee.kill()
+            referee.communicate()
+        for pid in bots:
+            if alive(pid):
+                os.killpg(pid, signal.SIGKILL)  # each bot leads its own process group
+    done_before = done_count(out)
+    assert 3 <= done_before < 12
+
+    code, _, err = finish(start_referee(out, "--events", str(tmp_path / "events.jsonl")))
+    assert code == 0, err
+    assert f"tournament complete: 12 games ({12 - done_before} played now)" in err
+    records = read_games(out)
+    assert sorted(r.game_id for r in records) == [f"g{n:04d}" for n in range(1, 13)]
+    events = [parse_event(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    started = events[0]
+    assert started.type == "tournament_started" and started.games_done == done_before
+    played = [e.number for e in events if e.type == "game_finished"]
+    assert len(played) == len(set(played)) == 12 - done_before
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds the bot processes through /proc")
+def test_ctrl_c_stops_cleanly_and_the_tournament_resumes_only_when_compatible(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    referee = start_referee(out)
+    try:
+        wait_until(lambda: done_count(out) >= 2, 30, "two finished games")
+        bots = descendants(referee.pid)
+        referee.send_signal(signal.SIGINT)
+        code, _, err = finish(referee)
+    finally:
+        if referee.poll() is None:
+            referee.kill()
+            referee.communicate()
+    assert code == 130, err
+    assert "To resume, run the same command again" in err
+    assert not [pid for pid in bots if alive(pid)], "Ctrl-C left bot processes running"
+    done = done_count(out)
+    standings = json.loads((out / "standings.json").read_text())
+    assert sum(bot["games"] for bot in standings["bots"]) == 2 * done
+    assert len(read_games(out)) == done
+
+    code, _, err = finish(subprocess.Popen(
+        [*referee_command(out), "--tc", "20+0"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ))  # fmt: skip
+    assert code == 2
+    assert "holds a tournament with other settings (time_control: was" in err
+    assert "--out DIR" in err
+
+    # More games per pairing is compatible: the finished games are kept, only the missing ones are played.
+    code, _, err = finish(start_referee(out, "--games", "5"))
+    assert code == 0, err
+    assert f"tournament complete: 15 games ({15 - done} played now)" in err
+    assert sorted(r.game_id for r in read_games(out)) == [f"g{n:04d}" for n in range(1, 16)]
