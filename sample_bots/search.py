@@ -21,6 +21,7 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import ClassVar
 
 from protocol.rules import BLACK, PASS, Cell, Move, Position
 
@@ -32,7 +33,7 @@ WIN = 10_000.0
 _INF = 1e9
 _PASS = -1
 _MAX_QDEPTH = 8
-_TIME_CHECK_MASK = 63  # look at the clock every 64 nodes: cheap, and a node costs well under a millisecond
+_TIME_CHECK_CELLS = 4096  # look at the clock every 4096 / cells nodes: a node's cost grows with the board
 _TT_LIMIT = 400_000  # entries before the table is cleared, to bound memory
 _EXACT, _LOWER, _UPPER = 0, 1, 2
 _NONE = -2  # no move
@@ -58,6 +59,35 @@ class SearchInfo:
     seconds: float
 
 
+class _Board:
+    """What never changes on a W x H board, built once per size: colours, edges, neighbours, hash keys."""
+
+    _cache: ClassVar[dict[tuple[int, int], _Board]] = {}
+
+    def __init__(self, width: int, height: int) -> None:
+        n = width * height
+        self.dark = [(i % width + i // width) % 2 == 0 for i in range(n)]
+        self.nbrs = [tuple(position_neighbors(i, width, height)) for i in range(n)]
+        # Each undirected edge as (dark end, light end, dark->light move id, light->dark move id);
+        # a move id is pit * n + root.
+        self.edges = [(i, j, i * n + j, j * n + i) for i in range(n) if self.dark[i] for j in self.nbrs[i]]
+        rng = random.Random(0x5EED)  # fixed keys: reproducible searches
+        # One key per possible stem, indexed by move id; only adjacent pairs need one.
+        self.zkey = [0] * (n * n)
+        for _a, _b, ab, ba in self.edges:
+            self.zkey[ab] = rng.getrandbits(62)
+            self.zkey[ba] = rng.getrandbits(62)
+        self.zturn = rng.getrandbits(62)
+        self.zpass = [0, rng.getrandbits(62), rng.getrandbits(62)]
+
+    @classmethod
+    def of(cls, width: int, height: int) -> _Board:
+        board = cls._cache.get((width, height))
+        if board is None:
+            board = cls._cache[width, height] = cls(width, height)
+        return board
+
+
 class Searcher:
     """Searches one position. Create one per move; `search` may be called once."""
 
@@ -66,30 +96,19 @@ class Searcher:
         n = self.n = width * height
         self.width = width
         self.komi = position.komi
-        self.dark = [(i % width + i // width) % 2 == 0 for i in range(n)]
+        board = _Board.of(width, height)
+        self.dark = board.dark
+        self.edges = board.edges
+        self.nbrs = board.nbrs
+        self.zkey = board.zkey
+        self.zturn = board.zturn
+        self.zpass = board.zpass
         # size[i] is the size of the tree rooted at i, or 0 when i is a pit: one test covers
         # both "is a root" and the size rule.
         self.size = [position.size[i] if position.parent[i] < 0 else 0 for i in range(n)]
         self.margin = position.black_margin
         self.stm = 1 if position.turn is BLACK else -1
         self.passes = position.consecutive_passes
-        # Each undirected edge as (dark end, light end, dark->light move id, light->dark move id).
-        edges: list[tuple[int, int, int, int]] = []
-        for i in range(n):
-            if not self.dark[i]:
-                continue
-            f, r = i % width, i // width
-            for df, dr in ((0, 1), (1, 0), (0, -1), (-1, 0)):
-                ff, rr = f + df, r + dr
-                if 0 <= ff < width and 0 <= rr < height:
-                    j = rr * width + ff
-                    edges.append((i, j, i * n + j, j * n + i))
-        self.edges = edges
-        self.nbrs = [tuple(j for j in position_neighbors(i, width, height)) for i in range(n)]
-        rng = random.Random(0x5EED)  # fixed keys: reproducible searches
-        self.zkey = [rng.getrandbits(62) for _ in range(n * n)]
-        self.zturn = rng.getrandbits(62)
-        self.zpass = [0, rng.getrandbits(62), rng.getrandbits(62)]
         h = 0
         for i in range(n):
             j = position.parent[i]
@@ -103,6 +122,8 @@ class Searcher:
         self.history: dict[int, int] = {}
         self.nodes = 0
         self.deadline = _INF
+        self.check_every = max(1, _TIME_CHECK_CELLS // n)
+        self.countdown = 1  # the first node looks at the clock: a zero budget stops at once
         self.rng = random.Random(seed) if seed is not None else None
 
     # -- helpers ------------------------------------------------------------------------------------
@@ -209,8 +230,11 @@ class Searcher:
 
     def _tick(self) -> None:
         self.nodes += 1
-        if not self.nodes & _TIME_CHECK_MASK and time.perf_counter() >= self.deadline:
-            raise _Timeout
+        self.countdown -= 1
+        if not self.countdown:
+            self.countdown = self.check_every
+            if time.perf_counter() >= self.deadline:
+                raise _Timeout
 
     # -- search -------------------------------------------------------------------------------------
 
