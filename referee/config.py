@@ -210,12 +210,15 @@ def load_config(path: Path) -> TournamentConfig:
 
 
 def demo_config_data() -> dict[str, Any]:
-    """The built-in demo: the sample bots in a short round robin on the standard board."""
+    """The built-in demo: the sample bots in a short round robin on the standard board.
+
+    12 games; alphabeta spends most of its 5 s per game, so it takes about 20-30 s on 2 cores.
+    """
     return {
         "bots": [{"name": name, "command": [name]} for name in DEMO_BOTS],
         "format": "round-robin",
-        "games": 2,
-        "time_control": "3+0.05",
+        "games": 4,
+        "time_control": "5+0.1",
         "size": "8x8",
         "openings": {"plies": 2, "seed": 1},
         "margin_ms": 100,
