@@ -150,11 +150,11 @@ def test_seed_varies_play_but_stays_legal() -> None:
 @pytest.mark.parametrize("strong_is_black", [True, False])
 def test_beats_greedy_on_a_small_board(strong_is_black: bool) -> None:
     # Depth-limited with time to spare, so the result does not depend on the machine's speed.
-    position = Position(5, 5, 0.5)
+    position = Position(6, 6, 0.5)
     no_clock = clock()
     while not position.is_over():
         if (position.turn.value == "black") == strong_is_black:
-            move = choose_move(position, 5.0, max_depth=3).move
+            move = choose_move(position, 5.0, max_depth=2).move
         else:
             move = greedy.choose(position, no_clock)
         position.push(move)
