@@ -19,10 +19,10 @@ import trio
 import trio.testing
 
 from protocol.framing import LineBuffer
-from protocol.messages import TimeControl, parse_referee_line
+from protocol.messages import TimeControl, Turn, encode, parse_referee_line
 from protocol.rules import Position
 from referee.clock import parse_time_control
-from referee.game import Limits, run_game
+from referee.game import Limits, _Game, run_game
 from referee.process import BotChannel, open_bot
 from referee.record import GameRecord, GameSettings, MoveRecord, Termination
 from tests.conftest import BotSpecFactory, live_pids
@@ -391,3 +391,19 @@ async def test_a_game_leaves_no_grandchild(bot_spec: BotSpecFactory, tmp_path: P
     lines = Path(record.black.stderr_log or "").read_text().splitlines()
     grandchild = int(next(line for line in lines if line.startswith("grandchild pid")).split()[-1])
     assert live_pids([grandchild]) == []
+
+
+def test_hand_built_turn_line_is_the_protocol_turn() -> None:
+    for control in ("40/60+1", "movetime:0.5", "1"):
+        settings = GameSettings(
+            width=3, height=3, time_control=parse_time_control(control), opening=["a1b1", "pass"], margin_ms=7
+        )
+        referee_end, _ = trio.testing.memory_stream_pair()
+        channel = BotChannel("x", referee_end, referee_end)
+        game = _Game('g"1', channel, channel, settings, None, Limits())
+        game.clock.charge("black", 1_234_567)
+        line = game._turn_line("black")
+        expected = Turn(type="turn", game_id='g"1', moves=["a1b1", "pass"], clock=game.clock.message("black"))
+        assert line.endswith(b"\n") and line.count(b"\n") == 1
+        assert parse_referee_line(line) == expected
+        assert json.loads(line) == json.loads(encode(expected))
