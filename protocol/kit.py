@@ -38,6 +38,7 @@ from protocol.rules import BLACK, WHITE, Color, Move, Position
 
 __all__ = [
     "PROTOCOL_VERSION",
+    "Choose",
     "Clock",
     "Game",
     "GameResult",
@@ -259,10 +260,23 @@ def send_info(
     if nodes is not None and nodes >= 0:
         message["nodes"] = int(nodes)
     if pv is not None:
-        message["pv"] = [str(move) for move in pv][:256]
+        moves = [str(move) for move in pv][:256]
+        if all(_is_move_text(move) for move in moves):
+            message["pv"] = moves
+        else:
+            log(f"kit: leaving out a pv that is not a list of moves: {moves[:8]!r}")
     if text is not None:
-        message["text"] = str(text)[:4096]
+        # Lone surrogates cannot be encoded as UTF-8: replace them rather than fail mid-search.
+        message["text"] = str(text)[:4096].encode("utf-8", errors="replace").decode("utf-8")
     return session.send_info(message)
+
+
+def _is_move_text(text: str) -> bool:
+    try:
+        Move.parse(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _color(text: Any) -> Color:

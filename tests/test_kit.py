@@ -184,6 +184,7 @@ def test_info_is_sent_only_during_a_turn_and_never_invalid() -> None:
     def choose(position: Position, clock: Clock) -> Move:
         assert send_info(depth=2, score=1.5, nodes=40, pv=[Move.parse("b1a1"), "a2a3"], text="thinking")
         assert send_info(depth=-1, score=float("nan"), text="x" * 5000)  # sanitized, not refused
+        assert send_info(nodes=3, pv=["d5-d4"], text="\ud800")
         return PASS
 
     status, replies = converse(
@@ -197,6 +198,7 @@ def test_info_is_sent_only_during_a_turn_and_never_invalid() -> None:
     infos = [r for r in replies if isinstance(r, m.Info)]
     assert infos[0] == m.Info(type="info", depth=2, score=1.5, nodes=40, pv=["b1a1", "a2a3"], text="thinking")
     assert (infos[1].depth, infos[1].score, len(infos[1].text or "")) == (None, None, 4096)
+    assert (infos[2].nodes, infos[2].pv, infos[2].text) == (3, None, "?")
     assert isinstance(replies[-1], m.MoveReply)  # the move comes after its infos
 
 
