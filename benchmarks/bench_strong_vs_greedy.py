@@ -46,8 +46,9 @@ def play(
     while not position.is_over():
         strong_to_move = (position.turn.value == "black") == strong_is_black
         if strong_to_move:
+            started = time.perf_counter()
             info = choose_move(position, seconds)
-            stats.append((info.depth, info.seconds, info.nodes))
+            stats.append((info.depth, time.perf_counter() - started, info.nodes))
             move = info.move
         else:
             move = greedy_move(position)
@@ -90,9 +91,11 @@ def main() -> int:
     depths = [d for d, _s, _n in stats]
     total_nodes = sum(n for _d, _s, n in stats)
     total_seconds = sum(s for _d, s, _n in stats)
+    overrun = max(s for _d, s, _n in stats) - args.seconds
     print(
         f"search: {len(stats)} moves, median depth {statistics.median(depths)}, max {max(depths)},"
-        f" {total_nodes / max(total_seconds, 1e-9):.0f} nodes/s, wall {time.perf_counter() - start:.0f} s"
+        f" {total_nodes / max(total_seconds, 1e-9):.0f} nodes/s, mean {total_seconds / len(stats):.3f} s/move,"
+        f" worst {1000 * overrun:+.0f} ms over the budget, wall {time.perf_counter() - start:.0f} s"
     )
     return 0
 
