@@ -1,6 +1,6 @@
 """The Python bot kit: turn a function that picks a move into a complete protocol v1 bot.
 
-    from protocol.kit import run_bot
+    from protocol.kit import Clock, run_bot
     from protocol.rules import Move, Position
 
     def choose(position: Position, clock: Clock) -> Move:
