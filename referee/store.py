@@ -5,9 +5,9 @@ committed before the tournament moves on, so killing the referee (even with `kil
 games in progress. With `synchronous=NORMAL` a WAL commit is not fsynced, but it is in the OS's hands:
 it survives the death of the process, though not a power cut (then the last few games are played again).
 
-The writes take well under a millisecond (see benchmarks/bench_tournament_throughput.py), so the
-tournament makes them synchronously from the trio thread: simpler than a writer thread, and games
-finish seconds apart.
+A commit takes ~35 us (median), but a WAL checkpoint on a busy machine can take tens of milliseconds
+(see benchmarks/bench_tournament_throughput.py), so the tournament writes from a worker thread, one
+write at a time: a stall on the trio thread would be charged to bots whose moves arrive meanwhile.
 
 A game is `pending` until it finishes normally or by forfeit (`done`). Void games (the referee's own
 failure) and aborted games (Ctrl-C) are kept in `void_games` for the record and the game stays pending,
@@ -67,14 +67,15 @@ def _now() -> str:
 
 
 class TournamentStore:
-    """The database of one tournament. Not thread-safe: use it from one thread (the trio thread)."""
+    """The database of one tournament. Not thread-safe: use it from one thread at a time."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
             # autocommit mode (isolation_level=None): every transaction is an explicit BEGIN ... COMMIT
-            self._db = sqlite3.connect(path, isolation_level=None)
+            # check_same_thread=False: the tournament writes from worker threads, one at a time (its lock).
+            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA busy_timeout=5000")
