@@ -79,7 +79,9 @@ class _Chooser:
         self.turns += 1
         seed = None if self.seed is None else self.seed * 1_000_003 + self.turns
         seconds = seconds_for(position, clock, self.max_time)
-        return choose_move(position, seconds, self.max_depth, seed, _report).move
+        # With only a per-move limit, time not used now is lost: search until the budget is spent.
+        use_all = clock.my_ms is None and clock.move_limit_ms is not None
+        return choose_move(position, seconds, self.max_depth, seed, _report, use_all).move
 
 
 def main(argv: Sequence[str] | None = None) -> None:
