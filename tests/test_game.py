@@ -37,6 +37,7 @@ class FakeBot:
     think: Callable[[int], float] = lambda n: 0.0
     answer_pings: bool = True
     answer_hello: bool = True
+    before_move: dict[int, bytes] = field(default_factory=dict)  # lines sent before the move on turn n
     received: list[dict[str, Any]] = field(default_factory=list)
     pings: int = 0
 
@@ -68,6 +69,8 @@ class FakeBot:
 
     async def _move(self, stream: trio.abc.Stream, turn: dict[str, Any], n: int) -> None:
         await trio.sleep(self.think(n))
+        if n in self.before_move:
+            await stream.send_all(self.before_move[n])
         new_game = next(m for m in self.received if m["type"] == "new_game")
         position = Position.from_moves(turn["moves"], new_game["width"], new_game["height"], new_game["komi"])
         await stream.send_all(b'{"type":"move","move":"%s"}\n' % str(position.legal_moves()[0]).encode())
@@ -407,3 +410,13 @@ def test_hand_built_turn_line_is_the_protocol_turn() -> None:
         assert line.endswith(b"\n") and line.count(b"\n") == 1
         assert parse_referee_line(line) == expected
         assert json.loads(line) == json.loads(encode(expected))
+
+
+async def test_stray_pong_is_a_protocol_fault_and_a_late_one_is_not(autojump_clock: trio.testing.MockClock) -> None:
+    white = FakeBot(
+        before_move={1: b'{"type":"pong","id":0}\n{"type":"info","depth":1}\n', 2: b'{"type":"pong","id":99}\n'}
+    )
+    record, _, _ = await fake_game(FakeBot(), white, parse_time_control("5"))
+    assert record.termination is Termination.PROTOCOL and record.loser == "white"
+    assert "answered ping 99, which was never sent" in record.reason
+    assert [m.infos for m in record.moves if m.color == "white"] == [[{"depth": 1}]]
