@@ -17,16 +17,18 @@ so it is played again. A game left `running` by a killed referee is pending agai
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from referee.record import GameRecord
 from referee.schedule import ScheduledGame
 
 DB_NAME = "tournament.db"
+LOCK_NAME = "tournament.lock"
 SCHEMA_VERSION = 1
 
 _SCHEMA = """
@@ -72,6 +74,7 @@ class TournamentStore:
     def __init__(self, path: Path) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = _lock_directory(path.with_name(LOCK_NAME))
         try:
             # autocommit mode (isolation_level=None): every transaction is an explicit BEGIN ... COMMIT
             # check_same_thread=False: the tournament writes from worker threads, one at a time (its lock).
@@ -81,12 +84,14 @@ class TournamentStore:
             self._db.execute("PRAGMA busy_timeout=5000")
             self._db.executescript(_SCHEMA)
         except sqlite3.DatabaseError as error:
+            self._lock.close()
             raise StoreError(
                 f"{path}: cannot open the tournament database ({error}); choose another output directory"
             ) from None
 
     def close(self) -> None:
         self._db.close()
+        self._lock.close()  # releases the lock
 
     def __enter__(self) -> TournamentStore:
         return self
@@ -216,6 +221,33 @@ class TournamentStore:
 
     def _transaction(self) -> _Transaction:
         return _Transaction(self._db)
+
+
+def _lock_directory(path: Path) -> TextIO:
+    """Hold an exclusive lock on `path` while the store is open: one referee per output directory.
+
+    The kernel drops the lock when the process dies, even by kill -9, so a stale lock cannot block a resume.
+    """
+    handle = path.open("a+", encoding="utf-8")
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no lock, the user must not run two referees in one directory
+        return handle
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        owner = handle.read().strip() or "?"
+        handle.close()
+        raise StoreError(
+            f"{path.parent}: another alternator tournament (pid {owner}) is running in this output directory;"
+            " wait for it to finish or stop it, or choose another output directory (--out DIR)"
+        ) from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"{os.getpid()}\n")
+    handle.flush()
+    return handle
 
 
 class _Transaction:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
@@ -155,3 +156,11 @@ def test_a_file_that_is_not_a_database_is_a_clear_error(tmp_path: Path) -> None:
     (tmp_path / DB_NAME).write_text("not a database, " * 100)
     with pytest.raises(StoreError, match="cannot open the tournament database"):
         TournamentStore(tmp_path / DB_NAME)
+
+
+def test_one_referee_at_a_time_per_output_directory(tmp_path: Path) -> None:
+    busy = rf"pid {os.getpid()}\) is running in this output directory"
+    with TournamentStore(tmp_path / DB_NAME), pytest.raises(StoreError, match=busy):
+        TournamentStore(tmp_path / DB_NAME)
+    with TournamentStore(tmp_path / DB_NAME) as store:  # released on close
+        store.start(FINGERPRINT, schedule())
