@@ -6,6 +6,11 @@ restarts one only when a fault left it `broken`, and prefers games whose bots it
 The database (`referee.store`) is the truth: a tournament that is killed or stopped resumes from it,
 playing only the games that are missing. Void games (the referee's own failure) are never scored and
 are played again. Everything a person or a program sees (progress, events) goes through `on_event`.
+
+A referee killed with `kill -9` cannot stop its bots. They see their stdin close (EOF) and must exit:
+the protocol asks it of every bot, and the sample bots and the kit do. PR_SET_PDEATHSIG is not used:
+it is Linux-only, needs a ctypes `preexec_fn` (unsafe in a process with threads, which tournaments
+have), and EOF covers the same case on every platform.
 """
 
 from __future__ import annotations

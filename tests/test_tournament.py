@@ -312,3 +312,39 @@ def test_ctrl_c_stops_cleanly_and_the_tournament_resumes_only_when_compatible(tm
     assert code == 0, err
     assert f"tournament complete: 15 games ({15 - done} played now)" in err
     assert sorted(r.game_id for r in read_games(out)) == [f"g{n:04d}" for n in range(1, 16)]
+
+
+def test_the_progress_display_redraws_one_line_on_a_terminal_and_writes_plain_lines_elsewhere() -> None:
+    import io
+
+    from referee.commands.tournament import TournamentDisplay
+    from referee.events import GameFinished, GameStarted, StandingRow, StandingsUpdated, TournamentStarted, now
+
+    events: list[Event] = [
+        TournamentStarted(
+            type="tournament_started", time=now(), format="round-robin", bots=["a", "b"], games_total=2,
+            games_done=0, concurrency=1, out_dir="out", width=4, height=4, komi=3.5, time_control={},
+        ),
+        GameStarted(type="game_started", time=now(), number=1, game_id="g0001", black="a", white="b", opening=[],
+                    slot=0),
+        GameFinished(
+            type="game_finished", time=now(), number=1, game_id="g0001", black="a", white="b", result="1-0",
+            termination=Termination.NORMAL, reason="black wins by 2.5", moves=9, duration_s=0.1, scored=True,
+            games_done=1, games_total=2,
+        ),
+        StandingsUpdated(
+            type="standings_updated", time=now(), games_done=1, games_total=2,
+            standings=[StandingRow(rank=1, name="a", games=1, points=1, score_pct=100, elo=10),
+                       StandingRow(rank=2, name="b", games=1, points=0, score_pct=0, elo=-10)],
+        ),
+    ]  # fmt: skip
+    terminal, log = io.StringIO(), io.StringIO()
+    for stream, live in ((terminal, True), (log, False)):
+        display = TournamentDisplay(stream, live=live)
+        for event in events:
+            display(event)
+    last_status = terminal.getvalue().rsplit("\r\x1b[K", 1)[1]
+    assert last_status.startswith("1/2 games, 0:00 elapsed, ~0:00 left, leader a 1/1")
+    assert "\n" not in last_status  # redrawn in place, not scrolled
+    assert "\r" not in log.getvalue()
+    assert log.getvalue().splitlines()[1] == "[1/2] game 1 a (black) - b (white): 1-0 black wins by 2.5"
