@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import shutil
 import signal
 import sys
 import time
@@ -208,13 +209,18 @@ class TournamentDisplay:
             self._leader = f"{top.name} {format_number(top.points)}/{top.games}"
             self._status()
         elif event.type == "tournament_finished":
+            self._total = 0  # no more status lines
             self._clear()
 
     def message(self, text: str) -> None:
         self._line(text)
 
+    def tick(self) -> None:
+        """Redraw the status line (called every second, so elapsed time moves during long games)."""
+        self._status()
+
     def _status(self) -> None:
-        if not self.live:
+        if not self.live or not self._total:
             return
         elapsed = time.monotonic() - self._start
         played = self._done - self._done_at_start
@@ -224,7 +230,9 @@ class TournamentDisplay:
         text = f"{self._done}/{self._total} games, {_clock(elapsed)} elapsed, {eta}{leader}"
         if self._playing:
             text += f"; playing {', '.join(self._playing.values())}"
-        self.out.write(f"\r\x1b[K{text[:200]}")
+        # Wider than the terminal, the line would wrap and \r could not redraw it in place.
+        width = shutil.get_terminal_size().columns - 1
+        self.out.write(f"\r\x1b[K{text[:width]}")
         self.out.flush()
         self._drawn = True
 
@@ -301,6 +309,11 @@ def run(args: argparse.Namespace) -> int:
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             async with trio.open_nursery() as nursery:
 
+                async def tick() -> None:
+                    while True:
+                        await trio.sleep(1)
+                        display.tick()
+
                 async def watch() -> None:
                     async for _ in signals:
                         display.message("stopping: abandoning the games in progress and stopping the bots ...")
@@ -308,6 +321,8 @@ def run(args: argparse.Namespace) -> int:
                         return
 
                 nursery.start_soon(watch)
+                if display.live:
+                    nursery.start_soon(tick)
                 summary = await tournament.run()
                 nursery.cancel_scope.cancel()
         return summary
