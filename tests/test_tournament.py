@@ -208,6 +208,15 @@ def test_the_command_line_runs_resumes_and_writes_events(tmp_path: Path, capsys:
     assert "tournament complete: 2 games (0 played now)" in again.err
     assert len(read_games(out)) == 2
 
+    # Events on stdout: then stdout holds only JSON lines, and the standings table goes to stderr.
+    assert main([*argv[:-1], "-", "--games", "3"]) == 0
+    piped = capsys.readouterr()
+    streamed = [parse_event(line) for line in piped.out.splitlines()]
+    assert [e.type for e in streamed if e.type != "standings_updated"] == [
+        "tournament_started", "game_started", "game_finished", "tournament_finished",
+    ]  # fmt: skip
+    assert "files:" in piped.err
+
 
 def test_a_bot_that_cannot_start_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["tournament", "--bot", "random", "--bot", "x=./no-such-bot", "--out", str(tmp_path)])
