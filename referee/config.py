@@ -263,6 +263,13 @@ def _bot_spec(bot: BotConfig, index: int, base_dir: Path, source: str) -> BotSpe
     return BotSpec(name=bot.name, command=command, dir=directory, env=bot.env)
 
 
+def _cores() -> int:
+    """The cores this process may run on (its CPU affinity where the OS has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
+
+
 def _portable_command(command: list[str]) -> list[str]:
     # The Python running the referee may move (a new venv); that is still the same bot.
     return ["{python}" if word == sys.executable else word for word in command]
@@ -290,7 +297,9 @@ def resolve_plan(
             openings = read_openings_file(path, config.width, config.height, config.komi)
         except OpeningsFileError as error:
             raise ConfigError(f"{source}: openings.file: {error}") from None
-        openings_key: dict[str, Any] = {"file": [list(o) for o in openings]}
+        # A digest, not the lines: an error message that says what changed must stay readable.
+        digest = hashlib.sha256(json.dumps([list(o) for o in openings]).encode()).hexdigest()[:16]
+        openings_key: dict[str, Any] = {"file_openings": len(openings), "file_sha256": digest}
     else:
         capacity = config.width * config.height - 1
         if config.openings.plies >= capacity:
@@ -331,7 +340,7 @@ def resolve_plan(
         time_control=time_control,
         margin_ms=config.margin_ms,
         openings=openings,
-        concurrency=config.concurrency or os.cpu_count() or 1,
+        concurrency=config.concurrency or _cores(),
         out_dir=out_dir,
         fingerprint=fingerprint,
     )

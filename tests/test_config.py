@@ -250,3 +250,13 @@ def test_the_fingerprint_holds_what_must_not_change_on_resume(tmp_path: Path) ->
     assert other_seed.fingerprint["openings"] != base.fingerprint["openings"]
     # The Python running the referee is not part of a bot's identity (a new venv is the same bot).
     assert base.fingerprint["bots"][0]["command"][0] == "{python}"
+
+
+def test_an_openings_file_is_fingerprinted_by_its_content(tmp_path: Path) -> None:
+    (tmp_path / "openings.txt").write_text("a1a2\nb1b2\n")
+    path = write(tmp_path, GOOD.replace("plies = 2", 'file = "openings.txt"'))
+    plan = plan_for(path)
+    assert plan.openings == [("a1a2",), ("b1b2",)]
+    assert plan.fingerprint["openings"]["file_openings"] == 2
+    (tmp_path / "openings.txt").write_text("a1a2\nb2b1\n")
+    assert plan_for(path).fingerprint["openings"] != plan.fingerprint["openings"]
