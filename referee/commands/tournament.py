@@ -51,8 +51,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         " replaces the config file's bots",
     )
     parser.add_argument("--format", choices=["round-robin", "gauntlet"], help="pairings (default: round-robin)")
-    parser.add_argument("--games", type=int, metavar="N", help="games per pairing (default: 2)")
-    parser.add_argument("--tc", metavar="BASE+INC", help="time control, e.g. 10+0.1 (seconds) or 40/60")
+    parser.add_argument("--games", type=int, metavar="N", help="games per pairing (default: 2; the demo: 4)")
+    parser.add_argument(
+        "--tc",
+        metavar="BASE+INC",
+        help="time control: BASE+INC in seconds like 10+0.1 (the default), or MOVES/BASE like 40/60",
+    )
     parser.add_argument("--movetime", type=float, metavar="SECONDS", help="a fixed time per move instead of a clock")
     parser.add_argument("--size", metavar="N|WxH", help="board size (default: 8)")
     parser.add_argument("--komi", type=float, help="points added to White's score (default: 3.5)")
@@ -124,7 +128,7 @@ def build_plan(args: argparse.Namespace) -> Any:
     openings = dict(data.get("openings", {}))
     for key, flag, value in (
         ("plies", "--openings-plies", args.openings_plies),
-        ("seed", "--openings-seed", args.openings_seed),
+        ("seed", "--openings-seed", _seed(args.openings_seed)),
         ("file", "--openings-file", str(cwd / args.openings_file) if args.openings_file else None),
     ):
         if value is not None:
@@ -142,6 +146,11 @@ def build_plan(args: argparse.Namespace) -> Any:
     except (ConfigError, BotSpecError) as error:
         raise UsageError(str(error)) from None
     return plan
+
+
+def _seed(text: str | None) -> int | str | None:
+    # As a TOML file would give it: `seed = 3` is the number 3, and must fingerprint the same.
+    return int(text) if text is not None and text.lstrip("-").isdigit() else text
 
 
 def _check_bots(plan: Any) -> None:
