@@ -208,6 +208,7 @@ class _Game:
         clock = self.clock
         line = self._turn_line(color)
         limit_ns = clock.deadline_ns(color)
+        bot.check_idle()
         await bot.send_line(line)
         start = trio.current_time()
         deadline = math.inf if limit_ns is None else start + limit_ns / 1e9
@@ -304,6 +305,7 @@ class _Game:
             result=record.result,
             winner=record.winner,
             reason=record.reason,
+            termination=record.termination.value,
             black_score=record.black_score,
             white_score=record.white_score,
         )

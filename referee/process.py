@@ -35,6 +35,7 @@ from protocol.messages import (
     BotHello,
     BotMessage,
     Hello,
+    Info,
     Ping,
     Pong,
     Quit,
@@ -193,6 +194,7 @@ class BotChannel:
         self._buffer = LineBuffer(max_line_bytes)
         self._lines: deque[bytes] = deque()
         self._line_error: LineTooLongError | None = None
+        self._eof = False
         self._ping_id = 0
 
     # -- sending --------------------------------------------------------------------------------------
@@ -227,27 +229,57 @@ class BotChannel:
             if self._line_error is not None:
                 self.broken = True
                 raise BotProtocolError(f"sent an over-long line: {self._line_error}")
-            try:
-                data = await self._receive_stream.receive_some(CHUNK_BYTES)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                data = b""
-            if not data:
+            if not self._eof:
+                try:
+                    data = await self._receive_stream.receive_some(CHUNK_BYTES)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    data = b""
+                self._eof = not data
+            if self._eof:
                 self.broken = self.closed = True
                 raise await self._gone_fault("closed its output")
-            try:
-                lines = self._buffer.feed(data if isinstance(data, bytes) else bytes(data))
-            except LineTooLongError as error:
-                # Lines completed before the long one are still answered; the fault comes after them.
-                lines = error.lines
-                self._line_error = error
-            if lines:
-                self.last_line_time = trio.current_time()
-                self._lines.extend(lines)
+            self._feed(data)
         return self._lines.popleft()
+
+    def _feed(self, data: bytes | bytearray) -> None:
+        try:
+            lines = self._buffer.feed(data if isinstance(data, bytes) else bytes(data))
+        except LineTooLongError as error:
+            # Lines completed before the long one are still answered; the fault comes after them.
+            lines = error.lines
+            self._line_error = error
+        if lines:
+            self.last_line_time = trio.current_time()
+            self._lines.extend(lines)
+
+    def check_idle(self) -> None:
+        """BotProtocolError if the bot has sent anything but `pong` or `info` since its last awaited reply.
+
+        Catches a message sent out of turn (a `move` between turns would otherwise be taken as the answer to
+        the next turn, charged nothing). Reads only what is already there: one non-blocking read of the pipe,
+        about a microsecond, so it can run before every turn.
+        """
+        fileno = getattr(self._receive_stream, "fileno", None)
+        if fileno is not None and not self._eof and self._line_error is None:
+            try:
+                data = os.read(fileno(), CHUNK_BYTES)
+            except OSError:  # BlockingIOError: nothing waiting; anything else: the next receive reports it
+                data = None
+            if data is not None:
+                self._eof = not data
+                self._feed(data)
+        while self._lines:
+            line = self._lines.popleft()
+            message = self._parse(line)
+            if not isinstance(message, Pong | Info):
+                self.broken = True
+                raise BotProtocolError(f"sent {message.type!r} when it was not asked for anything: {_quote(line)}")
 
     async def receive(self) -> BotMessage:
         """One validated message. BotFault on end of output (crash), a malformed or over-long line."""
-        line = await self.receive_line()
+        return self._parse(await self.receive_line())
+
+    def _parse(self, line: bytes) -> BotMessage:
         try:
             return parse_bot_line(line)
         except ValidationError as error:

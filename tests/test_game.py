@@ -317,6 +317,9 @@ CASES = {
     "garbage": Case(["garbage"], [], Termination.PROTOCOL, "black", "sent malformed JSON"),
     "unknown": Case(["unknown"], [], Termination.PROTOCOL, "black", "unknown type 'resign'"),
     "out-of-turn": Case([], ["outofturn"], Termination.PROTOCOL, "white", "sent 'ready' during its turn"),
+    "move-between-turns": Case(
+        ["twice"], [], Termination.PROTOCOL, "black", "sent 'move' when it was not asked for anything"
+    ),
     "illegal": Case(
         [], ["move", "f3e3"], Termination.ILLEGAL_MOVE, "white",
         "illegal move f3e3: the tree at f3 (size 1) is smaller than the tree at e3 (size 4)",

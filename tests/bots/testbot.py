@@ -13,6 +13,7 @@ It plays the first legal move instantly and answers pings from a reader thread (
     garbage               sends a line that is not JSON
     unknown               sends a message of an unknown type
     outofturn             sends `ready` instead of a move
+    twice                 sends its move twice (the second one out of turn)
     move TEXT             sends TEXT as its move (an illegal or malformed move)
     badmove               sends {"type": "move", "move": 5} (not a string)
     longline BYTES        sends a line of BYTES bytes; BYTES=0: an endless line with no newline
@@ -89,6 +90,7 @@ class Bot:
         self.inbox: queue.Queue[dict[str, object] | None] = queue.Queue()
         self.answer_pings = True
         self.size = (8, 8)
+        self.moves: list[object] = []
 
     @staticmethod
     def _option(args: list[str], flag: str, default: str) -> str:
@@ -153,6 +155,7 @@ class Bot:
             self.turns += 1
             moves = message["moves"]
             assert isinstance(moves, list)
+            self.moves = moves
             if self.turns >= self.on and self.misbehave():
                 return
             if self.mode == "info":
@@ -184,6 +187,11 @@ class Bot:
             return True
         elif mode == "outofturn":
             self.write({"type": "ready", "game_id": "g"})
+            return True
+        elif mode == "twice":
+            move = {"type": "move", "move": first_legal_move(*self.size, [str(m) for m in self.moves])}
+            self.write(move)
+            self.write(move)
             return True
         elif mode == "move":
             self.write({"type": "move", "move": arg})
