@@ -158,7 +158,11 @@ def _message(error: Any) -> str:
         return "field required"
     if kind == "extra_forbidden":
         parent = "bots" if loc[:1] == ("bots",) and len(loc) == 3 else ("openings" if loc[:1] == ("openings",) else "")
-        return f"unknown key; the keys here are {', '.join(_KNOWN_KEYS[parent])}"
+        hint = ""
+        if parent and str(loc[-1]) in _KNOWN_KEYS[""]:
+            # A TOML trap: a key written after a [table] belongs to that table.
+            hint = f" ({loc[-1]} is a top-level key: move it above the first [table] or [[bots]])"
+        return f"unknown key; the keys here are {', '.join(_KNOWN_KEYS[parent])}{hint}"
     message = str(error["msg"])
     # pydantic prefixes the message of a ValueError raised in a validator
     return message.removeprefix("Value error, ")
