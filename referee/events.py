@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from protocol.messages import TimeControl
 from referee.record import Result, Termination
 from referee.standings import Standings
 
@@ -56,7 +57,7 @@ class TournamentStarted(_Event):
     width: int
     height: int
     komi: float
-    time_control: dict[str, Any] = Field(description="The TimeControl of protocol v1.")
+    time_control: TimeControl
 
 
 class GameStarted(_Event):

@@ -133,7 +133,7 @@ class Tournament:
                     width=self.plan.width,
                     height=self.plan.height,
                     komi=self.plan.komi,
-                    time_control=self.plan.time_control.model_dump(),
+                    time_control=self.plan.time_control,
                 )
             )
             try:

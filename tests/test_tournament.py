@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from protocol.messages import TimeControl
 from referee.cli import main
 from referee.config import TournamentPlan, parse_config, resolve_plan
 from referee.events import SCHEMA_PATH as EVENTS_SCHEMA
@@ -332,7 +333,8 @@ def test_the_progress_display_redraws_one_line_on_a_terminal_and_writes_plain_li
     events: list[Event] = [
         TournamentStarted(
             type="tournament_started", time=now(), format="round-robin", bots=["a", "b"], games_total=2,
-            games_done=0, concurrency=1, out_dir="out", width=4, height=4, komi=3.5, time_control={},
+            games_done=0, concurrency=1, out_dir="out", width=4, height=4, komi=3.5,
+            time_control=TimeControl(base_ms=1000),
         ),
         GameStarted(type="game_started", time=now(), number=1, game_id="g0001", black="a", white="b", opening=[],
                     slot=0),
