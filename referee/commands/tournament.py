@@ -304,6 +304,12 @@ def run(args: argparse.Namespace) -> int:
 
     plan = build_plan(args)
     _check_bots(plan)
+    try:
+        plan.out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UsageError(
+            f"cannot create the output directory {plan.out_dir}: {error.strerror}; choose another with --out DIR"
+        ) from None
     display = TournamentDisplay(sys.stderr)
     writer = _EventWriter(args.events) if args.events else None
 
