@@ -7,6 +7,8 @@ Three instant bots (tests/bots/testbot.py: it plays the first legal placement at
 does: processes reused per worker slot, every game committed to SQLite and appended to games.jsonl, the
 standings recomputed after every game. The figure is games per minute of wall time, including starting the
 bot processes. It measures the referee's own cost per game; real bots spend their thinking time on top.
+The referee's CPU time per move is shown too: with instant bots the one referee process (a single trio
+thread serving every game) is the bottleneck, so a second slot gains less than 2x on 2 cores.
 
 Then the database write the tournament makes on the trio thread after every game (`record_game`, one
 transaction in WAL mode with synchronous=NORMAL) is timed alone with a real record, on the calling thread
@@ -37,17 +39,17 @@ from referee.tournament import GAMES_FILE, Tournament  # noqa: E402
 TESTBOT = ROOT / "tests" / "bots" / "testbot.py"
 
 
-def run_tournament(out: Path, games: int, size: int, concurrency: int) -> tuple[float, int, int]:
-    """Wall seconds, games played and bot moves of one tournament."""
+def run_tournament(out: Path, games: int, size: int, concurrency: int) -> tuple[float, float, int, int]:
+    """Wall seconds, the referee's CPU seconds, games played and bot moves of one tournament."""
     bots = [{"name": name, "command": [sys.executable, str(TESTBOT)]} for name in ("a", "b", "c")]
     data = {"bots": bots, "games": games, "size": size, "time_control": "60+1", "concurrency": concurrency}
     plan = resolve_plan(parse_config(data, source="bench"), base_dir=out, source="bench", default_out=out)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     summary = trio.run(Tournament(plan).run)
-    elapsed = time.perf_counter() - start
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
     records = (out / GAMES_FILE).read_text().splitlines()
     moves = sum(len(GameRecord.model_validate_json(line).moves) for line in records)
-    return elapsed, summary.played_now, moves
+    return elapsed, cpu, summary.played_now, moves
 
 
 def time_commits(out: Path, count: int) -> list[float]:
@@ -102,16 +104,18 @@ def main() -> None:
     last_out: Path | None = None
     with tempfile.TemporaryDirectory() as temp:
         for concurrency in args.concurrency:
-            rates, per_move = [], []
+            rates, per_move, cpu_per_move = [], [], []
             for round_ in range(args.rounds):
                 out = Path(temp) / f"c{concurrency}-r{round_}"
-                elapsed, played, moves = run_tournament(out, args.games, args.size, concurrency)
+                elapsed, cpu, played, moves = run_tournament(out, args.games, args.size, concurrency)
                 rates.append(played / elapsed * 60)
                 per_move.append(elapsed / moves * 1e6)
+                cpu_per_move.append(cpu / moves * 1e6)
                 last_out = out
             print(
                 f"concurrency {concurrency}: {max(rates):7.0f} games/min best, {statistics.median(rates):7.0f} median"
-                f"  ({min(per_move):.0f} us of wall time per bot move at best, {moves // played} moves a game)"
+                f"  ({min(per_move):.0f} us of wall time and {min(cpu_per_move):.0f} us of referee CPU per bot move"
+                f" at best, {moves // played} moves a game)"
             )
         assert last_out is not None
         on_thread = describe(time_commits(last_out, 500))
