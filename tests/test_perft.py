@@ -16,7 +16,7 @@ GOLDEN = json.loads((Path(__file__).parent / "golden" / "perft.json").read_text(
 GOLDEN_CASES = [(board, int(depth), count) for board, counts in GOLDEN.items() for depth, count in counts.items()]
 
 # The golden figures the oracle can recheck in a second or so each. The rest were checked once, offline:
-# 8x8 depth 3 (the oracle takes about 130 s), 4x4 depth 4 (about 13 s), 26x26 depth 2 (several minutes).
+# 8x8 depth 3 (the oracle took about 130 s), 4x4 depth 4 (about 13 s), 26x26 depth 2 (about 11 minutes).
 ORACLE_CHEAP = {"8x8": 2, "4x4": 3, "2x2": 9, "3x2": 5, "3x3": 3, "5x3": 2, "26x26": 1}
 
 
