@@ -189,7 +189,10 @@ class Bot:
             self.write({"type": "ready", "game_id": "g"})
             return True
         elif mode == "twice":
-            move = {"type": "move", "move": first_legal_move(*self.size, [str(m) for m in self.moves])}
+            move: dict[str, object] = {
+                "type": "move",
+                "move": first_legal_move(*self.size, [str(m) for m in self.moves]),
+            }
             self.write(move)
             self.write(move)
             return True
