@@ -207,6 +207,7 @@ def test_the_command_line_runs_resumes_and_writes_events(tmp_path: Path, capsys:
     assert main(argv) == 0  # again: nothing is missing, nothing is played twice
     again = capsys.readouterr()
     assert "tournament complete: 2 games (0 played now)" in again.err
+    assert "nothing was left to play" in again.err and "nothing was left" not in first.err
     assert len(read_games(out)) == 2
 
     # Events on stdout: then stdout holds only JSON lines, and the standings table goes to stderr.

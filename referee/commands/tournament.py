@@ -381,4 +381,9 @@ def run(args: argparse.Namespace) -> int:
         f"tournament complete: {summary.games_done} games ({summary.played_now} played now) in"
         f" {_clock(summary.elapsed_s)}; results in {plan.out_dir}"
     )
+    if summary.played_now == 0 and summary.void_games == 0:
+        display.message(
+            f"nothing was left to play: {plan.out_dir} already holds every game of this tournament;"
+            " to play it again, delete that directory or give another --out"
+        )
     return 0
