@@ -10,7 +10,6 @@ the JSON Schemas in `protocol/schema/` are generated from these models (`alterna
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -42,7 +41,6 @@ __all__ = [
     "json_schemas",
     "parse_bot_line",
     "parse_referee_line",
-    "schema_text",
 ]
 
 PROTOCOL_VERSION = 1
@@ -278,8 +276,3 @@ def json_schemas() -> dict[str, dict[str, Any]]:
         schema.update(adapter.json_schema())
         schemas[direction] = schema
     return schemas
-
-
-def schema_text(schema: dict[str, Any]) -> str:
-    """The committed text form of a schema: stable key order, two-space indent, final newline."""
-    return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"

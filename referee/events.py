@@ -4,14 +4,12 @@ A program can follow a tournament without parsing the human display: `tournament
 `game_started` and a `game_finished` for every game, a `standings_updated` after every scored game,
 and `tournament_finished` at the end (also after Ctrl-C, with `interrupted` true). Every event has a
 `type` tag and a `time`. The JSON Schema of the union is published as `referee/schema/events.json`
-(regenerate with `python -m referee.events` after changing the models; a test fails when it drifts).
+(regenerate with `alternator schema --write` after changing the models; a test fails when it drifts).
 """
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -19,8 +17,6 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from protocol.messages import TimeControl
 from referee.record import Result, Termination
 from referee.standings import Standings
-
-SCHEMA_PATH = Path(__file__).parent / "schema" / "events.json"
 
 
 def now() -> datetime:
@@ -129,19 +125,10 @@ def encode_event(event: BaseModel) -> str:
 
 
 def events_json_schema() -> dict[str, Any]:
-    return EVENT.json_schema()
-
-
-def schema_text() -> str:
-    """The committed text of referee/schema/events.json."""
-    return json.dumps(events_json_schema(), indent=2, ensure_ascii=False) + "\n"
-
-
-def write_schema(path: Path = SCHEMA_PATH) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(schema_text(), encoding="utf-8")
-
-
-if __name__ == "__main__":
-    write_schema()
-    print(f"wrote {SCHEMA_PATH}")
+    """The published JSON Schema of one line of `--events` output (what `referee/schema/events.json` holds)."""
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "Alternator tournament event v1",
+        "description": "One JSON object per line of `alternator tournament --events FILE`, told apart by `type`.",
+        **EVENT.json_schema(),
+    }

@@ -8,10 +8,7 @@ re-checked move by move by `alternator replay`.
 from __future__ import annotations
 
 import enum
-import json
-import sys
 from datetime import datetime
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -116,12 +113,8 @@ class GameRecord(BaseModel):
         return [*self.settings.opening, *(m.move for m in self.moves)]
 
 
-SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / "game_record.json"
-"""The committed JSON Schema of `GameRecord` (package data); a test fails when it drifts from the model."""
-
-
 def game_record_schema() -> dict[str, Any]:
-    """The JSON Schema of a game record, as published in `SCHEMA_PATH`."""
+    """The JSON Schema of a game record (published by `alternator schema game_record`)."""
     schema = GameRecord.model_json_schema()
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -133,25 +126,3 @@ def game_record_schema() -> dict[str, Any]:
         ),
         **{k: v for k, v in schema.items() if k not in ("title", "description")},
     }
-
-
-def game_record_schema_text() -> str:
-    """The schema as the committed file holds it: indented JSON with a final newline."""
-    return json.dumps(game_record_schema(), indent=2, ensure_ascii=False) + "\n"
-
-
-def _main(argv: list[str]) -> int:
-    if argv == ["--write-schema"]:
-        SCHEMA_PATH.parent.mkdir(parents=True, exist_ok=True)
-        SCHEMA_PATH.write_text(game_record_schema_text(), encoding="utf-8")
-        print(f"wrote {SCHEMA_PATH}", file=sys.stderr)
-        return 0
-    if not argv:
-        sys.stdout.write(game_record_schema_text())
-        return 0
-    print("usage: python -m referee.record [--write-schema]", file=sys.stderr)
-    return 2
-
-
-if __name__ == "__main__":
-    raise SystemExit(_main(sys.argv[1:]))

@@ -1,7 +1,7 @@
 """Tournament standings: points, score, Elo with error margins, losses by kind and a crosstable.
 
-Everything here is pure arithmetic over finished game results (`GameResult`), except `write_standings`
-and `write_schema`, which only write files. `compute_standings` gives a `Standings` model (its JSON
+Everything here is pure arithmetic over finished game results (`GameResult`), except `write_standings`,
+which only writes files. `compute_standings` gives a `Standings` model (its JSON
 Schema is published as `referee/schema/standings.json`); `to_text`, `to_markdown` and `to_csv` render it.
 
 Elo: a logistic (Bradley-Terry) model, P(i beats j) = 1 / (1 + 10^((Rj - Ri) / 400)), a draw counting
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 import os
 import tempfile
@@ -31,7 +30,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 STANDINGS_VERSION: Literal[1] = 1
-SCHEMA_PATH = Path(__file__).parent / "schema" / "standings.json"
 
 RESULTS = ("1-0", "0-1", "1/2-1/2")
 NORMAL = "normal"
@@ -570,10 +568,10 @@ def write_standings(standings: Standings, out_dir: Path | str) -> list[Path]:
 
 def standings_json_schema() -> dict[str, Any]:
     """The published JSON Schema of `Standings` (what `referee/schema/standings.json` holds)."""
-    return Standings.model_json_schema()
-
-
-def write_schema(path: Path = SCHEMA_PATH) -> None:
-    """Regenerate `referee/schema/standings.json` after changing the models."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    _write_atomically(path, json.dumps(standings_json_schema(), indent=2) + "\n")
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "Alternator tournament standings v1",
+        "description": "standings.json in a tournament's output directory: rank, points, Elo, losses by kind,"
+        " crosstable and totals.",
+        **{k: v for k, v in Standings.model_json_schema().items() if k not in ("title", "description")},
+    }

@@ -1,4 +1,4 @@
-"""The committed JSON Schemas match the models, document every field, and `alternator schema` prints them."""
+"""The committed JSON Schemas match their models, document every field, and `alternator schema` prints them."""
 
 from __future__ import annotations
 
@@ -8,20 +8,29 @@ from typing import Any
 
 import pytest
 
-from protocol.messages import SCHEMA_DIRECTIONS, json_schemas, schema_text
+from protocol.messages import json_schemas
 from referee.cli import main
 from referee.commands import schema as schema_command
+from referee.commands.schema import NAMES, schema, schema_text
+
+SCHEMA_DIRECTIONS = ("referee_to_bot", "bot_to_referee")
 
 
-@pytest.mark.parametrize("direction", SCHEMA_DIRECTIONS)
-def test_the_committed_schema_matches_the_models(direction: str) -> None:
-    path = schema_command.schema_path(direction)
-    expected = schema_text(json_schemas()[direction])
+@pytest.mark.parametrize("name", NAMES)
+def test_the_committed_schema_matches_the_models(name: str) -> None:
+    path = schema_command.schema_path(name)
     committed = path.read_text(encoding="utf-8") if path.exists() else None
-    assert committed == expected, (
-        f"{path} is out of date with protocol/messages.py: regenerate it with `alternator schema --write` "
+    assert committed == schema_text(schema(name)), (
+        f"{path} is out of date with its models: regenerate it with `alternator schema --write` "
         "(or `python -m referee schema --write`) and commit the result"
     )
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_published_schema_is_draft_2020_12_with_a_title(name: str) -> None:
+    document = schema(name)
+    assert document["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    assert document.get("title") and document.get("description")
 
 
 def _models(schema: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -65,24 +74,33 @@ def test_the_message_names_of_each_direction() -> None:
 
 
 def test_the_command_prints_both_directions_as_one_document(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["schema"]) == 0
+    assert main(["schema", "protocol"]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed == json.loads(json.dumps(json_schemas()))
 
 
-def test_the_command_prints_one_direction_exactly_as_committed(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["schema", "--direction", "bot_to_referee"]) == 0
-    assert capsys.readouterr().out == schema_text(json_schemas()["bot_to_referee"])
+def test_the_command_prints_every_schema_by_default(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["schema"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert list(printed) == list(NAMES)
+    assert printed["game_record"]["title"].startswith("Alternator game record")
+
+
+def test_the_command_prints_one_schema_exactly_as_committed(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["schema", "bot_to_referee"]) == 0
+    assert capsys.readouterr().out == schema_command.schema_path("bot_to_referee").read_text(encoding="utf-8")
 
 
 def test_write_regenerates_the_files(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(schema_command, "SCHEMA_DIR", tmp_path / "schema")
+    monkeypatch.setattr(schema_command, "PROTOCOL_DIR", tmp_path / "protocol")
+    monkeypatch.setattr(schema_command, "REFEREE_DIR", tmp_path / "referee")
     assert main(["schema", "--write"]) == 0
-    for direction in SCHEMA_DIRECTIONS:
-        written = (tmp_path / "schema" / f"{direction}.json").read_text(encoding="utf-8")
-        assert written == schema_text(json_schemas()[direction])
-    assert "wrote" in capsys.readouterr().err
+    for name in NAMES:
+        folder = "protocol" if name in SCHEMA_DIRECTIONS else "referee"
+        written = (tmp_path / folder / f"{name}.json").read_text(encoding="utf-8")
+        assert written == schema_text(schema(name))
+    assert capsys.readouterr().err.count("wrote") == len(NAMES)
     assert main(["schema", "--write"]) == 0
-    assert capsys.readouterr().err.count("unchanged") == 2
+    assert capsys.readouterr().err.count("unchanged") == len(NAMES)

@@ -22,8 +22,7 @@ import pytest
 from protocol.messages import TimeControl
 from referee.cli import main
 from referee.config import TournamentPlan, parse_config, resolve_plan
-from referee.events import SCHEMA_PATH as EVENTS_SCHEMA
-from referee.events import Event, encode_event, parse_event, schema_text
+from referee.events import Event, encode_event, parse_event
 from referee.record import GameRecord, Termination
 from referee.schedule import make_schedule
 from referee.store import DB_NAME
@@ -224,12 +223,6 @@ def test_a_bot_that_cannot_start_is_a_usage_error(tmp_path: Path, capsys: pytest
     code = main(["tournament", "--bot", "random", "--bot", "x=./no-such-bot", "--out", str(tmp_path)])
     assert code == 2
     assert "bot 'x': the program" in capsys.readouterr().err
-
-
-def test_the_published_events_schema_matches_the_models() -> None:
-    assert EVENTS_SCHEMA.read_text(encoding="utf-8") == schema_text(), (
-        "referee/schema/events.json is out of date: run `python -m referee.events` and commit it"
-    )
 
 
 # -- a referee in a subprocess: kill -9, Ctrl-C, resume ----------------------------------------------

@@ -1,8 +1,10 @@
-"""`alternator schema`: print the JSON Schemas of protocol v1, or rewrite the committed copies.
+"""`alternator schema`: print the published JSON Schemas, or rewrite the committed copies.
 
-The schemas are generated from the pydantic models in `protocol.messages`; the files in
-`protocol/schema/` are committed so that people writing bots in other languages can read them, and a
-test fails when they drift from the models.
+Every JSON the arena writes or speaks has a schema generated from its pydantic model: the two
+directions of the bot protocol, game records, standings and tournament events. The files are
+committed (under `protocol/schema/` and `referee/schema/`, shipped as package data) so that people
+working in other languages can read them; a test fails when one drifts from its model, and
+`alternator schema --write` regenerates them all.
 """
 
 from __future__ import annotations
@@ -10,50 +12,86 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import protocol
+import referee
 
-HELP = "print the JSON Schemas of the bot protocol (--write regenerates protocol/schema/*.json)"
+HELP = "print the JSON Schemas of the protocol, game records, standings and events (--write regenerates them)"
 
-# Next to the models, inside the `protocol` package (shipped as package data).
-SCHEMA_DIR = Path(protocol.__file__).resolve().parent / "schema"
+PROTOCOL_DIR = Path(protocol.__file__).resolve().parent / "schema"
+REFEREE_DIR = Path(referee.__file__).resolve().parent / "schema"
+
+# name -> (the committed file, where the schema comes from), in the order they are printed.
+NAMES = ("referee_to_bot", "bot_to_referee", "game_record", "standings", "events")
+ALIASES = {"protocol": ("referee_to_bot", "bot_to_referee"), "all": NAMES}
 
 
-def schema_path(direction: str) -> Path:
-    """Where the committed schema of one direction lives."""
-    return SCHEMA_DIR / f"{direction}.json"
+def _source(name: str) -> Callable[[], dict[str, Any]]:
+    # Imported on demand: the models pull in pydantic, which `--help` does not need.
+    if name in ("referee_to_bot", "bot_to_referee"):
+        from protocol.messages import json_schemas
+
+        return lambda: json_schemas()[name]
+    if name == "game_record":
+        from referee.record import game_record_schema
+
+        return game_record_schema
+    if name == "standings":
+        from referee.standings import standings_json_schema
+
+        return standings_json_schema
+    from referee.events import events_json_schema
+
+    return events_json_schema
+
+
+def schema_path(name: str) -> Path:
+    """Where the committed schema called `name` lives."""
+    return (PROTOCOL_DIR if name in ALIASES["protocol"] else REFEREE_DIR) / f"{name}.json"
+
+
+def schema(name: str) -> dict[str, Any]:
+    """The schema called `name`, generated from its models now."""
+    return _source(name)()
+
+
+def schema_text(document: dict[str, Any]) -> str:
+    """The committed text form of a schema: stable key order, two-space indent, final newline."""
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--direction",
-        choices=["referee_to_bot", "bot_to_referee"],
-        help="print only the schema of this direction (default: both, as one JSON object keyed by direction)",
+        "name",
+        nargs="?",
+        default="all",
+        choices=[*NAMES, *ALIASES],
+        help="which schema: one of the names, 'protocol' (both directions) or 'all' (the default);"
+        " several are printed as one JSON object keyed by name",
     )
     parser.add_argument(
         "--write",
         action="store_true",
-        help=f"write protocol/schema/<direction>.json (in {SCHEMA_DIR}) instead of printing",
+        help=f"rewrite the committed files (in {PROTOCOL_DIR} and {REFEREE_DIR}) instead of printing",
     )
 
 
 def run(args: argparse.Namespace) -> int:
-    from protocol.messages import SCHEMA_DIRECTIONS, json_schemas, schema_text
-
-    schemas = json_schemas()
-    directions = [args.direction] if args.direction else list(SCHEMA_DIRECTIONS)
+    names = ALIASES.get(args.name, (args.name,))
     if args.write:
-        SCHEMA_DIR.mkdir(parents=True, exist_ok=True)
-        for direction in directions:
-            path = schema_path(direction)
-            text = schema_text(schemas[direction])
+        for name in names:
+            path = schema_path(name)
+            text = schema_text(schema(name))
             changed = not path.exists() or path.read_text(encoding="utf-8") != text
+            path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
             print(f"{'wrote' if changed else 'unchanged'} {path}", file=sys.stderr)
         return 0
-    if args.direction:
-        sys.stdout.write(schema_text(schemas[args.direction]))
+    if len(names) == 1:
+        sys.stdout.write(schema_text(schema(names[0])))
     else:
-        sys.stdout.write(json.dumps({d: schemas[d] for d in directions}, indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(schema_text({name: schema(name) for name in names}))
     return 0
