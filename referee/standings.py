@@ -376,7 +376,8 @@ def _fmt_points(points: float) -> str:
 def _fmt_elo(bot: BotStanding) -> str:
     if bot.elo is None or bot.elo_margin is None:
         return "-"
-    return f"{bot.elo:+.0f} ± {bot.elo_margin:.0f}"
+    rounded = round(bot.elo) or 0  # `or 0`: no "-0" for a rating a hair below zero
+    return f"{rounded:+d} ± {bot.elo_margin:.0f}"
 
 
 def _fmt_score(bot: BotStanding) -> str:

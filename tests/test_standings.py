@@ -423,3 +423,12 @@ def test_margins_cover_the_true_ratings_about_95_percent_of_the_time() -> None:
             inside += abs(bot.elo - (strength[bot.name] - mean)) <= bot.elo_margin
             total += 1
     assert 0.90 <= inside / total <= 0.99, f"{inside}/{total} intervals hold the true rating"
+
+
+def test_a_rating_a_hair_below_zero_prints_as_plus_zero() -> None:
+    # The demo tournament printed "-0 ± 259" for a bot the fit put a rounding error below zero.
+    results = [GameResult("A", "B", "1-0"), GameResult("B", "A", "1-0")]
+    standings = compute_standings(results, ["A", "B"])
+    bots = [bot.model_copy(update={"elo": -1e-9}) for bot in standings.bots]
+    text = to_text(standings.model_copy(update={"bots": bots}))
+    assert "-0 ±" not in text and "+0 ±" in text
