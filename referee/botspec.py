@@ -30,6 +30,17 @@ class BotSpec(BaseModel):
     command: list[str] = Field(min_length=1, description="The program and its arguments (no shell).")
     dir: Path | None = Field(default=None, description="Working directory (default: the referee's).")
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables.")
+    sandbox: bool = Field(
+        default=False,
+        description="Run the bot in a bubblewrap sandbox: no network, a read-only filesystem apart from a private"
+        " /tmp, a cleared environment (see referee/sandbox.py). Needs bwrap (Linux).",
+    )
+    memory_mb: int | None = Field(
+        default=None,
+        ge=16,
+        description="Limit the bot's address space (virtual memory) to this many MiB: allocations beyond it fail."
+        " Null: no limit.",
+    )
 
 
 class BotSpecError(ValueError):
@@ -47,18 +58,24 @@ A bot (BOT) is given in one of these forms:
   'name=deep cmd="./mybot --depth 9" dir=bots/mine env.THREADS=1'
                               key=value fields: name (in records and standings), cmd (a command line
                               as above, or a sample bot name), dir (working directory), env.KEY=VALUE
-                              (an extra environment variable; repeat for more)
+                              (an extra environment variable; repeat for more), sandbox=1 (run it in a
+                              sandbox: no network, read-only files but /tmp), memory_mb=N (limit its
+                              memory to N MiB)
   bots/mine.toml              a bot file (ends in .toml), with the same fields:
                                 name = "deep"
                                 command = "./mybot --depth 9"   # or a list: ["./mybot", "--depth", "9"]
                                 dir = "."                       # relative to the bot file's folder
+                                sandbox = true                  # optional, see above
+                                memory_mb = 512                 # optional, see above
                                 [env]
                                 THREADS = "1"
 Without a name, a bot is named after its program (or its script or module, for Python).
 A relative program path (./mybot) is looked up in the bot's working directory.
 """
 
-_FIELD_RE = re.compile(r"^(name|cmd|dir|env\.[A-Za-z_][A-Za-z0-9_]*)=", re.DOTALL)
+_FIELD_RE = re.compile(r"^(name|cmd|dir|sandbox|memory_mb|env\.[A-Za-z_][A-Za-z0-9_]*)=", re.DOTALL)
+_TRUE_WORDS = ("1", "true", "yes", "on")
+_FALSE_WORDS = ("0", "false", "no", "off")
 _NAME_RE = re.compile(r"[^A-Za-z0-9._+-]+")
 _PYTHON_WORDS = ("python", "python3")
 
@@ -117,10 +134,24 @@ def default_name(command: list[str]) -> str:
     return cleaned or "bot"
 
 
-def _make_spec(*, name: str | None, command: list[str], dir: Path | None, env: dict[str, str], what: str) -> BotSpec:
+def _make_spec(
+    *,
+    name: str | None,
+    command: list[str],
+    dir: Path | None,
+    env: dict[str, str],
+    what: str,
+    limits: dict[str, Any] | None = None,
+) -> BotSpec:
     resolved = resolve_command(command)
     try:
-        return BotSpec(name=name if name is not None else default_name(resolved), command=resolved, dir=dir, env=env)
+        return BotSpec(
+            name=name if name is not None else default_name(resolved),
+            command=resolved,
+            dir=dir,
+            env=env,
+            **(limits or {}),
+        )
     except ValidationError as error:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in error.errors())
         raise BotSpecError(f"{what}: {problems}") from None
@@ -156,11 +187,12 @@ def _parse_fields(words: list[str], what: str, base_dir: Path | None) -> BotSpec
     command: list[str] | None = None
     dir: Path | None = None
     env: dict[str, str] = {}
+    limits: dict[str, Any] = {}
     for word in words:
         if not _FIELD_RE.match(word):
             raise BotSpecError(
                 f'{what}: {word!r} is not a field; use name=NAME cmd="COMMAND LINE" dir=DIR env.KEY=VALUE'
-                " (quote the command line so it stays one field)"
+                " sandbox=1 memory_mb=N (quote the command line so it stays one field)"
             )
         key, value = word.split("=", 1)
         if key == "name":
@@ -169,15 +201,23 @@ def _parse_fields(words: list[str], what: str, base_dir: Path | None) -> BotSpec
             command = _split(value, what)
         elif key == "dir":
             dir = (base_dir or Path()) / value if not Path(value).is_absolute() else Path(value)
+        elif key == "sandbox":
+            if value.lower() not in (*_TRUE_WORDS, *_FALSE_WORDS):
+                raise BotSpecError(f"{what}: sandbox={value!r}: write sandbox=1 (sandboxed) or sandbox=0 (not)")
+            limits["sandbox"] = value.lower() in _TRUE_WORDS
+        elif key == "memory_mb":
+            if not value.isdigit():
+                raise BotSpecError(f"{what}: memory_mb={value!r}: give a whole number of MiB, e.g. memory_mb=512")
+            limits["memory_mb"] = int(value)
         else:
             env[key.removeprefix("env.")] = value
     if command is None:
         raise BotSpecError(f'{what}: no cmd= field; add the command line, e.g. cmd="./mybot --fast"')
-    return _make_spec(name=name, command=command, dir=dir, env=env, what=what)
+    return _make_spec(name=name, command=command, dir=dir, env=env, what=what, limits=limits)
 
 
 def load_bot_file(path: Path) -> BotSpec:
-    """A bot described by a TOML file (fields name, command, dir, env); BotSpecError says what is wrong."""
+    """A bot described by a TOML file (name, command, dir, env, sandbox, memory_mb); BotSpecError says what is wrong."""
     what = f"bot file {str(path)!r}"
     try:
         data: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -187,9 +227,11 @@ def load_bot_file(path: Path) -> BotSpec:
         raise BotSpecError(f"{what} cannot be read: {error.strerror}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
         raise BotSpecError(f"{what} is not valid TOML: {error}") from None
-    unknown = sorted(set(data) - {"name", "command", "dir", "env"})
+    unknown = sorted(set(data) - {"name", "command", "dir", "env", "sandbox", "memory_mb"})
     if unknown:
-        raise BotSpecError(f"{what}: unknown field(s) {', '.join(unknown)}; the fields are name, command, dir, env")
+        raise BotSpecError(
+            f"{what}: unknown field(s) {', '.join(unknown)}; the fields are name, command, dir, env, sandbox, memory_mb"
+        )
     raw_command = data.get("command")
     if isinstance(raw_command, str):
         command = _split(raw_command, what)
@@ -208,18 +250,32 @@ def load_bot_file(path: Path) -> BotSpec:
     raw_env = data.get("env", {})
     if not isinstance(raw_env, dict) or not all(isinstance(v, str) for v in raw_env.values()):
         raise BotSpecError(f'{what}: `env` must be a table of strings, e.g. [env] THREADS = "1"')
-    return _make_spec(name=name, command=command, dir=dir, env=dict(raw_env), what=what)
+    limits: dict[str, Any] = {}
+    if "sandbox" in data:
+        if not isinstance(data["sandbox"], bool):
+            raise BotSpecError(f"{what}: `sandbox` must be true or false")
+        limits["sandbox"] = data["sandbox"]
+    if "memory_mb" in data:
+        if isinstance(data["memory_mb"], bool) or not isinstance(data["memory_mb"], int):
+            raise BotSpecError(f"{what}: `memory_mb` must be a whole number of MiB, e.g. memory_mb = 512")
+        limits["memory_mb"] = data["memory_mb"]
+    return _make_spec(name=name, command=command, dir=dir, env=dict(raw_env), what=what, limits=limits)
 
 
 def check_bot_command(spec: BotSpec) -> None:
     """Raise BotSpecError, naming the bot and what to do, when its program or folder cannot be found.
 
-    Done before starting anything: a missing program is the user's mistake, not the bot's forfeit.
+    Done before starting anything: a missing program is the user's mistake, not the bot's forfeit. For a
+    sandboxed or memory-limited bot, also checks that the sandbox and the limit can be had (a SandboxError).
     """
     if spec.dir is not None and not spec.dir.is_dir():
         raise BotSpecError(
             f"bot {spec.name!r}: its working directory {str(spec.dir)!r} does not exist; fix dir= or create it"
         )
+    if spec.sandbox or spec.memory_mb is not None:
+        from referee.sandbox import check_launch  # imports this module
+
+        check_launch(spec)
     program = spec.command[0]
     shown = shlex.join(spec.command)
     if os.sep in program or (os.altsep and os.altsep in program):

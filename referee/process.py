@@ -45,6 +45,7 @@ from protocol.messages import (
 from referee import __version__
 from referee.botspec import BotSpec
 from referee.record import BotInfo, Termination
+from referee.sandbox import SandboxError, launch_command, sandbox_environment
 
 __all__ = [
     "REFEREE_NAME",
@@ -347,10 +348,14 @@ class BotChannel:
 class BotProcess(BotChannel):
     """A bot running as a child process (see `open_bot`)."""
 
-    def __init__(self, spec: BotSpec, process: trio.Process, stderr_path: Path) -> None:
+    def __init__(
+        self, spec: BotSpec, process: trio.Process, stderr_path: Path, *, argv: list[str] | None = None
+    ) -> None:
         assert process.stdin is not None and process.stdout is not None
         super().__init__(spec.name, process.stdin, process.stdout, command=list(spec.command))
         self.spec = spec
+        self.argv = list(spec.command) if argv is None else argv
+        """The command line actually run: `spec.command`, wrapped in the sandbox or a memory limit if asked."""
         self.process = process
         self.pid = process.pid
         self.stderr_path = stderr_path
@@ -382,6 +387,9 @@ class BotProcess(BotChannel):
     def info(self) -> BotInfo:
         info = super().info()
         info.stderr_log = str(self.stderr_path)
+        info.sandbox = self.spec.sandbox
+        info.memory_mb = self.spec.memory_mb
+        info.run_command = None if self.argv == self.command else list(self.argv)
         return info
 
     async def _gone_fault(self, what: str) -> BotFault:
@@ -391,7 +399,13 @@ class BotProcess(BotChannel):
         code = self.process.returncode
         if code is None:
             return BotCrashed(f"{what} but is still running")
-        return BotCrashed(describe_exit(code))
+        how = describe_exit(code)
+        if self.spec.sandbox and 128 < code < 128 + signal.NSIG:
+            # bwrap reports a child killed by signal N as exit code 128 + N.
+            how = f"{describe_exit(128 - code)} (exit code {code} from the sandbox)"
+        if self.spec.memory_mb is not None:
+            how += f" (its memory was limited to {self.spec.memory_mb} MiB)"
+        return BotCrashed(how)
 
     async def _drain_stderr(self, stream: trio.abc.ReceiveStream, cap_bytes: int) -> None:
         """Copy stderr to the log until EOF, keeping at most `cap_bytes` there and a tail of lines in memory."""
@@ -465,39 +479,48 @@ async def open_bot(
     stderr goes to `log_dir/<name>-<pid>.stderr.log`, capped at `stderr_cap_bytes`. BotStartError if the
     command cannot be started. The handshake is not done here: `run_game` does it (or call `handshake`).
     """
-    command = list(spec.command)
     if spec.dir is not None and not spec.dir.is_dir():
         raise BotStartError(
             f"cannot start bot {spec.name!r}: its working directory {str(spec.dir)!r} does not exist;"
             " fix the bot's dir setting"
         )
-    log_dir.mkdir(parents=True, exist_ok=True)
     try:
+        command = launch_command(spec)
+    except SandboxError as error:
+        raise BotStartError(str(error)) from None
+    if spec.sandbox:
+        env: dict[str, str] | None = sandbox_environment(spec, os.environ)
+    else:
+        env = {**os.environ, **spec.env} if spec.env else None
+    log_dir.mkdir(parents=True, exist_ok=True)
+    program, shown = spec.command[0], shlex.join(spec.command)  # the user's command, not the wrapper
+    try:
+        # A new session, so the whole group can be killed; the sandbox stays in it (no bwrap --new-session).
         process = await trio.lowlevel.open_process(
             command,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             cwd=spec.dir,
-            env={**os.environ, **spec.env} if spec.env else None,
+            env=env,
             start_new_session=True,
         )
     except FileNotFoundError:
         raise BotStartError(
-            f"cannot start bot {spec.name!r}: program {command[0]!r} not found (command: {shlex.join(command)});"
+            f"cannot start bot {spec.name!r}: program {program!r} not found (command: {shown});"
             " give a path to an existing program, or put it on PATH"
         ) from None
     except PermissionError:
         raise BotStartError(
-            f"cannot start bot {spec.name!r}: {command[0]!r} is not executable (command: {shlex.join(command)});"
-            f" run chmod +x on it, or start it through its interpreter (e.g. python3 {command[0]})"
+            f"cannot start bot {spec.name!r}: {program!r} is not executable (command: {shown});"
+            f" run chmod +x on it, or start it through its interpreter (e.g. python3 {program})"
         ) from None
     except OSError as error:
         raise BotStartError(
-            f"cannot start bot {spec.name!r} with {shlex.join(command)}: {error.strerror or error}; check the command"
+            f"cannot start bot {spec.name!r} with {shown}: {error.strerror or error}; check the command"
         ) from None
     assert process.stderr is not None
-    bot = BotProcess(spec, process, log_dir / f"{_log_name(spec.name)}-{process.pid}.stderr.log")
+    bot = BotProcess(spec, process, log_dir / f"{_log_name(spec.name)}-{process.pid}.stderr.log", argv=command)
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(bot._drain_stderr, process.stderr, stderr_cap_bytes)

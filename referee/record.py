@@ -53,6 +53,15 @@ class BotInfo(BaseModel):
     author: str | None = Field(default=None, description="The author the bot gave in its hello.")
     version: str | None = Field(default=None, description="The version the bot gave in its hello.")
     stderr_log: str | None = Field(default=None, description="Path of the capped log of the bot's stderr.")
+    sandbox: bool = Field(
+        default=False, description="Whether it ran in the sandbox (no network, read-only filesystem but /tmp)."
+    )
+    memory_mb: int | None = Field(default=None, description="Its address-space limit in MiB (null: none).")
+    run_command: list[str] | None = Field(
+        default=None,
+        description="The command line actually run when it differs from `command`: `command` wrapped in the"
+        " sandbox and the memory limit (null: `command` itself).",
+    )
 
 
 class GameSettings(BaseModel):
@@ -79,7 +88,12 @@ class MoveRecord(BaseModel):
     move: str = Field(description="The move in RULES.md notation.")
     elapsed_ms: float = Field(description="Time charged, from writing the turn line to the complete reply line.")
     clock_ms: int | None = Field(description="The mover's remaining game time after the move (null: no game clock).")
-    infos: list[dict[str, Any]] = Field(default_factory=list, description="The bot's info messages for this move.")
+    infos: list[dict[str, Any]] = Field(
+        default_factory=list, description="The bot's last info messages for this move (at most 16 are kept)."
+    )
+    infos_dropped: int = Field(
+        default=0, ge=0, description="Info messages sent for this move before the kept ones, counted but not kept."
+    )
 
 
 class GameRecord(BaseModel):

@@ -1,0 +1,203 @@
+"""Running untrusted bots: the command line that wraps a bot in a bubblewrap sandbox and resource limits.
+
+For competitions where strangers submit bots. A sandboxed bot (`BotSpec.sandbox`) runs under bubblewrap
+(`bwrap`, Linux only) with no network at all (its own empty network namespace: even the host's 127.0.0.1
+is out of reach), the whole filesystem mounted read-only, an empty private /tmp (and HOME=/tmp) that is
+thrown away with it, /run hidden (it holds the sockets of system services), its working directory mounted
+read-only, its own process, IPC and UTS namespaces (it sees only its own processes), and an environment
+cleared of everything but PATH, locale, PYTHONPATH and its own `env` settings (the referee's environment
+may hold secrets). It dies with the referee (--die-with-parent), and when the referee kills the bot's
+process group, bwrap goes with it and the kernel kills everything left in the sandbox's process namespace,
+even a child that moved to a session of its own: nothing escapes. There is deliberately no --new-session:
+the sandbox must stay in the process group the referee kills (the bot has no terminal to abuse anyway, its
+standard streams are pipes and the referee starts it in a new session).
+
+A memory limit (`BotSpec.memory_mb`, with or without the sandbox) caps the bot's address space
+(`prlimit --as`, RLIMIT_AS): allocations beyond it fail, so a bot that wants too much crashes rather than
+pushing the machine into swap. It is virtual memory, not resident memory: runtimes that reserve large
+address ranges up front (Java, Go, Node) need a generous limit. There is no process-count limit:
+RLIMIT_NPROC counts every process of the user, so a tight one would make bot starts fail at random; the
+process namespace already guarantees that whatever a bot starts dies with it.
+
+What the sandbox does not do: hide files (a bot can read whatever the referee's user can read, so run a
+competition's referee as a user that owns nothing secret), limit CPU, or stop a bot from connecting to a
+Unix socket in a folder it can see outside /tmp and /run.
+
+The argv builders are pure; `check_launch` (before a match or tournament starts) and `launch_command`
+(in `open_bot`) find the tools, and `check_launch` tries the sandbox once to report a machine that cannot
+create one (user namespaces disabled) as a usage error rather than as every game lost.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+
+from referee.botspec import BotSpec, BotSpecError
+
+__all__ = [
+    "HIDDEN_DIRS",
+    "KEPT_ENVIRONMENT",
+    "SandboxError",
+    "check_launch",
+    "find_bwrap",
+    "find_prlimit",
+    "launch_command",
+    "limited_command",
+    "sandbox_environment",
+    "sandboxed_command",
+]
+
+HIDDEN_DIRS = ("/tmp", "/run")
+"""Replaced by empty private folders in the sandbox (/tmp writable, /run for the sockets of services)."""
+KEPT_ENVIRONMENT = ("PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ", "PYTHONPATH")
+"""The variables a sandboxed bot inherits from the referee (plus its own `env`); the rest may hold secrets."""
+MIB = 1024 * 1024
+_PROBE_TIMEOUT_S = 10.0
+
+
+class SandboxError(BotSpecError):
+    """A sandbox or a memory limit was asked for, but this machine cannot provide it: the user's to fix."""
+
+
+def find_bwrap() -> str | None:
+    """The path of bubblewrap's `bwrap`, or None when it is not installed."""
+    return shutil.which("bwrap")
+
+
+def find_prlimit() -> str | None:
+    """The path of util-linux's `prlimit`, or None when it is not installed."""
+    return shutil.which("prlimit")
+
+
+def limited_command(command: list[str], memory_mb: int, *, prlimit: str = "prlimit") -> list[str]:
+    """`command` under an address-space limit of `memory_mb` MiB."""
+    return [prlimit, f"--as={memory_mb * MIB}", "--", *command]
+
+
+def sandboxed_command(spec: BotSpec, *, workdir: Path, bwrap: str = "bwrap", prlimit: str = "prlimit") -> list[str]:
+    """The argv that runs `spec.command` in the sandbox, in `workdir` (absolute), with `spec.memory_mb` if set.
+
+    `workdir` is the bot's working directory (its `dir`, or the referee's own): it is mounted read-only
+    on top of the private /tmp, so a bot kept under /tmp still finds its files.
+    """
+    if not workdir.is_absolute():
+        raise ValueError(f"the sandbox needs an absolute working directory, got {str(workdir)!r}")
+    command = list(spec.command)
+    if spec.memory_mb is not None:
+        command = limited_command(command, spec.memory_mb, prlimit=prlimit)
+    hidden = [arg for folder in HIDDEN_DIRS for arg in ("--tmpfs", folder)]
+    where = str(workdir)
+    return [
+        bwrap,
+        "--unshare-all",  # network, processes, IPC, UTS, user (where possible), cgroup
+        "--die-with-parent",
+        "--ro-bind", "/", "/",
+        "--dev", "/dev",
+        "--proc", "/proc",
+        *hidden,
+        "--tmpfs", "/dev/shm",  # writable shared memory, as multiprocessing expects
+        "--ro-bind", where, where,  # after the tmpfs mounts: a bot folder under /tmp stays visible
+        "--chdir", where,
+        "--",
+        *command,
+    ]  # fmt: skip
+
+
+def sandbox_environment(spec: BotSpec, environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment of a sandboxed bot: the harmless variables of `environ`, HOME=/tmp, and its own `env`."""
+    kept = {key: value for key, value in environ.items() if key in KEPT_ENVIRONMENT}
+    return {**kept, "HOME": "/tmp", "TMPDIR": "/tmp", **spec.env}
+
+
+def _workdir(spec: BotSpec) -> Path:
+    return (spec.dir if spec.dir is not None else Path.cwd()).resolve()
+
+
+def _missing_bwrap(spec: BotSpec) -> SandboxError:
+    return SandboxError(
+        f"sandbox requested for bot {spec.name!r}, but bubblewrap (bwrap) is not installed: install the"
+        " Debian/Ubuntu package bubblewrap (apt-get install bubblewrap), or run without --sandbox"
+    )
+
+
+def _missing_prlimit(spec: BotSpec) -> SandboxError:
+    return SandboxError(
+        f"memory limit requested for bot {spec.name!r} ({spec.memory_mb} MiB), but prlimit is not installed:"
+        " install util-linux (apt-get install util-linux), or run without --memory-mb / memory_mb"
+    )
+
+
+def launch_command(spec: BotSpec) -> list[str]:
+    """The argv that starts the bot: its command, wrapped as `spec.sandbox` and `spec.memory_mb` ask.
+
+    SandboxError when a tool is missing.
+    """
+    if not spec.sandbox and spec.memory_mb is None:
+        return list(spec.command)
+    prlimit = "prlimit"
+    if spec.memory_mb is not None:
+        found = find_prlimit()
+        if found is None:
+            raise _missing_prlimit(spec)
+        prlimit = found
+    if not spec.sandbox:
+        assert spec.memory_mb is not None
+        return limited_command(list(spec.command), spec.memory_mb, prlimit=prlimit)
+    bwrap = find_bwrap()
+    if bwrap is None:
+        raise _missing_bwrap(spec)
+    return sandboxed_command(spec, workdir=_workdir(spec), bwrap=bwrap, prlimit=prlimit)
+
+
+@functools.cache
+def _probe(bwrap: str) -> str | None:
+    """Start an empty sandbox once; None if it works, else what bwrap said."""
+    probe = BotSpec(name="probe", command=["true"])
+    try:
+        done = subprocess.run(
+            sandboxed_command(probe, workdir=Path("/"), bwrap=bwrap),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=_PROBE_TIMEOUT_S,
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return str(error)
+    if done.returncode == 0:
+        return None
+    said = done.stderr.decode(errors="replace").strip()
+    return said or f"exit code {done.returncode}"
+
+
+def check_launch(spec: BotSpec) -> None:
+    """Before anything starts: SandboxError, saying what to do, if the bot's sandbox or limit cannot be had.
+
+    Finds the tools, tries the sandbox once per process (5-10 ms), and refuses files the sandbox would hide.
+    """
+    launch_command(spec)  # the tools
+    if not spec.sandbox:
+        return
+    bwrap = find_bwrap()
+    assert bwrap is not None
+    problem = _probe(bwrap)
+    if problem is not None:
+        raise SandboxError(
+            f"sandbox requested for bot {spec.name!r}, but bubblewrap cannot create a sandbox on this machine"
+            f" ({problem}); unprivileged user namespaces may be disabled (sysctl kernel.unprivileged_userns_clone=1,"
+            " or on Ubuntu 24.04 and later kernel.apparmor_restrict_unprivileged_userns=0), or run without --sandbox"
+        )
+    workdir = _workdir(spec)
+    for word in spec.command:
+        path = Path(word)
+        if not path.is_absolute() or path.is_relative_to(workdir):
+            continue
+        for folder in HIDDEN_DIRS:
+            if path.is_relative_to(folder) and os.path.exists(path):
+                raise SandboxError(
+                    f"bot {spec.name!r}: {word} is under {folder}, which the sandbox replaces with an empty"
+                    f" folder; move it elsewhere, or set the bot's dir to the folder that holds it"
+                )
