@@ -17,6 +17,7 @@ import contextlib
 import json
 import logging
 import math
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -42,6 +43,11 @@ __all__ = ["Limits", "run_game"]
 log = logging.getLogger(__name__)
 
 COLORS: tuple[Color, Color] = ("black", "white")
+
+MAX_INFOS_PER_MOVE = 16
+"""Info messages kept per move: the last ones (the deepest search); the earlier ones are only counted."""
+INFO_BUDGET_CHARS = 1 << 20
+"""Info kept per side per game, in characters (roughly; see `_info_chars`): bounds a record whatever a bot sends."""
 
 
 def _other(color: Color) -> Color:
@@ -73,6 +79,11 @@ class _Forfeit(Exception):
 
 def _json_int(value: int | None, unit: int = 1) -> bytes:
     return b"null" if value is None else b"%d" % (value // unit)
+
+
+def _info_chars(info: Info) -> int:
+    """About how many characters an info takes in a record (only the text and the pv can be long)."""
+    return 64 + len(info.text or "") + 8 * len(info.pv or ())
 
 
 def _fmt_ms(ns: int) -> str:
@@ -109,6 +120,7 @@ class _Game:
         self._turn_prefix = b'{"type":"turn","game_id":' + json.dumps(game_id).encode() + b',"moves":['
         self._history: list[bytes] = [b'"%s"' % str(m).encode() for m in self.position.history]
         self._bot_names = {color: self.bots[color].name for color in COLORS}
+        self._info_budget = dict.fromkeys(COLORS, INFO_BUDGET_CHARS)
 
     # -- setup: handshake and new_game, both bots at once, not charged --------------------------------
 
@@ -212,8 +224,8 @@ class _Game:
         await bot.send_line(line)
         start = trio.current_time()
         deadline = math.inf if limit_ns is None else start + limit_ns / 1e9
-        infos: list[dict[str, Any]] = []
-        reply = await self._await_move(bot, start, deadline, infos)
+        infos: deque[Info] = deque(maxlen=MAX_INFOS_PER_MOVE)
+        reply, infos_seen = await self._await_move(bot, start, deadline, infos)
         if reply is None:
             charge = clock.charge(color, round((trio.current_time() - start) * 1e9), timed_out=True)
         else:
@@ -244,24 +256,45 @@ class _Game:
             raise BotIllegalMove(f"illegal move {error}") from None
         self._history.append(b'"%s"' % text.encode())
         remaining = charge.remaining_ns
+        kept = self._keep_infos(color, infos) if infos else []
         record = MoveRecord.model_construct(
             color=color,
             move=text,
             elapsed_ms=charge.elapsed_ns / NS_PER_MS,
             clock_ms=None if remaining is None else remaining // NS_PER_MS,
-            infos=infos,
+            infos=kept,
+            infos_dropped=infos_seen - len(kept),
         )
         self.moves.append(record)
         if self.on_move is not None:
             self.on_move(record, self.position)
 
+    def _keep_infos(self, color: Color, infos: deque[Info]) -> list[dict[str, Any]]:
+        """The infos of a move for its record: the latest ones that fit in what is left of the side's budget."""
+        budget = self._info_budget[color]
+        kept: list[dict[str, Any]] = []
+        for info in reversed(infos):
+            chars = _info_chars(info)
+            if chars > budget:
+                break
+            budget -= chars
+            kept.append(info.model_dump(exclude_none=True, exclude={"type"}))
+        self._info_budget[color] = budget
+        kept.reverse()
+        return kept
+
     async def _await_move(
-        self, bot: BotChannel, start: float, deadline: float, infos: list[dict[str, Any]]
-    ) -> MoveReply | None:
-        """Read until the move (None: the deadline passed first); ping the bot while it thinks; keep its infos."""
+        self, bot: BotChannel, start: float, deadline: float, infos: deque[Info]
+    ) -> tuple[MoveReply | None, int]:
+        """Read until the move (None: the deadline passed first) and count the infos that came before it.
+
+        Pings the bot while it thinks. `infos` keeps only the latest infos (its maxlen): a bot may send as many
+        as it likes on its own clock, but the referee's memory must not grow with them.
+        """
         limits = self.limits
         check_at = start + limits.ping_interval_s
         pending: int | None = None  # the id of the ping waiting for its pong
+        seen = 0
         while True:
             # One cancel scope per wait, for whichever comes first: a scope costs about as much as a round trip.
             with trio.move_on_at(min(check_at, deadline)) as scope:
@@ -269,7 +302,7 @@ class _Game:
             if scope.cancelled_caught:
                 now = trio.current_time()
                 if now >= deadline:
-                    return None
+                    return None, seen
                 if now < check_at:
                     continue
                 if pending is not None:
@@ -282,9 +315,10 @@ class _Game:
                 check_at = now + limits.ping_timeout_s
                 continue
             if isinstance(message, MoveReply):
-                return message
+                return message, seen
             if isinstance(message, Info):
-                infos.append(message.model_dump(exclude_none=True, exclude={"type"}))
+                infos.append(message)
+                seen += 1
             elif isinstance(message, Pong):
                 if message.id == pending:
                     pending = None

@@ -22,7 +22,7 @@ from protocol.framing import LineBuffer
 from protocol.messages import TimeControl, Turn, encode, parse_referee_line
 from protocol.rules import Position
 from referee.clock import parse_time_control
-from referee.game import Limits, _Game, run_game
+from referee.game import INFO_BUDGET_CHARS, MAX_INFOS_PER_MOVE, Limits, _Game, run_game
 from referee.process import BotChannel, open_bot
 from referee.record import GameRecord, GameSettings, MoveRecord, Termination
 from tests.conftest import BotSpecFactory, live_pids
@@ -338,6 +338,10 @@ CASES = {
         [], ["version", "2"], Termination.PROTOCOL, "white",
         "failed the handshake: speaks protocol 2, the referee speaks 1",
     ),
+    "ready-flood": Case(
+        ["readyflood"], [], Termination.PROTOCOL, "black", "failed to start the game: no ready within 0.5 s",
+        limits=Limits(ready_s=0.5),
+    ),
     "no-ready": Case(
         ["noready"], [], Termination.PROTOCOL, "black", "failed to start the game: no ready within 0.5 s",
         limits=Limits(ready_s=0.5),
@@ -423,3 +427,30 @@ async def test_stray_pong_is_a_protocol_fault_and_a_late_one_is_not(autojump_clo
     assert record.termination is Termination.PROTOCOL and record.loser == "white"
     assert "answered ping 99, which was never sent" in record.reason
     assert [m.infos for m in record.moves if m.color == "white"] == [[{"depth": 1}]]
+
+
+async def test_an_info_flood_keeps_the_last_infos_of_each_move(bot_spec: BotSpecFactory, tmp_path: Path) -> None:
+    record = await play(bot_spec, tmp_path, ["infoflood", "3000"], ["info", "--infos", "2"])
+    assert record.termination is Termination.NORMAL, record.reason
+    black = [m for m in record.moves if m.color == "black"]
+    assert black
+    for move in black:
+        # The earliest infos are counted, not kept: a bot cannot make its record (or the referee) grow unbounded.
+        assert [info["depth"] for info in move.infos] == list(range(3000 - MAX_INFOS_PER_MOVE, 3000))
+        assert move.infos_dropped == 3000 - MAX_INFOS_PER_MOVE
+    assert all(len(m.infos) == 2 and m.infos_dropped == 0 for m in record.moves if m.color == "white")
+
+
+async def test_infos_kept_per_game_are_capped(autojump_clock: trio.testing.MockClock) -> None:
+    big = b'{"type":"info","depth":%d,"text":"' + b"x" * 4000 + b'"}\n'
+    sent = MAX_INFOS_PER_MOVE + 4
+    flood = FakeBot(before_move={n: b"".join(big % d for d in range(sent)) for n in range(1, 100)})
+    record, _, _ = await fake_game(flood, FakeBot(), parse_time_control("60"), size=8)
+    assert record.termination is Termination.NORMAL, record.reason
+    black = [m for m in record.moves if m.color == "black"]
+    assert all(len(m.infos) + m.infos_dropped == sent for m in black)
+    # Each move keeps a suffix of its infos; once the game's budget for the side is spent, nothing more.
+    assert all([i["depth"] for i in m.infos] == list(range(sent - len(m.infos), sent)) for m in black)
+    kept = sum(len(m.infos) for m in black)
+    assert 0 < kept * 4000 <= INFO_BUDGET_CHARS < (kept + MAX_INFOS_PER_MOVE) * 4064
+    assert black[0].infos_dropped == 4 and black[-1].infos == []

@@ -13,7 +13,7 @@ It plays the first legal move instantly and answers pings from a reader thread (
     garbage               sends a line that is not JSON
     unknown               sends a message of an unknown type
     outofturn             sends `ready` instead of a move
-    twice                 sends its move twice (the second one out of turn)
+    twice                 sends its move twice in one write (the second one out of turn)
     move TEXT             sends TEXT as its move (an illegal or malformed move)
     badmove               sends {"type": "move", "move": 5} (not a string)
     longline BYTES        sends a line of BYTES bytes; BYTES=0: an endless line with no newline
@@ -25,6 +25,8 @@ It plays the first legal move instantly and answers pings from a reader thread (
     closeout              closes its stdout on turn N but keeps running
     noready               never answers new_game
     info                  plays normally, sending K info messages (--infos) before each move
+    infoflood N           sends N info messages before its move on every turn from turn N on (--on)
+    readyflood            answers new_game with an endless stream of info and pong messages, never ready
 """
 
 from __future__ import annotations
@@ -149,6 +151,11 @@ class Bot:
             self.write({"type": "hello", "protocol": protocol, "name": self.name, "author": "tests", "version": "1"})
         elif kind == "new_game":
             self.size = (int(str(message["width"])), int(str(message["height"])))
+            if self.mode == "readyflood":
+                with self.lock:
+                    while True:
+                        sys.stdout.write('{"type":"info","depth":1}\n{"type":"pong","id":0}\n' * 1000)
+                        sys.stdout.flush()
             if self.mode != "noready":
                 self.write({"type": "ready", "game_id": message["game_id"]})
         elif kind == "turn":
@@ -179,6 +186,11 @@ class Bot:
                 time.sleep(60)
         elif mode == "slow":
             time.sleep(int(arg) / 1000)
+        elif mode == "infoflood":
+            lines = "".join(f'{{"type":"info","depth":{depth},"text":"flood"}}\n' for depth in range(int(arg)))
+            with self.lock:
+                sys.stdout.write(lines)
+                sys.stdout.flush()
         elif mode == "garbage":
             self.write("this is not json")
             return True
@@ -193,8 +205,8 @@ class Bot:
                 "type": "move",
                 "move": first_legal_move(*self.size, [str(m) for m in self.moves]),
             }
-            self.write(move)
-            self.write(move)
+            # One write: were the second line late, the referee would take it for the next turn's answer.
+            self.write(json.dumps(move) + "\n" + json.dumps(move))
             return True
         elif mode == "move":
             self.write({"type": "move", "move": arg})
