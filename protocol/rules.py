@@ -413,8 +413,8 @@ class Position:
         return moves
 
     def has_legal_placement(self) -> bool:
-        """True when some placement is legal: when two adjacent cells are both roots."""
-        return bool(self._live)
+        """True when some placement is legal: two adjacent cells are both roots and the game is not over."""
+        return bool(self._live) and self.consecutive_passes < 2
 
     def check(self, move: Move) -> None:
         """Raise IllegalMoveError saying exactly why, unless `move` is legal here."""
@@ -676,7 +676,11 @@ class Position:
             row: list[str | None] = []
             for number, letter in _ROW_TOKEN_RE.findall(row_text):
                 if number:
-                    if not 1 <= int(number) <= MAX_SIZE - len(row):
+                    if int(number) == 0:
+                        raise InvalidPositionError(
+                            f"{text!r}: the rank {row_text!r} has a run of 0 roots; runs count from 1"
+                        )
+                    if int(number) > MAX_SIZE - len(row):
                         raise InvalidPositionError(f"{text!r}: the rank {row_text!r} has more than {MAX_SIZE} cells")
                     row.extend([None] * int(number))
                 elif letter in _STEM_ARROWS:

@@ -173,6 +173,8 @@ def test_two_passes_end_the_game_and_a_placement_between_resets() -> None:
     assert not position.is_over() and position.turn is WHITE
     position.push(PASS)
     assert position.is_over() and position.legal_moves() == [] and position.placement_count() == 0
+    # Placements would still fit on the board, but none is legal once the game is over.
+    assert position.legal_placements() == [] and not position.has_legal_placement()
     outcome = position.outcome()
     assert outcome == Outcome(WHITE, 33.0, 34.5)
     assert outcome.winner is WHITE and outcome.margin == 1.5 and outcome.result() == "0-1"
@@ -282,7 +284,8 @@ def test_position_string_round_trips_through_random_games() -> None:
         ("2 b 0 3.5", "1 ranks; a board has 2 to 26 ranks"),
         ("1/1 b 0 3.5", "a 1x2 board is not supported"),
         ("99999999999/2 b 0 3.5", "more than 26 cells"),
-        ("0/0 b 0 3.5", "more than 26 cells"),
+        ("0/0 b 0 3.5", "the rank '0' has a run of 0 roots"),
+        ("20e6/2 b 0 3.5", "the rank '20e6' has more than 26 cells"),
     ],
 )
 def test_bad_position_strings_say_what_is_wrong(text: str, reason: str) -> None:
@@ -359,6 +362,8 @@ def test_random_placement_id_is_uniform_over_legal_placements() -> None:
 
 def _compare(position: Position, oracle: OracleGame) -> None:
     assert [str(m) for m in position.legal_moves()] == oracle.legal_moves()
+    placements = [m for m in oracle.legal_moves() if m != "pass"]
+    assert (position.placement_count(), position.has_legal_placement()) == (len(placements), bool(placements))
     assert position.scores() == oracle.scores()
     assert position.is_over() == oracle.is_over()
     assert str(position.turn) == oracle.turn
