@@ -107,6 +107,13 @@ def format_info(info: dict[str, object]) -> str:
     return " ".join(parts)
 
 
+def format_infos(move: MoveRecord) -> list[str]:
+    """A move's info lines for `--show-moves` and `replay --moves`, saying first how many were not kept."""
+    lines = [f"        info ({move.infos_dropped} earlier infos not kept)"] if move.infos_dropped else []
+    lines.extend(f"        info {format_info(info)}" for info in move.infos)
+    return lines
+
+
 @dataclass(frozen=True)
 class BotTally:
     """One bot's match score: points (win 1, draw 1/2) over the scored games."""
@@ -184,8 +191,8 @@ class MatchDisplay:
         number = len(position.history)
         if self.show_moves:
             self._line(format_move(number, move))
-            for info in move.infos:
-                self._line(f"        info {format_info(info)}")
+            for line in format_infos(move):
+                self._line(line)
             return
         if not self.live:
             return

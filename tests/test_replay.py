@@ -76,6 +76,17 @@ def test_a_good_record_replays(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert f"{len(record.moves)} moves legal" in out
 
 
+def test_moves_show_their_infos_and_how_many_were_not_kept(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    record = played_record()
+    first = record.moves[0].model_copy(update={"infos": [{"depth": 7, "pv": ["a1a2"]}], "infos_dropped": 40})
+    record = record.model_copy(update={"moves": [first, *record.moves[1:]]})
+    assert main(["replay", str(write(tmp_path, record)), "--moves"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("   1. black"))
+    assert lines[at + 1 : at + 3] == ["        info (40 earlier infos not kept)", "        info depth 7 pv a1a2"]
+    assert not lines[at + 3].strip().startswith("info")
+
+
 def test_an_illegal_move_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     record = played_record()
     data = record.model_dump(mode="json")

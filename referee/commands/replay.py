@@ -133,7 +133,7 @@ def check_record(record: GameRecord) -> Position:
 
 
 def run(args: argparse.Namespace) -> int:
-    from referee.display import describe_result, format_info, format_move
+    from referee.display import describe_result, format_infos, format_move
 
     record = read_record(args.record)
     try:
@@ -152,8 +152,8 @@ def run(args: argparse.Namespace) -> int:
         first = len(settings.opening) + 1
         for number, move in enumerate(record.moves, first):
             print(format_move(number, move))
-            for info in move.infos:
-                print(f"        info {format_info(info)}")
+            for line in format_infos(move):
+                print(line)
     print(position.diagram())
     print(f"result: {describe_result(record)}")
     print(f"checked: {len(record.moves)} moves legal, result consistent with the board and the termination")
