@@ -81,6 +81,13 @@ def _json_int(value: int | None, unit: int = 1) -> bytes:
     return b"null" if value is None else b"%d" % (value // unit)
 
 
+def _check_pong(bot: BotChannel, pong: Pong) -> None:
+    """A late pong (to a ping already answered or given up on) is harmless; one to a ping never sent is not."""
+    if pong.id > bot.last_ping_id:
+        bot.broken = True
+        raise BotProtocolError(f"answered ping {pong.id}, which was never sent")
+
+
 def _info_chars(info: Info) -> int:
     """About how many characters an info takes in a record (only the text and the pv can be long)."""
     return 64 + len(info.text or "") + 8 * len(info.pv or ())
@@ -177,7 +184,9 @@ class _Game:
                                 f"answered new_game with ready for game {message.game_id!r}; expected {self.game_id!r}"
                             )
                         return
-                    if not isinstance(message, Info | Pong):
+                    if isinstance(message, Pong):
+                        _check_pong(bot, message)
+                    elif not isinstance(message, Info):
                         bot.broken = True
                         raise BotProtocolError(f"answered new_game with {message.type!r}; expected 'ready'")
         except BotFault as fault:
@@ -323,9 +332,8 @@ class _Game:
                 if message.id == pending:
                     pending = None
                     check_at = bot.last_line_time + limits.ping_interval_s
-                elif message.id > bot.last_ping_id:
-                    bot.broken = True
-                    raise BotProtocolError(f"answered ping {message.id}, which was never sent")
+                else:
+                    _check_pong(bot, message)
             else:
                 bot.broken = True
                 raise BotProtocolError(f"sent {message.type!r} during its turn; expected 'move' (or 'info', 'pong')")

@@ -38,6 +38,7 @@ class FakeBot:
     answer_pings: bool = True
     answer_hello: bool = True
     before_move: dict[int, bytes] = field(default_factory=dict)  # lines sent before the move on turn n
+    before_ready: bytes = b""  # lines sent before ready
     received: list[dict[str, Any]] = field(default_factory=list)
     pings: int = 0
 
@@ -59,7 +60,8 @@ class FakeBot:
                     if kind == "hello" and self.answer_hello:
                         await stream.send_all(b'{"type":"hello","protocol":1,"name":"fake"}\n')
                     elif kind == "new_game":
-                        await stream.send_all(b'{"type":"ready","game_id":"%s"}\n' % message["game_id"].encode())
+                        ready = b'{"type":"ready","game_id":"%s"}\n' % message["game_id"].encode()
+                        await stream.send_all(self.before_ready + ready)
                     elif kind == "turn":
                         turns += 1
                         nursery.start_soon(self._move, stream, message, turns)
@@ -454,3 +456,17 @@ async def test_infos_kept_per_game_are_capped(autojump_clock: trio.testing.MockC
     kept = sum(len(m.infos) for m in black)
     assert 0 < kept * 4000 <= INFO_BUDGET_CHARS < (kept + MAX_INFOS_PER_MOVE) * 4064
     assert black[0].infos_dropped == 4 and black[-1].infos == []
+
+
+async def test_a_pong_to_a_ping_never_sent_is_a_fault_before_the_game_too(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    chatty = FakeBot(before_ready=b'{"type":"info","depth":1}\n{"type":"pong","id":0}\n')
+    record, _, _ = await fake_game(chatty, FakeBot(), parse_time_control("5"))
+    assert record.termination is Termination.NORMAL  # infos and stale pongs are fine while it gets ready
+
+    stray = FakeBot(before_ready=b'{"type":"pong","id":7}\n')
+    record, _, white = await fake_game(FakeBot(), stray, parse_time_control("5"))
+    assert record.termination is Termination.PROTOCOL and record.loser == "white"
+    assert "failed to start the game: answered ping 7, which was never sent" in record.reason
+    assert white.broken and record.moves == []
