@@ -417,7 +417,8 @@ async def run_game(
         except _Forfeit as forfeit:
             loser, fault = forfeit.color, forfeit.fault
             offender = game.bots[loser]
-            await offender.settle()
+            with trio.CancelScope(shield=True):
+                await offender.settle()
             record = game.record(
                 result="0-1" if loser == "black" else "1-0",
                 winner=_other(loser),
@@ -453,5 +454,8 @@ async def run_game(
             reason=f"void: the referee failed ({type(error).__name__}: {error}); the game is not scored",
             started_at=started_at,
         )
-    await game.send_game_over(record)
+    # The game has ended: a stop (Ctrl-C, a tournament stopping) must not lose it now. Telling the bots
+    # takes at most `limits.game_over_s` each; the caller sees the cancellation at its next checkpoint.
+    with trio.CancelScope(shield=True):
+        await game.send_game_over(record)
     return record

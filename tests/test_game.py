@@ -470,3 +470,28 @@ async def test_a_pong_to_a_ping_never_sent_is_a_fault_before_the_game_too(
     assert record.termination is Termination.PROTOCOL and record.loser == "white"
     assert "failed to start the game: answered ping 7, which was never sent" in record.reason
     assert white.broken and record.moves == []
+
+
+async def test_a_stop_while_game_over_is_sent_does_not_lose_the_finished_game(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    black, white = FakeBot(), FakeBot()
+    settings = GameSettings(width=3, height=3, time_control=parse_time_control("5"))
+    record: GameRecord | None = None
+    async with trio.open_nursery() as nursery:
+        channels = []
+        for name, fake in (("black-bot", black), ("white-bot", white)):
+            referee_end, bot_end = trio.testing.memory_stream_pair()
+            nursery.start_soon(fake.serve, bot_end)
+            channels.append(BotChannel(name, referee_end, referee_end))
+        with trio.CancelScope() as stop:
+
+            def stop_after_the_last_move(move: MoveRecord, position: Position) -> None:
+                if position.is_over():
+                    stop.cancel()  # e.g. Ctrl-C in a tournament, just as the game ends
+
+            record = await run_game("g1", channels[0], channels[1], settings, on_move=stop_after_the_last_move)
+        await trio.sleep(0.1)
+        nursery.cancel_scope.cancel()
+    assert record is not None and record.termination is Termination.NORMAL
+    assert all([m["type"] for m in fake.received][-1] == "game_over" for fake in (black, white))
