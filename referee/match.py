@@ -206,12 +206,13 @@ class Match:
         return self.records
 
     async def _play_all(self, seats: tuple[_Seat, _Seat]) -> None:
-        number = 1
+        number, retry = 1, 0
         while number <= self.games:
             black, white = seats if number % 2 == 1 else seats[::-1]
-            record = await self._play(number, await black.ready(), await white.ready())
+            record = await self._play(number, retry, await black.ready(), await white.ready())
             if record.termination is Termination.VOID:
                 self.void_games += 1
+                retry += 1
                 if self.void_games >= MAX_VOID_GAMES:
                     raise MatchError(
                         f"the referee failed in {self.void_games} games (last: {record.reason});"
@@ -221,16 +222,15 @@ class Match:
                 for seat in seats:
                     await seat.close()
                 continue
-            number += 1
+            number, retry = number + 1, 0
 
-    def _record_path(self, number: int) -> Path:
-        stem = f"game-{number:03d}"
-        if self.void_games:
-            stem += f"-retry{self.void_games}"
+    def _record_path(self, number: int, retry: int) -> Path:
+        stem = f"game-{number:03d}" + (f"-retry{retry}" if retry else "")
         return self.out_dir / f"{stem}.json"
 
-    async def _play(self, number: int, black: BotProcess, white: BotProcess) -> GameRecord:
-        game_id = f"{self.match_id}-{number}" + (f"r{self.void_games}" if self.void_games else "")
+    async def _play(self, number: int, retry: int, black: BotProcess, white: BotProcess) -> GameRecord:
+        """Play game `number` (its `retry`-th replay after void games); write its record, even when stopped."""
+        game_id = f"{self.match_id}-{number}" + (f"r{retry}" if retry else "")
         moves: list[MoveRecord] = []
 
         def on_move(move: MoveRecord, position: Position) -> None:
@@ -241,7 +241,7 @@ class Match:
         if self.observer is not None:
             self.observer.game_started(number, self.games, black.spec.name, white.spec.name)
         started_at = datetime.now(UTC)
-        path = self._record_path(number)
+        path = self._record_path(number, retry)
         try:
             record = await run_game(game_id, black, white, self.settings, on_move=on_move)
         except BaseException as error:

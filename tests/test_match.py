@@ -11,6 +11,7 @@ import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -274,3 +275,32 @@ def test_the_live_progress_line_is_redrawn_in_place(tmp_path: Path) -> None:
     assert text.endswith(
         f"\r\x1b[Kgame 1/2: a (black) vs b (white): {describe_result(record)}  [{tmp_path}/game-001.json]\n"
     )
+
+
+async def test_a_void_game_is_played_again_and_only_it_is_named_a_retry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import referee.match as match_module
+    from referee.game import run_game as real_run_game
+    from referee.match import Match
+    from tests.conftest import make_bot_spec
+
+    calls: list[str] = []
+
+    async def first_game_void(game_id: str, *args: Any, **kwargs: Any) -> GameRecord:
+        calls.append(game_id)
+        record = await real_run_game(game_id, *args, **kwargs)
+        if len(calls) == 1:  # the referee's own failure, as run_game reports it
+            return record.model_copy(
+                update={"termination": Termination.VOID, "result": "*", "winner": None, "reason": "referee bug"}
+            )
+        return record
+
+    monkeypatch.setattr(match_module, "run_game", first_game_void)
+    settings = GameSettings(width=3, height=3, time_control=TimeControl(base_ms=5000, increment_ms=0))
+    match = Match(make_bot_spec("testbot", name="a"), make_bot_spec("testbot", name="b"), settings, 3, tmp_path)
+    records = await match.run()
+    assert calls == ["match-1", "match-1r1", "match-2", "match-3"]
+    assert [p.name for p in match.paths] == ["game-001.json", "game-001-retry1.json", "game-002.json", "game-003.json"]
+    assert [r.termination for r in records] == [Termination.VOID] + [Termination.NORMAL] * 3
+    assert [(r.black.name, r.white.name) for r in records[1:]] == [("a", "b"), ("b", "a"), ("a", "b")]
