@@ -110,6 +110,19 @@ def test_exactly_at_the_deadline_is_in_time_and_timed_out_is_never() -> None:
     assert not clock.charge("black", 5 * MS, timed_out=True).in_time
 
 
+def test_clock_edges_exactly_zero_and_the_margin_at_a_period_end() -> None:
+    clock = GameClock(parse_time_control("1"))
+    assert clock.charge("black", 1_000 * MS).remaining_ns == 0  # all of it: in time, nothing left
+    assert clock.allowed_ns("black") == 0 and clock.deadline_ns("black") == 0
+    assert not clock.charge("black", 1).in_time
+    # Within the margin at the end of a period: the clock floors at zero, then the period's time is added.
+    clock = GameClock(parse_time_control("2/1+0.5"), margin_ms=30)
+    assert clock.charge("white", 400 * MS).remaining_ns == 1_100 * MS
+    charge = clock.charge("white", 1_120 * MS)
+    assert charge.in_time and charge.overrun_ns == 0 and charge.remaining_ns == 1_500 * MS
+    assert clock.moves_to_go("white") == 2
+
+
 def test_negative_elapsed_is_charged_as_zero() -> None:
     clock = GameClock(parse_time_control("1"))
     assert clock.charge("black", -5).elapsed_ns == 0

@@ -495,3 +495,24 @@ async def test_a_stop_while_game_over_is_sent_does_not_lose_the_finished_game(
         nursery.cancel_scope.cancel()
     assert record is not None and record.termination is Termination.NORMAL
     assert all([m["type"] for m in fake.received][-1] == "game_over" for fake in (black, white))
+
+
+@dataclass
+class ChattyBot(FakeBot):
+    """Sends an info at 0.1 s and 0.2 s into each turn, then two infos and its move in one write at 0.3 s."""
+
+    async def _move(self, stream: trio.abc.Stream, turn: dict[str, Any], n: int) -> None:
+        for depth in (1, 2):
+            await trio.sleep(0.1)
+            await stream.send_all(b'{"type":"info","depth":%d}\n' % depth)
+        await trio.sleep(0.1)
+        self.before_move[n] = b'{"type":"info","depth":3}\n{"type":"info","depth":4}\n'
+        await super()._move(stream, turn, n)
+
+
+async def test_the_move_is_charged_up_to_the_chunk_that_completed_it(autojump_clock: trio.testing.MockClock) -> None:
+    record, _, _ = await fake_game(ChattyBot(), FakeBot(), parse_time_control("10+0"))
+    black = [m for m in record.moves if m.color == "black"]
+    assert black and all(m.elapsed_ms == pytest.approx(300, abs=1e-3) for m in black)
+    assert all([i["depth"] for i in m.infos] == [1, 2, 3, 4] for m in black)
+    assert [m.clock_ms for m in black] == [10_000 - 300 * n for n in range(1, len(black) + 1)]
