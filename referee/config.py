@@ -54,6 +54,10 @@ class BotConfig(BaseModel):
     )
     dir: str | None = Field(None, description="Working directory, relative to the config file's folder.")
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables.")
+    sandbox: bool | None = Field(None, description="Run this bot in the sandbox (default: the top-level `sandbox`).")
+    memory_mb: int | None = Field(
+        None, ge=16, description="This bot's memory limit in MiB (default: the top-level `memory_mb`)."
+    )
 
     @field_validator("command", mode="before")
     @classmethod
@@ -98,6 +102,17 @@ class TournamentConfig(BaseModel):
     openings: OpeningsConfig = Field(default_factory=lambda: OpeningsConfig.model_validate({}))
     concurrency: int | None = Field(None, ge=1, le=256, description="Games at once (default: number of cores).")
     out: str | None = Field(None, description="Output directory, relative to the config file's folder.")
+    sandbox: bool = Field(
+        False,
+        description="Run every bot in a bubblewrap sandbox: no network, a read-only filesystem apart from a private"
+        " /tmp, a cleared environment (a bot's own `sandbox` overrides; see referee/sandbox.py).",
+    )
+    memory_mb: int | None = Field(
+        None,
+        ge=16,
+        description="Limit every bot's address space (virtual memory) to this many MiB (a bot's own `memory_mb`"
+        " overrides).",
+    )
 
     @field_validator("time_control", mode="before")
     @classmethod
@@ -255,7 +270,7 @@ class TournamentPlan:
         return hashlib.sha256(json.dumps(self.fingerprint, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _bot_spec(bot: BotConfig, index: int, base_dir: Path, source: str) -> BotSpec:
+def _bot_spec(bot: BotConfig, index: int, base_dir: Path, source: str, config: TournamentConfig) -> BotSpec:
     try:
         command = resolve_command(bot.command)
     except BotSpecError as error:
@@ -264,7 +279,14 @@ def _bot_spec(bot: BotConfig, index: int, base_dir: Path, source: str) -> BotSpe
     if bot.dir is not None:
         directory = Path(bot.dir) if Path(bot.dir).is_absolute() else (base_dir / bot.dir)
         directory = directory.resolve()
-    return BotSpec(name=bot.name, command=command, dir=directory, env=bot.env)
+    return BotSpec(
+        name=bot.name,
+        command=command,
+        dir=directory,
+        env=bot.env,
+        sandbox=config.sandbox if bot.sandbox is None else bot.sandbox,
+        memory_mb=config.memory_mb if bot.memory_mb is None else bot.memory_mb,
+    )
 
 
 def _cores() -> int:
@@ -288,7 +310,7 @@ def resolve_plan(
     """
     from referee.clock import movetime_control, parse_time_control
 
-    specs = bots if bots is not None else [_bot_spec(b, i, base_dir, source) for i, b in enumerate(config.bots)]
+    specs = bots if bots is not None else [_bot_spec(b, i, base_dir, source, config) for i, b in enumerate(config.bots)]
     if config.movetime is not None:
         time_control = movetime_control(config.movetime)
     else:
@@ -324,6 +346,10 @@ def resolve_plan(
                 "command": _portable_command(s.command),
                 "dir": str(s.dir) if s.dir is not None else None,
                 "env": s.env,
+                # Sandboxing and limits change a bot's conditions, so resuming with others is refused. Only
+                # when set: a tournament started before they existed still resumes.
+                **({"sandbox": True} if s.sandbox else {}),
+                **({"memory_mb": s.memory_mb} if s.memory_mb is not None else {}),
             }
             for s in specs
         ],

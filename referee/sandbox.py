@@ -82,8 +82,9 @@ def limited_command(command: list[str], memory_mb: int, *, prlimit: str = "prlim
 def sandboxed_command(spec: BotSpec, *, workdir: Path, bwrap: str = "bwrap", prlimit: str = "prlimit") -> list[str]:
     """The argv that runs `spec.command` in the sandbox, in `workdir` (absolute), with `spec.memory_mb` if set.
 
-    `workdir` is the bot's working directory (its `dir`, or the referee's own): it is mounted read-only
-    on top of the private /tmp, so a bot kept under /tmp still finds its files.
+    `workdir` is the bot's working directory (its `dir`, or the referee's own). Like everything it is
+    read-only; one inside /tmp or /run is mounted again on top of the private folder, so a bot kept
+    under /tmp still finds its files (but /tmp itself stays the private one).
     """
     if not workdir.is_absolute():
         raise ValueError(f"the sandbox needs an absolute working directory, got {str(workdir)!r}")
@@ -92,6 +93,7 @@ def sandboxed_command(spec: BotSpec, *, workdir: Path, bwrap: str = "bwrap", prl
         command = limited_command(command, spec.memory_mb, prlimit=prlimit)
     hidden = [arg for folder in HIDDEN_DIRS for arg in ("--tmpfs", folder)]
     where = str(workdir)
+    bind = ["--ro-bind", where, where] if _hiding_folder(workdir) is not None else []
     return [
         bwrap,
         "--unshare-all",  # network, processes, IPC, UTS, user (where possible), cgroup
@@ -101,11 +103,19 @@ def sandboxed_command(spec: BotSpec, *, workdir: Path, bwrap: str = "bwrap", prl
         "--proc", "/proc",
         *hidden,
         "--tmpfs", "/dev/shm",  # writable shared memory, as multiprocessing expects
-        "--ro-bind", where, where,  # after the tmpfs mounts: a bot folder under /tmp stays visible
+        *bind,  # after the tmpfs mounts, which it would otherwise hide
         "--chdir", where,
         "--",
         *command,
     ]  # fmt: skip
+
+
+def _hiding_folder(path: Path) -> str | None:
+    """The folder of HIDDEN_DIRS that `path` is strictly inside (the sandbox replaces it), or None."""
+    for folder in HIDDEN_DIRS:
+        if path.is_relative_to(folder) and str(path) != folder:
+            return folder
+    return None
 
 
 def sandbox_environment(spec: BotSpec, environ: Mapping[str, str]) -> dict[str, str]:
@@ -193,11 +203,11 @@ def check_launch(spec: BotSpec) -> None:
     workdir = _workdir(spec)
     for word in spec.command:
         path = Path(word)
-        if not path.is_absolute() or path.is_relative_to(workdir):
-            continue
-        for folder in HIDDEN_DIRS:
-            if path.is_relative_to(folder) and os.path.exists(path):
-                raise SandboxError(
-                    f"bot {spec.name!r}: {word} is under {folder}, which the sandbox replaces with an empty"
-                    f" folder; move it elsewhere, or set the bot's dir to the folder that holds it"
-                )
+        if not path.is_absolute() or (_hiding_folder(workdir) is not None and path.is_relative_to(workdir)):
+            continue  # not a path, or inside the working directory, which stays visible
+        folder = _hiding_folder(path)
+        if folder is not None and os.path.exists(path):
+            raise SandboxError(
+                f"bot {spec.name!r}: {word} is in {folder}, which the sandbox replaces with an empty private"
+                f" folder; move it elsewhere, or set the bot's dir to the folder that holds it"
+            )

@@ -34,6 +34,7 @@ Examples:
   alternator match --black random --white greedy
   alternator match --black greedy --white "./mybot --fast" --tc 60+0.5 --games 4 --show-moves
   alternator match --black 'name=mine cmd="python3 bot.py" dir=bots/mine' --white bots/other.toml
+  alternator match --black ./submitted-bot --white greedy --sandbox --memory-mb 512
 """
 
 
@@ -66,6 +67,28 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="folder for the records and logs (default ./alternator-out/match-<time>/)",
     )
     parser.add_argument("--show-moves", action="store_true", help="print every move as it is played")
+    add_sandbox_options(parser)
+
+
+def add_sandbox_options(parser: argparse.ArgumentParser) -> None:
+    """`--sandbox` and `--memory-mb`, shared with `alternator tournament`."""
+    parser.add_argument(
+        "--sandbox",
+        action="store_true",
+        help="run every bot in a bubblewrap sandbox: no network, read-only files apart from a private /tmp,"
+        " a cleared environment (needs bwrap: apt-get install bubblewrap)",
+    )
+    parser.add_argument(
+        "--memory-mb",
+        type=int,
+        metavar="N",
+        help="limit every bot's memory (address space) to N MiB; a bot that allocates more crashes",
+    )
+
+
+def check_memory_mb(value: int | None) -> None:
+    if value is not None and value < 16:
+        raise UsageError(f"--memory-mb {value}: give at least 16 (MiB); a bot needs some memory to start")
 
 
 def parse_size(text: str) -> tuple[int, int]:
@@ -112,10 +135,15 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--opening: {error}") from None
     settings = GameSettings(width=width, height=height, komi=args.komi, time_control=time_control, opening=opening)
 
+    check_memory_mb(args.memory_mb)
     bots = []
     for flag, text in (("--black", args.black), ("--white", args.white)):
         try:
             spec = parse_bot_arg(text)
+            if args.sandbox:
+                spec = spec.model_copy(update={"sandbox": True})
+            if args.memory_mb is not None:
+                spec = spec.model_copy(update={"memory_mb": args.memory_mb})
             check_bot_command(spec)
         except BotSpecError as error:
             raise UsageError(f"{flag}: {error}") from None

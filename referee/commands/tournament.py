@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from referee.cli import UsageError
+from referee.commands.match import add_sandbox_options, check_memory_mb
 
 HELP = "play a tournament (round robin or gauntlet) between bots; resumable; the demo with no arguments"
 
@@ -30,6 +31,8 @@ examples:
   alternator tournament examples/tournament.toml          a tournament from a config file
   alternator tournament --bot random --bot greedy --bot mine=./mybot --games 4 --tc 5+0.1
   alternator tournament --format gauntlet --bot mine=./mybot --bot random --bot alphabeta
+  alternator tournament entries.toml --sandbox --memory-mb 512   bots from strangers: no network,
+                                                          read-only files but /tmp, 512 MiB each
 Re-run the same command to resume a stopped or killed tournament: only missing games are played.
 """
 
@@ -64,6 +67,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--openings-plies", type=int, metavar="N", help="random legal placements to start each pair")
     parser.add_argument("--openings-seed", metavar="SEED", help="seed of the random openings")
     parser.add_argument("--openings-file", type=Path, metavar="FILE", help="one opening (a move list) per line")
+    add_sandbox_options(parser)
 
 
 def parse_bot_option(text: str) -> Any:
@@ -105,7 +109,14 @@ def build_plan(args: argparse.Namespace) -> Any:
         except BotSpecError as error:
             raise UsageError(f"--bot: {error}") from None
         bots = [
-            {"name": s.name, "command": s.command, "env": s.env, **({"dir": str(s.dir)} if s.dir else {})}
+            {
+                "name": s.name,
+                "command": s.command,
+                "env": s.env,
+                **({"dir": str(s.dir)} if s.dir else {}),
+                **({"sandbox": True} if s.sandbox else {}),
+                **({"memory_mb": s.memory_mb} if s.memory_mb is not None else {}),
+            }
             for s in specs
         ]
         overrides["bots"] = ("--bot", bots)
@@ -140,6 +151,12 @@ def build_plan(args: argparse.Namespace) -> Any:
         data[key] = value
     if "bots" not in data:
         raise UsageError("no bots: give a config file, or --bot for each bot (at least two), or nothing for the demo")
+    # --sandbox and --memory-mb are for every bot: they override the bots' own settings too.
+    check_memory_mb(args.memory_mb)
+    for key, value in (("sandbox", True if args.sandbox else None), ("memory_mb", args.memory_mb)):
+        if value is not None and isinstance(data["bots"], list):
+            data[key] = value
+            data["bots"] = [{**bot, key: value} if isinstance(bot, dict) else bot for bot in data["bots"]]
     try:
         config = parse_config(data, source=source, key_sources={k: flag for k, (flag, _) in overrides.items()})
         plan = resolve_plan(config, base_dir=base_dir, source=source, default_out=default_out)
