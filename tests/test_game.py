@@ -84,6 +84,16 @@ class FakeBot:
 DEFAULT_LIMITS = Limits()
 
 
+def serve_fakes(nursery: trio.Nursery, black: FakeBot, white: FakeBot) -> list[BotChannel]:
+    """The referee's channels to two fake bots served in memory by tasks in `nursery`."""
+    channels = []
+    for name, fake in (("black-bot", black), ("white-bot", white)):
+        referee_end, bot_end = trio.testing.memory_stream_pair()
+        nursery.start_soon(fake.serve, bot_end)
+        channels.append(BotChannel(name, referee_end, referee_end))
+    return channels
+
+
 async def fake_game(
     black: FakeBot,
     white: FakeBot,
@@ -97,11 +107,7 @@ async def fake_game(
 ) -> tuple[GameRecord, BotChannel, BotChannel]:
     settings = GameSettings(width=size, height=size, time_control=control, margin_ms=margin_ms, opening=opening or [])
     async with trio.open_nursery() as nursery:
-        channels = []
-        for name, fake in (("black-bot", black), ("white-bot", white)):
-            referee_end, bot_end = trio.testing.memory_stream_pair()
-            nursery.start_soon(fake.serve, bot_end)
-            channels.append(BotChannel(name, referee_end, referee_end))
+        channels = serve_fakes(nursery, black, white)
         record = await run_game("g1", channels[0], channels[1], settings, on_move=on_move, limits=limits)
         nursery.cancel_scope.cancel()
     GameRecord.model_validate_json(record.model_dump_json())  # the record is valid against its own schema
@@ -479,11 +485,7 @@ async def test_a_stop_while_game_over_is_sent_does_not_lose_the_finished_game(
     settings = GameSettings(width=3, height=3, time_control=parse_time_control("5"))
     record: GameRecord | None = None
     async with trio.open_nursery() as nursery:
-        channels = []
-        for name, fake in (("black-bot", black), ("white-bot", white)):
-            referee_end, bot_end = trio.testing.memory_stream_pair()
-            nursery.start_soon(fake.serve, bot_end)
-            channels.append(BotChannel(name, referee_end, referee_end))
+        channels = serve_fakes(nursery, black, white)
         with trio.CancelScope() as stop:
 
             def stop_after_the_last_move(move: MoveRecord, position: Position) -> None:

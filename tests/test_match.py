@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -277,26 +278,31 @@ def test_the_live_progress_line_is_redrawn_in_place(tmp_path: Path) -> None:
     )
 
 
-async def test_a_void_game_is_played_again_and_only_it_is_named_a_retry(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import referee.match as match_module
-    from referee.game import run_game as real_run_game
-    from referee.match import Match
-    from tests.conftest import make_bot_spec
+def first_game_void(calls: list[str]) -> Callable[..., Awaitable[GameRecord]]:
+    """A `run_game` whose first game comes back void, as after the referee's own failure; notes every game id."""
+    from referee.game import run_game
 
-    calls: list[str] = []
-
-    async def first_game_void(game_id: str, *args: Any, **kwargs: Any) -> GameRecord:
+    async def run(game_id: str, *args: Any, **kwargs: Any) -> GameRecord:
         calls.append(game_id)
-        record = await real_run_game(game_id, *args, **kwargs)
-        if len(calls) == 1:  # the referee's own failure, as run_game reports it
+        record = await run_game(game_id, *args, **kwargs)
+        if len(calls) == 1:
             return record.model_copy(
                 update={"termination": Termination.VOID, "result": "*", "winner": None, "reason": "referee bug"}
             )
         return record
 
-    monkeypatch.setattr(match_module, "run_game", first_game_void)
+    return run
+
+
+async def test_a_void_game_is_played_again_and_only_it_is_named_a_retry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import referee.match as match_module
+    from referee.match import Match
+    from tests.conftest import make_bot_spec
+
+    calls: list[str] = []
+    monkeypatch.setattr(match_module, "run_game", first_game_void(calls))
     settings = GameSettings(width=3, height=3, time_control=TimeControl(base_ms=5000, increment_ms=0))
     match = Match(make_bot_spec("testbot", name="a"), make_bot_spec("testbot", name="b"), settings, 3, tmp_path)
     records = await match.run()

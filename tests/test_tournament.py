@@ -161,20 +161,10 @@ async def test_a_crashing_bot_is_restarted_and_a_healthy_one_reused(tmp_path: Pa
 
 async def test_a_void_game_is_played_again_and_never_scored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import referee.tournament as tournament_module
-    from referee.game import run_game as real_run_game
+    from tests.test_match import first_game_void
 
     calls: list[str] = []
-
-    async def first_game_void(game_id: str, *args: Any, **kwargs: Any) -> GameRecord:
-        calls.append(game_id)
-        record = await real_run_game(game_id, *args, **kwargs)
-        if len(calls) == 1:  # the referee's own failure, as run_game reports it
-            return record.model_copy(
-                update={"termination": Termination.VOID, "result": "*", "winner": None, "reason": "referee bug"}
-            )
-        return record
-
-    monkeypatch.setattr(tournament_module, "run_game", first_game_void)
+    monkeypatch.setattr(tournament_module, "run_game", first_game_void(calls))
     plan = make_plan(tmp_path, [bot_config("a"), bot_config("b")], games=2, concurrency=1)
     events: list[Event] = []
     summary = await Tournament(plan, on_event=events.append).run()
