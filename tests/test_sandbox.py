@@ -9,8 +9,11 @@ import argparse
 import itertools
 import os
 import shutil
+import signal
 import socket
+import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -346,6 +349,38 @@ async def test_a_sandboxed_bot_plays_a_whole_game_but_cannot_reach_out(
     assert probes[f"escape {marker}"] == "started" and escapees, "the escapee never ran: the test proves nothing"
     assert live_pids([*sandbox_pids, *escapees]) == []
     assert marked_processes(marker) == []
+
+
+@needs_bwrap
+def test_a_sandboxed_bot_dies_with_a_referee_killed_by_sigkill(tmp_path: Path) -> None:
+    """No quit, no killpg: only --die-with-parent and the process namespace stop the bot and its daemon."""
+    marker = f"sandbox-orphan-{uuid.uuid4().hex}"
+    script = Path(__file__).parent / "bots" / "sandboxprobe.py"
+    probe = f'name=probe cmd="python3 {script} escape {marker} -- hang" sandbox=1'  # hangs on its first turn
+    argv = ["--black", probe, "--white", "random", "--size", "4x4", "--tc", "60", "--out", str(tmp_path / "m")]
+    root = Path(__file__).resolve().parent.parent
+    referee = subprocess.Popen(
+        [sys.executable, "-m", "referee", "match", *argv],
+        cwd=root,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    sandboxed: list[int] = []
+    try:
+        deadline = time.monotonic() + 20
+        while len(sandboxed) < 4 and time.monotonic() < deadline:  # bwrap, its init, the bot, the daemon
+            time.sleep(0.05)
+            sandboxed = marked_processes(marker)
+        assert len(sandboxed) >= 4, f"the sandboxed bot did not start: {sandboxed}"
+        referee.send_signal(signal.SIGKILL)
+        referee.wait()
+        assert live_pids(sandboxed, wait_s=5) == []
+    finally:
+        if referee.poll() is None:
+            referee.kill()
+            referee.wait()
+        for pid in marked_processes(marker):  # only on failure: do not leave them running
+            os.kill(pid, signal.SIGKILL)
 
 
 @pytest.mark.parametrize("sandboxed", [pytest.param(True, marks=needs_bwrap), pytest.param(False, marks=needs_prlimit)])

@@ -1,6 +1,7 @@
 """A test bot that tries what a sandbox must stop, reports each attempt on stderr, then plays like testbot.
 
     sandboxprobe.py [connect HOST:PORT] [write PATH] [env NAME] [escape MARKER] [processes] [hog MIB] ...
+                    [-- TESTBOT ARGUMENTS]
 
 At start-up, in order, each action prints one line "probe ACTION: RESULT" to stderr:
 
@@ -12,7 +13,7 @@ At start-up, in order, each action prints one line "probe ACTION: RESULT" to std
     processes           how many processes the bot can see in /proc
     hog MIB             on its first turn (not at start-up) allocates MIB MiB, then plays on
 
-Then it plays the first legal move each turn (tests/bots/testbot.py, mode good). Stdlib only.
+Then it plays as tests/bots/testbot.py does, with the arguments after `--` (default: mode good). Stdlib only.
 """
 
 from __future__ import annotations
@@ -81,6 +82,8 @@ class HogBot(Bot):
 
 def main(args: list[str]) -> None:
     hog = 0
+    testbot_args = args[args.index("--") + 1 :] if "--" in args else []
+    args = args[: args.index("--")] if "--" in args else args
     while args:
         action, arg = args[0], args[1] if len(args) > 1 else ""
         if action == "processes":
@@ -100,7 +103,7 @@ def main(args: list[str]) -> None:
             hog = int(arg)
         else:
             raise SystemExit(f"sandboxprobe: unknown action {action!r}")
-    HogBot([], hog).run()
+    HogBot(testbot_args, hog).run()
 
 
 if __name__ == "__main__":
