@@ -10,9 +10,10 @@
 
 The kit does the handshake, plays any number of games in one process, keeps a `Position` up to date
 from each turn's history, hands `choose` a copy of it and the clocks, answers `ping` at once even while
-`choose` is thinking (a reader thread owns stdin), sends `info` from `send_info`, and exits cleanly on
-`quit` or at the end of input. An exception in `choose` (or a hook) prints its traceback to stderr and
-ends the process with status 1, which the referee reports as a crash.
+`choose` is thinking (a reader thread owns stdin), sends `info` from `send_info`, and exits with status 0
+on `quit` (even while `choose` is thinking, after `QUIT_WAIT_S`) or at the end of input. An exception
+in `choose` (or a hook) prints its traceback to stderr and ends the process with status 1, which the
+referee reports as a crash.
 
 It runs on plain blocking stdin/stdout and imports only the standard library, the rules engine and the
 framing, never pydantic or trio, so a bot starts in a few tens of milliseconds. With the real stdin and
@@ -22,6 +23,7 @@ stdout it moves the protocol to a private copy of file descriptor 1 and points f
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -53,6 +55,9 @@ PROTOCOL_VERSION = 1
 
 # What a bot spends on overheads it cannot see (pipe, scheduling, the referee's reading) in budget_ms.
 SAFETY_MS = 50
+# After `quit`, how long a move in progress may still take before the process exits without it
+# (the referee kills a bot 0.5 s after `quit`; a timed-out bot is sent `quit` mid-search before a restart).
+QUIT_WAIT_S = 0.25
 
 
 @dataclass(frozen=True)
@@ -154,13 +159,27 @@ def log(*parts: object) -> None:
 
 
 class _Session:
-    """One connection to the referee: a reader thread, an inbox for the main thread, a guarded writer."""
+    """One connection to the referee: a reader thread, an inbox for the main thread, a guarded writer.
 
-    def __init__(self, read_chunk: Callable[[], bytes], write: Callable[[bytes], None]) -> None:
+    `abandon` is called (under the write lock, so never in the middle of a line) when `choose` is still
+    running `QUIT_WAIT_S` after `quit` arrived: the move can no longer matter, and the referee kills a bot
+    that has not exited 0.5 s after `quit`. With the real stdio it ends the process (status 0); without it
+    (tests), `choose` runs to its end and the session ends after it. The end of input alone abandons
+    nothing: the move in progress is finished (and lost if nobody reads it), then the kit exits.
+    """
+
+    def __init__(
+        self,
+        read_chunk: Callable[[], bytes],
+        write: Callable[[bytes], None],
+        abandon: Callable[[], None] | None = None,
+    ) -> None:
         self._read_chunk = read_chunk
         self._write = write
+        self._abandon = abandon
         self._lock = threading.Lock()
         self._turn_active = False
+        self._quit_at: float | None = None
         self._closed = False
         self.inbox: queue.SimpleQueue[tuple[float, dict[str, Any]] | None] = queue.SimpleQueue()
         self._reader = threading.Thread(target=self._read_loop, name="protocol-reader", daemon=True)
@@ -185,7 +204,26 @@ class _Session:
 
     def begin_turn(self) -> None:
         with self._lock:
+            if self._quit_at is not None and time.monotonic() >= self._quit_at + QUIT_WAIT_S:
+                self._abandon_now()
             self._turn_active = True
+
+    def _quit_soon(self) -> None:
+        """`quit` arrived: give a move in progress `QUIT_WAIT_S` to go out, then abandon it."""
+        self._quit_at = time.monotonic()
+        if self._abandon is not None:
+            timer = threading.Timer(QUIT_WAIT_S, self._abandon_if_busy)
+            timer.daemon = True
+            timer.start()
+
+    def _abandon_if_busy(self) -> None:
+        with self._lock:
+            if self._turn_active:
+                self._abandon_now()
+
+    def _abandon_now(self) -> None:
+        if self._abandon is not None:
+            self._abandon()
 
     def send_move(self, move: str) -> None:
         data = (json.dumps({"type": "move", "move": move}, separators=(",", ":")) + "\n").encode()
@@ -231,6 +269,8 @@ class _Session:
             self.send({"type": "pong", "id": message.get("id")})
             return
         self.inbox.put((time.monotonic(), message))
+        if message.get("type") == "quit":
+            self._quit_soon()
 
 
 _active: _Session | None = None
@@ -253,14 +293,16 @@ def send_info(
     if session is None:
         return False
     message: dict[str, Any] = {"type": "info"}
-    if depth is not None and depth >= 0:
-        message["depth"] = int(depth)
-    if score is not None and math.isfinite(score):
-        message["score"] = float(score)
-    if nodes is not None and nodes >= 0:
-        message["nodes"] = int(nodes)
+    for key, value in (("depth", depth), ("nodes", nodes)):
+        if value is not None and (count := _count(value)) is not None:
+            message[key] = count
+    if score is not None and (number := _finite(score)) is not None:
+        message["score"] = number
     if pv is not None:
-        moves = [str(move) for move in pv][:256]
+        try:
+            moves = [str(move) for move in pv][:256]
+        except TypeError:
+            moves = [repr(pv)]
         if all(_is_move_text(move) for move in moves):
             message["pv"] = moves
         else:
@@ -269,6 +311,24 @@ def send_info(
         # Lone surrogates cannot be encoded as UTF-8: replace them rather than fail mid-search.
         message["text"] = str(text)[:4096].encode("utf-8", errors="replace").decode("utf-8")
     return session.send_info(message)
+
+
+def _count(value: object) -> int | None:
+    """`value` as a JSON integer >= 0, or None (a negative, infinite or non-numeric value is left out)."""
+    try:
+        number = int(value)  # type: ignore[call-overload]
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return number if number >= 0 else None
+
+
+def _finite(value: object) -> float | None:
+    """`value` as a finite JSON number, or None (NaN, infinities, huge integers and non-numbers are left out)."""
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return number if math.isfinite(number) else None
 
 
 def _is_move_text(text: str) -> bool:
@@ -412,6 +472,14 @@ def _real_stdio() -> tuple[Callable[[], bytes], Callable[[bytes], None]]:
     return read_chunk, write
 
 
+def _exit_now() -> None:
+    """End the process at once with status 0, from any thread (`choose` cannot be interrupted otherwise)."""
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()  # a stray print's text, bound for the log (fd 1 leads to stderr)
+    log(f"kit: quit came during a turn and the move was not ready {QUIT_WAIT_S:g} s later: exiting without it")
+    os._exit(0)
+
+
 def _text_stdio(stdin: TextIO, stdout: TextIO) -> tuple[Callable[[], bytes], Callable[[bytes], None]]:
     def read_chunk() -> bytes:
         # A bounded readline: an over-long line reaches the LineBuffer in pieces and is refused there.
@@ -453,7 +521,7 @@ def run_bot(
         read_chunk, write = _text_stdio(stdin, stdout)
     else:
         raise ValueError("run_bot: give both stdin and stdout streams, or neither for the real ones")
-    session = _Session(read_chunk, write)
+    session = _Session(read_chunk, write, _exit_now if stdin is None else None)
     _active = session
     session.start()
     try:

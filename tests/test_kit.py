@@ -9,6 +9,7 @@ import queue
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -185,6 +186,8 @@ def test_info_is_sent_only_during_a_turn_and_never_invalid() -> None:
         assert send_info(depth=2, score=1.5, nodes=40, pv=[Move.parse("b1a1"), "a2a3"], text="thinking")
         assert send_info(depth=-1, score=float("nan"), text="x" * 5000)  # sanitized, not refused
         assert send_info(nodes=3, pv=["d5-d4"], text="\ud800")
+        # Values that cannot even be converted are left out too: a report must never cost the game.
+        assert send_info(depth=float("inf"), score=10**400, nodes="many", pv=5, text="odd")  # type: ignore[arg-type]
         return PASS
 
     status, replies = converse(
@@ -199,6 +202,7 @@ def test_info_is_sent_only_during_a_turn_and_never_invalid() -> None:
     assert infos[0] == m.Info(type="info", depth=2, score=1.5, nodes=40, pv=["b1a1", "a2a3"], text="thinking")
     assert (infos[1].depth, infos[1].score, len(infos[1].text or "")) == (None, None, 4096)
     assert (infos[2].nodes, infos[2].pv, infos[2].text) == (3, None, "?")
+    assert infos[3] == m.Info(type="info", text="odd")
     assert isinstance(replies[-1], m.MoveReply)  # the move comes after its infos
 
 
@@ -399,8 +403,146 @@ def test_a_real_process_exits_1_with_the_traceback_when_choose_fails() -> None:
     assert [json.loads(line)["type"] for line in done.stdout.splitlines()] == ["hello", "ready"]
 
 
-@pytest.mark.parametrize("module", ["protocol.kit", "sample_bots.random", "sample_bots.greedy"])
+@pytest.mark.parametrize(
+    "module", ["protocol.kit", "sample_bots.random", "sample_bots.greedy", "sample_bots.alphabeta"]
+)
 def test_a_bot_imports_neither_pydantic_nor_trio(module: str) -> None:
     code = f"import sys, {module}; print(sorted({{n.split('.')[0] for n in sys.modules}} & {{'pydantic', 'trio'}}))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, cwd=ROOT, timeout=TIMEOUT, check=True)
     assert done.stdout.strip() == b"[]"
+
+
+SLOW_CHOOSER = """if True:
+    import sys, time
+    from protocol.kit import run_bot
+    def choose(position, clock):
+        print("thinking", flush=True)
+        deadline = time.monotonic() + float(sys.argv[1])
+        while time.monotonic() < deadline:  # a pure-Python search that never looks at its input
+            sum(range(1000))
+        return position.legal_moves()[0]
+    run_bot(choose, name="slow")
+    """
+
+
+def start_slow_chooser(seconds: float) -> subprocess.Popen[bytes]:
+    """A real bot process whose choose takes `seconds`, already thinking about its first turn."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", SLOW_CHOOSER, str(seconds)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    for message in (hello(), new_game("g"), turn("g", [])):
+        process.stdin.write(m.encode(message))
+    process.stdin.flush()
+    assert [json.loads(process.stdout.readline())["type"] for _ in range(2)] == ["hello", "ready"]
+    time.sleep(0.2)  # choose is running now
+    return process
+
+
+def test_quit_during_a_search_exits_0_before_the_referee_kills_the_bot() -> None:
+    # The referee sends quit to a bot that overran its time (before restarting it), and kills it 0.5 s later.
+    process = start_slow_chooser(60)
+    try:
+        assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+        process.stdin.write(m.encode(QUIT))
+        process.stdin.close()
+        started = time.monotonic()
+        assert process.wait(TIMEOUT) == 0
+        assert time.monotonic() - started < 0.5 + 0.3  # QUIT_WAIT_S and a busy machine's slack
+        assert process.stdout.read() == b""  # no move after quit
+        err = process.stderr.read()
+        assert b"thinking" in err and b"exiting without it" in err
+    finally:
+        process.kill()
+        process.wait()
+
+
+def test_the_end_of_input_during_a_search_finishes_the_move_then_exits_0() -> None:
+    process = start_slow_chooser(0.5)
+    try:
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.close()
+        assert process.wait(TIMEOUT) == 0
+        assert [json.loads(line)["type"] for line in process.stdout.read().splitlines()] == ["move"]
+    finally:
+        process.kill()
+        process.wait()
+
+
+@pytest.mark.parametrize("hook", ["on_new_game", "on_game_over"])
+def test_an_exception_in_a_hook_prints_the_traceback_and_returns_1(
+    hook: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def fail(*args: object) -> None:
+        raise ValueError(f"{hook} fell over")
+
+    script: list[BaseModel | str] = [hello(), new_game("g"), turn("g", []), game_over("g"), new_game("h"), QUIT]
+    if hook == "on_new_game":
+        status, replies = converse(script, on_new_game=fail)
+    else:
+        status, replies = converse(script, on_game_over=fail)
+    assert status == 1
+    # Nothing after the failing hook: no ready for a game it could not set up, no next game.
+    expected = [m.BotHello] if hook == "on_new_game" else [m.BotHello, m.Ready, m.MoveReply]
+    assert [type(r) for r in replies] == expected
+    err = capsys.readouterr().err
+    assert "Traceback" in err and f"ValueError: {hook} fell over" in err
+
+
+def test_a_turn_for_a_game_that_was_not_started_is_ignored(capsys: pytest.CaptureFixture[str]) -> None:
+    status, replies = converse([hello(), new_game("g"), turn("other", []), turn("g", []), QUIT])
+    assert status == 0
+    assert [type(r) for r in replies] == [m.BotHello, m.Ready, m.MoveReply]
+    assert "ignoring a turn for game 'other'" in capsys.readouterr().err
+
+
+CHATTY_CHOOSER = """if True:
+    import threading, time
+    from protocol.kit import run_bot, send_info
+    def choose(position, clock):
+        # Two threads send long infos (over the 4 KiB a pipe writes atomically) while pongs go out.
+        def spam():
+            end = time.monotonic() + 1.0
+            while time.monotonic() < end:
+                send_info(depth=1, text="\\u00e9" * 4096)
+        helper = threading.Thread(target=spam)
+        helper.start()
+        spam()
+        helper.join()
+        return "pass"
+    run_bot(choose, name="chatty")
+    """
+
+
+def test_lines_never_interleave_under_pings_and_infos_from_two_threads() -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-c", CHATTY_CHOOSER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT
+    )
+    assert process.stdin is not None and process.stdout is not None
+    lines: list[bytes] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(process.stdout.readline, b"")), daemon=True)  # type: ignore[union-attr]
+    reader.start()
+    try:
+        for message in (hello(), new_game("g"), turn("g", [])):
+            process.stdin.write(m.encode(message))
+        process.stdin.flush()
+        for ping_id in range(1, 101):
+            process.stdin.write(m.encode(m.Ping(type="ping", id=ping_id)))
+            process.stdin.flush()
+            time.sleep(0.005)
+        time.sleep(1.5)  # choose has returned by now
+        process.stdin.write(m.encode(QUIT))
+        process.stdin.close()
+        assert process.wait(TIMEOUT) == 0
+        reader.join(TIMEOUT)
+    finally:
+        process.kill()
+        process.wait()
+    replies = [m.parse_bot_line(line) for line in lines]  # every line is one whole valid message
+    assert [r.id for r in replies if isinstance(r, m.Pong)] == list(range(1, 101))
+    assert sum(isinstance(r, m.Info) for r in replies) > 10
+    assert isinstance(replies[-1], m.MoveReply) and replies[-1].move == "pass"
