@@ -154,6 +154,19 @@ def test_forfeits_must_name_the_right_loser_and_winner() -> None:
         check_record(partial.model_copy(update={"result": "1-0"}))
 
 
+def test_a_game_voided_or_stopped_after_its_last_move_checks_out() -> None:
+    finished = played_record()  # ends with two passes
+    for termination in (Termination.VOID, Termination.ABORTED):
+        # e.g. the referee failed while showing the last move: the game is not scored, but the record is sound.
+        unscored = finished.model_copy(
+            update={"termination": termination, "result": "*", "winner": None, "black_score": None, "white_score": None}
+        )
+        assert check_record(unscored).is_over()
+    forfeit = finished.model_copy(update={"termination": Termination.CRASH, "loser": "white", "winner": "black"})
+    with pytest.raises(RecordCheckError, match="the moves end with two passes"):
+        check_record(forfeit.model_copy(update={"result": "1-0"}))
+
+
 def test_an_opening_is_replayed_first() -> None:
     settings = SETTINGS.model_copy(update={"opening": ["a1a2", "b2b1"]})
     record = played_record(3, settings=settings)

@@ -104,12 +104,13 @@ def check_record(record: GameRecord) -> Position:
         if record.loser is not None:
             raise fail(f"a normal end has no loser, but the record names {record.loser}")
         return position
-    if position.is_over():
-        raise fail("the moves end with two passes, so the game ended normally, not by this termination")
     if not termination.is_scored:
+        # Void or stopped, perhaps just after the last move (the referee failed showing it): any position will do.
         if record.result != "*" or record.winner is not None or record.loser is not None:
             raise fail(f"a {termination.value} game has result * and no winner or loser, not {record.result}")
         return position
+    if position.is_over():
+        raise fail("the moves end with two passes, so the game ended normally, not by this termination")
     # A forfeit: the loser broke a rule, the other side wins.
     if record.loser is None:
         raise fail("a forfeit must name the loser")
