@@ -105,10 +105,6 @@ class TournamentStore:
         row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else str(row[0])
 
-    def set_meta(self, key: str, value: str) -> None:
-        with self._transaction():
-            self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
-
     # -- the schedule --------------------------------------------------------------------------------
 
     def scheduled(self) -> dict[int, ScheduledGame]:
