@@ -119,6 +119,8 @@ class _Game:
                 self.position.push(Move.parse(text))
             except ValueError as error:
                 raise ValueError(f"the opening of game {game_id!r} is not playable: {error}") from None
+        if self.position.is_over():
+            raise ValueError(f"the opening of game {game_id!r} ends the game (two passes); leave moves for the bots")
         self.clock = GameClock(settings.time_control, settings.margin_ms)
         self.moves: list[MoveRecord] = []
         # The turn line is built by hand from pieces kept up to date: on the per-move path, pydantic's

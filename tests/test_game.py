@@ -246,6 +246,10 @@ async def test_unplayable_opening_is_refused_before_anything_is_sent() -> None:
     channel = BotChannel("x", referee_end, referee_end)
     with pytest.raises(ValueError, match="opening of game 'g' is not playable: a1c3"):
         await run_game("g", channel, channel, settings)
+    # An opening that ends the game leaves nothing to play: no game to score.
+    settings = settings.model_copy(update={"opening": ["a1b1", "pass", "pass"]})
+    with pytest.raises(ValueError, match=r"opening of game 'g' ends the game \(two passes\); leave moves for the bots"):
+        await run_game("g", channel, channel, settings)
 
 
 # -- real bots: every adjudication path -----------------------------------------------------------

@@ -110,6 +110,7 @@ def test_a_bot_that_crashes_forfeits_and_is_restarted(tmp_path: Path, capsys: py
         (["--white", "random", "--size", "30x30"], "--size '30x30'"),
         (["--white", "random", "--games", "0"], "--games 0"),
         (["--white", "random", "--opening", "a1a3"], "--opening: move 1"),
+        (["--white", "random", "--opening", "pass pass"], "--opening: it ends the game (two passes)"),
     ],
 )
 def test_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], words: str) -> None:

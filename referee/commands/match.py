@@ -130,7 +130,8 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--tc {args.tc!r}: {error}") from None
     opening = args.opening.split()
     try:
-        Position.from_moves(opening, width, height, args.komi)
+        if Position.from_moves(opening, width, height, args.komi).is_over():
+            raise UsageError("--opening: it ends the game (two passes); leave moves for the bots")
     except (InvalidMoveError, IllegalMoveError) as error:
         raise UsageError(f"--opening: {error}") from None
     settings = GameSettings(width=width, height=height, komi=args.komi, time_control=time_control, opening=opening)
