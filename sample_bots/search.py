@@ -71,6 +71,12 @@ class _Board:
         # Each undirected edge as (dark end, light end, dark->light move id, light->dark move id);
         # a move id is pit * n + root.
         self.edges = [(i, j, i * n + j, j * n + i) for i in range(n) if self.dark[i] for j in self.nbrs[i]]
+        # The same edges from each side's point of view, by the side to move (1 Black, -1 White), as
+        # (my root, their root, the move taking their tree onto mine, the move giving mine onto theirs).
+        self.sides = {
+            1: [(a, b, ba, ab) for a, b, ab, ba in self.edges],
+            -1: [(b, a, ab, ba) for a, b, ab, ba in self.edges],
+        }
         rng = random.Random(0x5EED)  # fixed keys: reproducible searches
         # One key per possible stem, indexed by move id; only adjacent pairs need one.
         self.zkey = [0] * (n * n)
@@ -98,7 +104,7 @@ class Searcher:
         self.komi = position.komi
         board = _Board.of(width, height)
         self.dark = board.dark
-        self.edges = board.edges
+        self.sides = board.sides
         self.nbrs = board.nbrs
         self.zkey = board.zkey
         self.zturn = board.zturn
@@ -158,34 +164,21 @@ class Searcher:
         nbrs = self.nbrs
         caps: list[tuple[int, int]] = []
         rest: list[tuple[int, int]] = []
-        black = self.stm > 0
-        for a, b, ab, ba in self.edges:
-            sa = size[a]
-            sb = size[b]
-            if sa and sb:
-                # a is dark: a->b gives sa to White; b->a gives sb to Black.
-                if black:
-                    if sb >= sa:
-                        grown = sa + sb
-                        key = sb
-                        for r in nbrs[a]:
-                            if r != b and 0 < size[r] <= grown:
-                                key -= grown
-                                break
-                        caps.append((key, ba))
-                    if sa >= sb:
-                        rest.append((-sa, ab))
-                else:
-                    if sa >= sb:
-                        grown = sa + sb
-                        key = sa
-                        for r in nbrs[b]:
-                            if r != a and 0 < size[r] <= grown:
-                                key -= grown
-                                break
-                        caps.append((key, ab))
-                    if sb >= sa:
-                        rest.append((-sb, ba))
+        for mine, theirs, take, give in self.sides[self.stm]:
+            s_mine = size[mine]
+            s_theirs = size[theirs]
+            if s_mine and s_theirs:
+                # Taking their tree onto my root wins s_theirs; giving mine onto theirs loses s_mine.
+                if s_theirs >= s_mine:
+                    grown = s_mine + s_theirs
+                    key = s_theirs
+                    for r in nbrs[mine]:
+                        if r != theirs and 0 < size[r] <= grown:
+                            key -= grown
+                            break
+                    caps.append((key, take))
+                if s_mine >= s_theirs:
+                    rest.append((-s_mine, give))
         caps.sort(reverse=True)
         rest.sort(reverse=True)
         return caps, rest
