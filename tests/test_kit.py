@@ -21,6 +21,7 @@ from protocol import kit
 from protocol import messages as m
 from protocol.kit import Clock, Game, GameResult, run_bot, send_info
 from protocol.rules import BLACK, PASS, WHITE, Move, Position
+from tests.bot_messages import new_game
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT = 20  # seconds; only reached when something is broken
@@ -28,21 +29,6 @@ TIMEOUT = 20  # seconds; only reached when something is broken
 
 def hello(protocol: int = 1) -> m.Hello:
     return m.Hello(type="hello", protocol=protocol, referee="test referee")
-
-
-def new_game(game_id: str, color: str = "black", width: int = 3, height: int = 3) -> m.NewGame:
-    return m.NewGame.model_validate(
-        {
-            "type": "new_game",
-            "game_id": game_id,
-            "color": color,
-            "width": width,
-            "height": height,
-            "komi": 0.5,
-            "time_control": {"base_ms": 60000, "increment_ms": 500},
-            "opponent": "nobody",
-        }
-    )
 
 
 def turn(game_id: str, moves: list[str], black_ms: int = 60000, white_ms: int = 50000) -> m.Turn:

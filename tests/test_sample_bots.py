@@ -23,6 +23,7 @@ from protocol.kit import Clock, Game, TimeControl
 from protocol.rules import BLACK, Color, Position
 from sample_bots import greedy
 from sample_bots.random import RandomBot
+from tests.bot_messages import new_game
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT = 20  # seconds per message; only reached when a bot is broken
@@ -90,21 +91,6 @@ async def spawn(tmp_path: Path) -> AsyncIterator[Spawn]:
             bot.process.kill()
             await bot.process.wait()
         bot.log.close()
-
-
-def new_game(game_id: str, color: str, width: int, height: int, komi: float = 0.5) -> m.NewGame:
-    return m.NewGame.model_validate(
-        {
-            "type": "new_game",
-            "game_id": game_id,
-            "color": color,
-            "width": width,
-            "height": height,
-            "komi": komi,
-            "time_control": {"base_ms": 60000},
-            "opponent": "the other one",
-        }
-    )
 
 
 async def play(black: Bot, white: Bot, game_id: str, width: int, height: int, komi: float = 0.5) -> Position:
