@@ -102,7 +102,10 @@ class Cell(NamedTuple):
         return BLACK if (self.file + self.rank) % 2 == 0 else WHITE
 
     def __str__(self) -> str:
-        return f"{FILES[self.file]}{self.rank + 1}"
+        if 0 <= self.file < len(FILES) and self.rank >= 0:
+            return f"{FILES[self.file]}{self.rank + 1}"
+        # Off every board (a search stepping past an edge): say what it is rather than fail or alias z1.
+        return f"Cell({self.file}, {self.rank})"
 
 
 class Move(NamedTuple):

@@ -4,6 +4,7 @@ strings, the integer-level API, and random games checked move by move against th
 from __future__ import annotations
 
 import random
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -151,6 +152,19 @@ def test_off_board_on_a_small_board_names_its_size() -> None:
         Position(2, 3).check(Move.parse("c1b1"))
     with pytest.raises(IllegalMoveError, match=r"^a4a3: a4 is off the 2x3 board$"):
         Position(2, 3).check(Move.parse("a4a3"))
+
+
+def test_a_cell_past_any_edge_is_illegal_not_a_crash() -> None:
+    # A search that steps to a neighbour past the edge of a 26-wide board, or below a1, asks about such cells.
+    position = Position(26, 26)
+    for move, shown in [
+        (Move(Cell(25, 0), Cell(26, 0)), "Cell(26, 0)"),
+        (Move(Cell(0, 0), Cell(-1, 0)), "Cell(-1, 0)"),
+        (Move(Cell(0, 0), Cell(0, -1)), "Cell(0, -1)"),
+    ]:
+        assert not position.is_legal(move)
+        with pytest.raises(IllegalMoveError, match=re.escape(f"{shown} is off the 26x26 board")):
+            position.check(move)
 
 
 def test_from_moves_names_the_bad_move_and_its_number() -> None:
