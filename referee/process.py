@@ -272,6 +272,9 @@ class BotChannel:
         while self._lines:
             line = self._lines.popleft()
             message = self._parse(line)
+            if isinstance(message, Pong) and message.id > self._ping_id:
+                self.broken = True
+                raise BotProtocolError(f"answered ping {message.id}, which was never sent")
             if not isinstance(message, Pong | Info):
                 self.broken = True
                 raise BotProtocolError(f"sent {message.type!r} when it was not asked for anything: {_quote(line)}")

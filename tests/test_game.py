@@ -332,6 +332,9 @@ CASES = {
     "move-between-turns": Case(
         ["twice"], [], Termination.PROTOCOL, "black", "sent 'move' when it was not asked for anything"
     ),
+    "pong-between-turns": Case(
+        ["strangepong"], [], Termination.PROTOCOL, "black", "answered ping 999, which was never sent"
+    ),
     "illegal": Case(
         [], ["move", "f3e3"], Termination.ILLEGAL_MOVE, "white",
         "illegal move f3e3: the tree at f3 (size 1) is smaller than the tree at e3 (size 4)",

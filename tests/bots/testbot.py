@@ -14,6 +14,7 @@ It plays the first legal move instantly and answers pings from a reader thread (
     unknown               sends a message of an unknown type
     outofturn             sends `ready` instead of a move
     twice                 sends its move twice in one write (the second one out of turn)
+    strangepong           sends its move and a pong to a ping never sent, in one write
     move TEXT             sends TEXT as its move (an illegal or malformed move)
     badmove               sends {"type": "move", "move": 5} (not a string)
     longline BYTES        sends a line of BYTES bytes; BYTES=0: an endless line with no newline
@@ -207,6 +208,10 @@ class Bot:
             }
             # One write: were the second line late, the referee would take it for the next turn's answer.
             self.write(json.dumps(move) + "\n" + json.dumps(move))
+            return True
+        elif mode == "strangepong":
+            move = {"type": "move", "move": first_legal_move(*self.size, [str(m) for m in self.moves])}
+            self.write(json.dumps(move) + "\n" + json.dumps({"type": "pong", "id": 999}))
             return True
         elif mode == "move":
             self.write({"type": "move", "move": arg})
