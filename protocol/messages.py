@@ -78,7 +78,8 @@ class TimeControl(BaseModel):
     - Fixed time per move: `move_time_ms` for each move, no game clock (`base_ms` null).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Sent to bots inside `new_game`: open to fields a later referee may add, like every referee message.
+    model_config = ConfigDict(extra="allow", frozen=True)
 
     base_ms: Milliseconds | None = Field(description="Time on each clock at the start (null: no game clock).")
     increment_ms: Milliseconds = Field(
