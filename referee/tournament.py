@@ -15,6 +15,7 @@ have), and EOF covers the same case on every platform.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -47,6 +48,10 @@ MAX_VOID_TRIES = 3
 """A void game is played again at once, but at most this many times per run (then left for the next run)."""
 MAX_OPEN_PER_SLOT = 4
 """Bot processes a slot keeps open; with many bots the least recently used is closed to make room."""
+STANDINGS_UPDATE_INTERVAL_S = 1.0
+"""Standings are recomputed (and `standings_updated` sent) at most this often while games run, and after
+the last game. The Elo fit takes milliseconds with a large field, on the thread that times every move of
+every game in progress: a bot whose reply arrived meanwhile would be charged for it."""
 STANDINGS_WRITE_INTERVAL_S = 5.0
 
 
@@ -100,6 +105,7 @@ class Tournament:
         self._played_now = 0
         self._voids_now = 0
         self._last_standings_write = 0.0
+        self._last_standings_update = -math.inf
         self._started = 0.0
         self._store: TournamentStore | None = None
         self._write_lock = trio.Lock()
@@ -275,7 +281,9 @@ class Tournament:
                 games_total=len(self.schedule),
             )
         )
-        if scored:
+        finishing = len(self._results) == len(self.schedule)
+        if scored and (finishing or time.monotonic() - self._last_standings_update >= STANDINGS_UPDATE_INTERVAL_S):
+            self._last_standings_update = time.monotonic()
             standings = self._standings()
             self.on_event(
                 StandingsUpdated(

@@ -123,13 +123,12 @@ async def test_round_robin_with_openings_and_two_games_at_once(tmp_path: Path) -
 
     kinds = [event.type for event in events]
     assert kinds[0] == "tournament_started" and kinds[-1] == "tournament_finished"
-    assert Counter(kinds) == {
-        "tournament_started": 1,
-        "game_started": 12,
-        "game_finished": 12,
-        "standings_updated": 12,
-        "tournament_finished": 1,
-    }
+    counts = Counter(kinds)
+    assert (counts["tournament_started"], counts["game_started"], counts["game_finished"]) == (1, 12, 12)
+    # At most one standings update a second (the Elo fit is kept off the timing path), and one after the last game.
+    assert 1 <= counts["standings_updated"] <= 12 and counts["tournament_finished"] == 1
+    updates = [event for event in events if event.type == "standings_updated"]
+    assert updates[0].games_done == 1 and updates[-1].games_done == 12
     assert {event.slot for event in events if event.type == "game_started"} == {0, 1}
     for event in events:
         assert parse_event(encode_event(event)) == event
@@ -341,5 +340,6 @@ def test_the_progress_display_redraws_one_line_on_a_terminal_and_writes_plain_li
     last_status = terminal.getvalue().rsplit("\r\x1b[K", 1)[1]
     assert last_status.startswith("1/2 games, 0:00 elapsed, ~0:00 left, leader a 1/1")
     assert "\n" not in last_status  # redrawn in place, not scrolled
+    assert "[1/2] game 1 a (black) - b (white): 1-0 black wins by 2.5\n" in terminal.getvalue()
     assert "\r" not in log.getvalue()
     assert log.getvalue().splitlines()[1] == "[1/2] game 1 a (black) - b (white): 1-0 black wins by 2.5"

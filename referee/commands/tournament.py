@@ -189,8 +189,8 @@ def _clock(seconds: float) -> str:
 class TournamentDisplay:
     """Progress on stderr: games done of total, elapsed and remaining time, the leader.
 
-    On a terminal one status line is redrawn in place (forfeits and void games are printed above it,
-    they matter); elsewhere every finished game is a plain line.
+    Every finished game is a line, as cutechess prints them; on a terminal a status line below them is
+    redrawn in place, so elapsed time, the estimate and the leader stay in view.
     """
 
     def __init__(self, out: TextIO, *, live: bool | None = None) -> None:
@@ -227,7 +227,7 @@ class TournamentDisplay:
             text = f"game {event.number} {event.black} (black) - {event.white} (white): {event.result} {event.reason}"
             if not event.scored:
                 self._line(f"{text} [not scored: it is played again]")
-            elif not self.live or event.termination != "normal":
+            else:
                 self._line(f"[{event.games_done}/{event.games_total}] {text}")
             self._status()
         elif event.type == "standings_updated" and event.standings:
