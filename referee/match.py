@@ -20,7 +20,7 @@ import trio
 from protocol.rules import Position
 from referee.botspec import BotSpec
 from referee.game import run_game
-from referee.process import BotProcess, open_bot
+from referee.process import BotHost, BotProcess
 from referee.record import GameRecord, GameSettings, MoveRecord, Termination
 
 MAX_VOID_GAMES = 3
@@ -112,55 +112,6 @@ def is_interrupt(error: BaseException) -> bool:
     return False
 
 
-class _Seat:
-    """One bot's process, started on first use and restarted when a fault left it broken.
-
-    Each process lives in a task of its own (in the match's nursery) that holds `open_bot` open until
-    told to stop: the two bots' context managers are then not nested, so either can be restarted alone.
-    """
-
-    def __init__(self, spec: BotSpec, log_dir: Path, nursery: trio.Nursery) -> None:
-        self.spec = spec
-        self.log_dir = log_dir
-        self.nursery = nursery
-        self.process: BotProcess | None = None
-        self.starts = 0
-        self._stop: trio.Event | None = None
-        self._stopped: trio.Event | None = None
-
-    async def ready(self) -> BotProcess:
-        if self.process is not None and not self.process.broken:
-            return self.process
-        await self.close()
-        stop, stopped = trio.Event(), trio.Event()
-        process: BotProcess = await self.nursery.start(self._host, stop, stopped)
-        self.process, self._stop, self._stopped = process, stop, stopped
-        self.starts += 1
-        return process
-
-    async def _host(
-        self,
-        stop: trio.Event,
-        stopped: trio.Event,
-        *,
-        task_status: trio.TaskStatus[BotProcess] = trio.TASK_STATUS_IGNORED,
-    ) -> None:
-        try:
-            async with open_bot(self.spec, self.log_dir) as process:
-                task_status.started(process)
-                await stop.wait()
-        finally:
-            stopped.set()
-
-    async def close(self) -> None:
-        """Stop the process (quit, grace, kill) and wait until it is gone."""
-        stop, stopped = self._stop, self._stopped
-        self.process = self._stop = self._stopped = None
-        if stop is not None and stopped is not None:
-            stop.set()
-            await stopped.wait()
-
-
 @dataclass
 class Match:
     """Two bots, `games` games, alternating colours: game 1 has `first` as Black.
@@ -190,25 +141,25 @@ class Match:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         try:
             async with trio.open_nursery() as nursery:
-                seats = (_Seat(self.first, self.log_dir, nursery), _Seat(self.second, self.log_dir, nursery))
+                hosts = (BotHost(self.first, self.log_dir, nursery), BotHost(self.second, self.log_dir, nursery))
                 try:
-                    await self._play_all(seats)
+                    await self._play_all(hosts)
                 finally:
                     with trio.CancelScope(shield=True):
-                        for seat in seats:
-                            await seat.close()
+                        for host in hosts:
+                            await host.close()
         except BaseExceptionGroup as group:
-            # The seats' tasks only end when told to: the group holds the body's one exception.
+            # The hosts' tasks only end when told to: the group holds the body's one exception.
             if len(group.exceptions) == 1:
                 inner = group.exceptions[0]
                 raise inner from inner.__cause__
             raise
         return self.records
 
-    async def _play_all(self, seats: tuple[_Seat, _Seat]) -> None:
+    async def _play_all(self, hosts: tuple[BotHost, BotHost]) -> None:
         number, retry = 1, 0
         while number <= self.games:
-            black, white = seats if number % 2 == 1 else seats[::-1]
+            black, white = hosts if number % 2 == 1 else hosts[::-1]
             record = await self._play(number, retry, await black.ready(), await white.ready())
             if record.termination is Termination.VOID:
                 self.void_games += 1
@@ -219,8 +170,8 @@ class Match:
                         f" the match is stopped: please report this with the records in {self.out_dir}"
                     )
                 # The referee lost track of the game: start both bots afresh before playing it again.
-                for seat in seats:
-                    await seat.close()
+                for host in hosts:
+                    await host.close()
                 continue
             number, retry = number + 1, 0
 

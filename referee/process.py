@@ -52,6 +52,7 @@ __all__ = [
     "BotChannel",
     "BotCrashed",
     "BotFault",
+    "BotHost",
     "BotIllegalMove",
     "BotProcess",
     "BotProtocolError",
@@ -540,3 +541,57 @@ async def open_bot(
             inner = group.exceptions[0]
             raise inner from inner.__cause__
         raise
+
+
+class BotHost:
+    """One bot's process, kept open by a task of its own in `nursery`, started on demand, restarted when broken.
+
+    `open_bot` is a context manager holding a nursery, so it must be exited by the task that entered it;
+    hosting each process in its own task lets a match or a tournament stop and restart any one of its
+    bots, in any order, while the others keep running.
+    """
+
+    def __init__(self, spec: BotSpec, log_dir: Path, nursery: trio.Nursery) -> None:
+        self.spec = spec
+        self.log_dir = log_dir
+        self.nursery = nursery
+        self.process: BotProcess | None = None
+        self._stop: trio.Event | None = None
+        self._stopped: trio.Event | None = None
+
+    async def ready(self) -> BotProcess:
+        """The running process, or a new one if there is none or a fault left it broken (BotStartError)."""
+        if self.process is not None and not self.process.broken:
+            return self.process
+        await self.close()
+        stop, stopped = trio.Event(), trio.Event()
+        process: BotProcess = await self.nursery.start(self._host, stop, stopped)
+        self.process, self._stop, self._stopped = process, stop, stopped
+        return process
+
+    async def close(self) -> None:
+        """Stop the process (quit, grace, kill) and wait until it is gone; nothing if none is running."""
+        stopped = self._stopped
+        self.close_soon()
+        if stopped is not None:
+            await stopped.wait()
+
+    def close_soon(self) -> None:
+        """Ask the process to stop without waiting for it (the nursery waits)."""
+        if self._stop is not None:
+            self._stop.set()
+        self.process = self._stop = self._stopped = None
+
+    async def _host(
+        self,
+        stop: trio.Event,
+        stopped: trio.Event,
+        *,
+        task_status: trio.TaskStatus[BotProcess] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        try:
+            async with open_bot(self.spec, self.log_dir) as process:
+                task_status.started(process)
+                await stop.wait()
+        finally:
+            stopped.set()

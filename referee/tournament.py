@@ -23,7 +23,6 @@ from pathlib import Path
 
 import trio
 
-from referee.botspec import BotSpec
 from referee.config import TournamentPlan
 from referee.events import (
     Event,
@@ -36,7 +35,7 @@ from referee.events import (
     standing_rows,
 )
 from referee.game import run_game
-from referee.process import BotProcess, open_bot
+from referee.process import BotHost, BotProcess
 from referee.record import GameRecord, GameSettings, Termination
 from referee.schedule import ScheduledGame, make_schedule, pick_next
 from referee.standings import GameResult, Standings, compute_standings, write_standings
@@ -70,21 +69,15 @@ class TournamentSummary:
 
 
 @dataclass
-class _Held:
-    """A bot process kept open by its own task (open_bot holds a nursery, so it must exit where it entered)."""
-
-    process: BotProcess
-    close: trio.Event
-    closed: trio.Event
-
-
-@dataclass
 class _Slot:
-    """One worker slot's open bot processes, by bot name, least recently used first."""
+    """One worker slot's bot processes, by bot name, least recently used first."""
 
     index: int
     nursery: trio.Nursery
-    processes: dict[str, _Held] = field(default_factory=dict)
+    hosts: dict[str, BotHost] = field(default_factory=dict)
+
+    def running(self) -> set[str]:
+        return {name for name, host in self.hosts.items() if host.process is not None}
 
 
 class Tournament:
@@ -182,13 +175,13 @@ class Tournament:
             slot = _Slot(index, nursery)
             try:
                 while self._pending:
-                    at = pick_next(self._pending, set(slot.processes), window=2 * self.plan.concurrency)
+                    at = pick_next(self._pending, slot.running(), window=2 * self.plan.concurrency)
                     game = self._pending.pop(at)
                     await self._play(slot, game)
             finally:
-                # Normal end: ask every process task to quit its bot. On a stop, cancellation does it.
-                for held in slot.processes.values():
-                    held.close.set()
+                # Normal end: ask every process to quit (the nursery waits). On a stop, cancellation does it.
+                for host in slot.hosts.values():
+                    host.close_soon()
 
     async def _play(self, slot: _Slot, game: ScheduledGame) -> None:
         store = self._require_store()
@@ -227,14 +220,11 @@ class Tournament:
         with trio.CancelScope(shield=True):
             await self._in_thread(self._save, game.number, record)
         await self._finished(game, record, time.monotonic() - started)
-        if record.termination is Termination.VOID:
-            # Something went wrong on our side: start both bots afresh before playing it again.
-            for name in {game.black, game.white}:
-                await self._close(slot, name)
-            return
-        for process in (black, white):
-            if process.broken:
-                await self._close(slot, process.spec.name)
+        for name, process in ((game.black, black), (game.white, white)):
+            # After a void game (something went wrong on our side) both bots start afresh; a broken one is
+            # stopped now rather than at its next game (a bot that lost on time may still be thinking).
+            if record.termination is Termination.VOID or process.broken:
+                await slot.hosts[name].close()
 
     def _save(self, number: int, record: GameRecord) -> None:
         """Commit a finished game, then append it to games.jsonl (in a worker thread)."""
@@ -300,32 +290,13 @@ class Tournament:
 
     async def _process(self, slot: _Slot, name: str) -> BotProcess:
         """The slot's running process for this bot, started if need be (BotStartError: cannot start)."""
-        if name in slot.processes:
-            reused = slot.processes.pop(name)
-            slot.processes[name] = reused  # most recently used last
-            return reused.process
-        while len(slot.processes) >= MAX_OPEN_PER_SLOT:
-            await self._close(slot, next(iter(slot.processes)))
-        spec = self.plan.bots[self.plan.bot_names.index(name)]
-        held: _Held = await slot.nursery.start(self._hold, spec)
-        slot.processes[name] = held
-        return held.process
-
-    async def _hold(self, spec: BotSpec, *, task_status: trio.TaskStatus[_Held]) -> None:
-        closed = trio.Event()
-        try:
-            async with open_bot(spec, self.log_dir) as process:
-                held = _Held(process, trio.Event(), closed)
-                task_status.started(held)
-                await held.close.wait()
-        finally:
-            closed.set()
-
-    async def _close(self, slot: _Slot, name: str) -> None:
-        held = slot.processes.pop(name, None)
-        if held is not None:
-            held.close.set()
-            await held.closed.wait()
+        host = slot.hosts.pop(name, None)
+        if host is None:
+            while len(slot.hosts) >= MAX_OPEN_PER_SLOT:
+                await slot.hosts.pop(next(iter(slot.hosts))).close()
+            host = BotHost(self.plan.bots[self.plan.bot_names.index(name)], self.log_dir, slot.nursery)
+        slot.hosts[name] = host  # most recently used last
+        return await host.ready()
 
     # -- outputs -----------------------------------------------------------------------------------
 

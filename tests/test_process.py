@@ -22,13 +22,14 @@ from referee.process import (
     BotChannel,
     BotCrashed,
     BotFault,
+    BotHost,
     BotProtocolError,
     BotStartError,
     describe_exit,
     open_bot,
 )
 from referee.record import Termination
-from tests.conftest import BotSpecFactory, live_pids
+from tests.conftest import BotSpecFactory, live_pids, pid_alive
 
 # -- the channel over memory streams --------------------------------------------------------------
 
@@ -300,3 +301,23 @@ async def test_env_and_dir_are_applied(tmp_path: Path) -> None:
             hello = await bot.handshake()
     assert hello.name == f"zed:{tmp_path.name}"
     assert json.loads('{"ok": 1}')  # (keeps json import honest for the script text above)
+
+
+async def test_a_host_reuses_its_process_restarts_it_when_broken_and_stops_it(
+    bot_spec: BotSpecFactory, tmp_path: Path
+) -> None:
+    async with trio.open_nursery() as nursery:
+        host = BotHost(bot_spec("testbot"), tmp_path, nursery)
+        first = await host.ready()
+        assert await host.ready() is first
+        assert (await first.handshake()).name == "testbot"
+        first.broken = True
+        second = await host.ready()
+        assert second is not first and second.pid != first.pid
+        assert not pid_alive(first.pid)  # the broken one was stopped before its successor started
+        await host.close()
+        assert host.process is None and not pid_alive(second.pid)
+        await host.close()  # closing twice is harmless
+        third = await host.ready()
+        host.close_soon()  # the nursery waits for it
+    assert not pid_alive(third.pid)

@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from testbot import Bot
+from testbot import Bot  # type: ignore[import-not-found]  # a sibling script, not a package
 
 
 def report(action: str, result: str) -> None:
@@ -66,7 +66,7 @@ def processes() -> None:
     report("processes", str(count))
 
 
-class HogBot(Bot):
+class HogBot(Bot):  # type: ignore[misc]
     def __init__(self, argv: list[str], hog_mib: int) -> None:
         super().__init__(argv)
         self.hog_mib = hog_mib
