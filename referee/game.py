@@ -81,13 +81,6 @@ def _json_int(value: int | None, unit: int = 1) -> bytes:
     return b"null" if value is None else b"%d" % (value // unit)
 
 
-def _check_pong(bot: BotChannel, pong: Pong) -> None:
-    """A late pong (to a ping already answered or given up on) is harmless; one to a ping never sent is not."""
-    if pong.id > bot.last_ping_id:
-        bot.broken = True
-        raise BotProtocolError(f"answered ping {pong.id}, which was never sent")
-
-
 def _info_chars(info: Info) -> int:
     """About how many characters an info takes in a record (only the text and the pv can be long)."""
     return 64 + len(info.text or "") + 8 * len(info.pv or ())
@@ -187,7 +180,7 @@ class _Game:
                             )
                         return
                     if isinstance(message, Pong):
-                        _check_pong(bot, message)
+                        bot.check_pong(message)
                     elif not isinstance(message, Info):
                         bot.broken = True
                         raise BotProtocolError(f"answered new_game with {message.type!r}; expected 'ready'")
@@ -335,7 +328,7 @@ class _Game:
                     pending = None
                     check_at = bot.last_line_time + limits.ping_interval_s
                 else:
-                    _check_pong(bot, message)
+                    bot.check_pong(message)
             else:
                 bot.broken = True
                 raise BotProtocolError(f"sent {message.type!r} during its turn; expected 'move' (or 'info', 'pong')")

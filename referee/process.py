@@ -223,6 +223,12 @@ class BotChannel:
     def last_ping_id(self) -> int:
         return self._ping_id
 
+    def check_pong(self, pong: Pong) -> None:
+        """A late pong (to a ping already answered or given up on) is harmless; one to a ping never sent is not."""
+        if pong.id > self._ping_id:
+            self.broken = True
+            raise BotProtocolError(f"answered ping {pong.id}, which was never sent")
+
     # -- receiving ------------------------------------------------------------------------------------
 
     async def receive_line(self) -> bytes:
@@ -273,10 +279,9 @@ class BotChannel:
         while self._lines:
             line = self._lines.popleft()
             message = self._parse(line)
-            if isinstance(message, Pong) and message.id > self._ping_id:
-                self.broken = True
-                raise BotProtocolError(f"answered ping {message.id}, which was never sent")
-            if not isinstance(message, Pong | Info):
+            if isinstance(message, Pong):
+                self.check_pong(message)
+            elif not isinstance(message, Info):
                 self.broken = True
                 raise BotProtocolError(f"sent {message.type!r} when it was not asked for anything: {_quote(line)}")
 
