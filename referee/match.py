@@ -8,8 +8,6 @@ Ctrl-C keeps every finished game, and the game it was playing is written as abor
 
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,6 +17,7 @@ import trio
 
 from protocol.rules import Position
 from referee.botspec import BotSpec
+from referee.files import write_text_atomic
 from referee.game import run_game
 from referee.process import BotHost, BotProcess
 from referee.record import GameRecord, GameSettings, MoveRecord, Termination
@@ -39,19 +38,6 @@ class MatchObserver(Protocol):
     def move_played(self, move: MoveRecord, position: Position) -> None: ...
 
     def game_finished(self, number: int, record: GameRecord, path: Path | None) -> None: ...
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write a file so that readers see the old content or the new one, never half of it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as file:
-            file.write(text)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
 
 
 def write_record(record: GameRecord, path: Path) -> None:

@@ -20,14 +20,14 @@ from __future__ import annotations
 import csv
 import io
 import math
-import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from referee.files import write_text_atomic
 
 STANDINGS_VERSION: Literal[1] = 1
 
@@ -536,20 +536,6 @@ def to_csv(standings: Standings) -> str:
 # --- files ----------------------------------------------------------------------------------------------------
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    # A reader (or a killed tournament) sees the old file or the new one, never half of one.
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-
-
 def write_standings(standings: Standings, out_dir: Path | str) -> list[Path]:
     """Write standings.json, standings.csv and standings.md into `out_dir`; returns their paths."""
     directory = Path(out_dir)
@@ -562,7 +548,7 @@ def write_standings(standings: Standings, out_dir: Path | str) -> list[Path]:
     written = []
     for name, text in files.items():
         path = directory / name
-        _write_atomically(path, text)
+        write_text_atomic(path, text)
         written.append(path)
     return written
 

@@ -34,6 +34,7 @@ from referee.events import (
     now,
     standing_rows,
 )
+from referee.files import write_text_atomic
 from referee.game import run_game
 from referee.process import BotHost, BotProcess
 from referee.record import GameRecord, GameSettings, Termination
@@ -309,12 +310,7 @@ class Tournament:
 
     def _rewrite_games_file(self) -> None:
         """games.jsonl from the database, in game order: no duplicates, no half line from a killed run."""
-        path = self.out_dir / GAMES_FILE
-        temp = path.with_name(f".{GAMES_FILE}.tmp")
-        with temp.open("w", encoding="utf-8") as file:
-            for data in self._require_store().records():
-                file.write(data + "\n")
-        temp.replace(path)
+        write_text_atomic(self.out_dir / GAMES_FILE, (data + "\n" for data in self._require_store().records()))
 
     def _write_outputs(self, standings: Standings) -> list[Path]:
         self._rewrite_games_file()
