@@ -134,6 +134,11 @@ def default_name(command: list[str]) -> str:
     return cleaned or "bot"
 
 
+def is_field_form(text: str) -> bool:
+    """Whether a bot argument is in the key=value form: it starts with one of the fields (name=, cmd=, ...)."""
+    return _FIELD_RE.match(text.strip()) is not None
+
+
 def _make_spec(
     *,
     name: str | None,

@@ -233,6 +233,10 @@ def test_bot_option_forms() -> None:
     assert parse_bot_option("a=random").name == "a"
     spec = parse_bot_option('name=deep cmd="./mybot --depth 9" env.T=1')
     assert (spec.name, spec.command, spec.env) == ("deep", ["./mybot", "--depth", "9"], {"T": "1"})
+    # Any field may come first, as with `match --black`: not read as a bot named "sandbox" running "1".
+    spec = parse_bot_option("sandbox=1 memory_mb=64 name=x cmd=greedy")
+    assert (spec.name, spec.command[1:], spec.sandbox, spec.memory_mb) == ("x", ["-m", "sample_bots.greedy"], True, 64)
+    assert parse_bot_option("memory_mb=64 cmd=greedy").memory_mb == 64
 
 
 def test_a_single_bot_or_duplicate_names_are_usage_errors() -> None:

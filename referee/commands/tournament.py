@@ -23,7 +23,6 @@ from referee.commands.match import add_sandbox_options, check_memory_mb
 HELP = "play a tournament (round robin or gauntlet) between bots; resumable; the demo with no arguments"
 
 _NAMED_BOT = re.compile(r"^([A-Za-z0-9._+-]{1,64})=(.+)$", re.DOTALL)
-_FIELD_NAMES = ("name", "cmd", "dir")
 
 EPILOG = """\
 examples:
@@ -72,10 +71,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def parse_bot_option(text: str) -> Any:
     """`--bot NAME=CMD` (a name for any bot form), or any form `parse_bot_arg` accepts."""
-    from referee.botspec import parse_bot_arg
+    from referee.botspec import is_field_form, parse_bot_arg
 
     match = _NAMED_BOT.match(text.strip())
-    if match and match.group(1) not in _FIELD_NAMES and not match.group(1).startswith("env."):
+    if match and not is_field_form(text):
         spec = parse_bot_arg(match.group(2))
         return spec.model_copy(update={"name": match.group(1)})
     return parse_bot_arg(text)
