@@ -36,7 +36,16 @@ from referee.process import (
     BotTimeout,
     BotUnresponsive,
 )
-from referee.record import GameRecord, GameSettings, MoveRecord, Result, Termination
+from referee.record import (
+    GameRecord,
+    GameSettings,
+    MoveRecord,
+    Result,
+    Termination,
+    color_name,
+    other_color,
+    result_for,
+)
 
 __all__ = ["Limits", "run_game"]
 
@@ -48,10 +57,6 @@ MAX_INFOS_PER_MOVE = 16
 """Info messages kept per move: the last ones (the deepest search); the earlier ones are only counted."""
 INFO_BUDGET_CHARS = 1 << 20
 """Info kept per side per game, in characters (roughly; see `_info_chars`): bounds a record whatever a bot sends."""
-
-
-def _other(color: Color) -> Color:
-    return "white" if color == "black" else "black"
 
 
 @dataclass(frozen=True)
@@ -165,7 +170,7 @@ class _Game:
             height=settings.height,
             komi=settings.komi,
             time_control=settings.time_control,
-            opponent=self._bot_names[_other(color)],
+            opponent=self._bot_names[other_color(color)],
         )
         try:
             with trio.move_on_after(limits.ready_s) as scope:
@@ -196,7 +201,7 @@ class _Game:
     async def play(self) -> None:
         position = self.position
         while not position.is_over():
-            color: Color = "black" if position.turn.value == "black" else "white"
+            color = color_name(position.turn)
             try:
                 await self._turn(color)
             except BotFault as fault:
@@ -414,9 +419,10 @@ async def run_game(
             offender = game.bots[loser]
             with trio.CancelScope(shield=True):
                 await offender.settle()
+            winner = other_color(loser)
             record = game.record(
-                result="0-1" if loser == "black" else "1-0",
-                winner=_other(loser),
+                result=result_for(winner),
+                winner=winner,
                 termination=fault.termination,
                 reason=f"{loser} ({offender.name}) {fault.reason}",
                 loser=loser,
@@ -426,12 +432,10 @@ async def run_game(
             )
         else:
             outcome = game.position.score_outcome()
-            winner: Color | None = None
-            if outcome.winner is not None:
-                winner = "black" if outcome.winner.value == "black" else "white"
+            scored_winner = None if outcome.winner is None else color_name(outcome.winner)
             record = game.record(
-                result="1/2-1/2" if winner is None else "1-0" if winner == "black" else "0-1",
-                winner=winner,
+                result=result_for(scored_winner),
+                winner=scored_winner,
                 termination=Termination.NORMAL,
                 reason=f"two passes in a row: {outcome}",
                 scores=(outcome.black_score, outcome.white_score),

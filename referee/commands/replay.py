@@ -63,7 +63,7 @@ def read_record(path: Path) -> GameRecord:
 def check_record(record: GameRecord) -> Position:
     """Replay `record` with the rules and check it; the final position, or RecordCheckError naming the move."""
     from protocol.rules import IllegalMoveError, InvalidMoveError, Move, Position
-    from referee.record import Termination
+    from referee.record import Termination, other_color, result_for
 
     settings = record.settings
     position = Position(settings.width, settings.height, settings.komi)
@@ -114,8 +114,8 @@ def check_record(record: GameRecord) -> Position:
     # A forfeit: the loser broke a rule, the other side wins.
     if record.loser is None:
         raise fail("a forfeit must name the loser")
-    expected_winner = "white" if record.loser == "black" else "black"
-    expected_result = "1-0" if expected_winner == "black" else "0-1"
+    expected_winner = other_color(record.loser)
+    expected_result = result_for(expected_winner)
     if record.winner != expected_winner or record.result != expected_result:
         raise fail(
             f"{record.loser} forfeited, so {expected_winner} wins ({expected_result}),"
