@@ -140,7 +140,7 @@ def _quote(line: bytes) -> str:
     return repr(text) + (f" ({len(line)} bytes)" if len(line) > _QUOTE_CHARS else "")
 
 
-def _invalid_message_fault(line: bytes, error: ValidationError) -> BotFault:
+def _invalid_message_fault(line: bytes, error: ValidationError) -> BotProtocolError:
     """Say precisely what is wrong with a line that failed validation (the slow path: faults only)."""
     first = error.errors()[0]
     if first["type"] == "json_invalid":
@@ -180,7 +180,6 @@ class BotChannel:
         receive_stream: trio.abc.ReceiveStream,
         *,
         command: list[str] | None = None,
-        max_line_bytes: int = MAX_LINE_BYTES,
     ) -> None:
         self.name = name
         self.command = command if command is not None else [name]
@@ -193,7 +192,7 @@ class BotChannel:
         """True once the bot's output has ended or its input is closed: nothing more can be exchanged."""
         self._send_stream = send_stream
         self._receive_stream = receive_stream
-        self._buffer = LineBuffer(max_line_bytes)
+        self._buffer = LineBuffer(MAX_LINE_BYTES)
         self._lines: deque[bytes] = deque()
         self._line_error: LineTooLongError | None = None
         self._eof = False
@@ -213,15 +212,16 @@ class BotChannel:
             self.broken = self.closed = True
             raise await self._gone_fault("closed its input") from None
 
+    def _next_ping(self) -> tuple[int, bytes]:
+        """A fresh ping id and its line (ids count up, so a pong to a ping never sent can be told)."""
+        self._ping_id += 1
+        return self._ping_id, encode(Ping(type="ping", id=self._ping_id))
+
     async def send_ping(self) -> int:
         """Send a ping with a fresh id and return the id."""
-        self._ping_id += 1
-        await self.send(Ping(type="ping", id=self._ping_id))
-        return self._ping_id
-
-    @property
-    def last_ping_id(self) -> int:
-        return self._ping_id
+        ping_id, line = self._next_ping()
+        await self.send_line(line)
+        return ping_id
 
     def check_pong(self, pong: Pong) -> None:
         """A late pong (to a ping already answered or given up on) is harmless; one to a ping never sent is not."""
@@ -293,10 +293,8 @@ class BotChannel:
         try:
             return parse_bot_line(line)
         except ValidationError as error:
-            fault = _invalid_message_fault(line, error)
-            if not isinstance(fault, BotIllegalMove):
-                self.broken = True
-            raise fault from None
+            self.broken = True
+            raise _invalid_message_fault(line, error) from None
 
     # -- exchanges ------------------------------------------------------------------------------------
 
@@ -318,9 +316,7 @@ class BotChannel:
 
         For benchmarks and health checks between games; other messages that arrive meanwhile are dropped.
         """
-        ping_id = self._ping_id + 1
-        self._ping_id = ping_id
-        line = encode(Ping(type="ping", id=ping_id))
+        ping_id, line = self._next_ping()
         start = trio.current_time()
         await self.send_line(line)
         while True:
