@@ -157,9 +157,11 @@ class GameClock:
         return None if allowed is None else allowed + self._margin_ns
 
     def message(self, color: Color) -> Clock:
-        """Both clocks as the turn message shows them to `color` (whole ms, rounded down)."""
+        """Both clocks as the turn message shows them to `color` (whole ms, rounded down).
+
+        `run_game` writes the same fields straight into its hand-built turn line; a test holds the two equal.
+        """
         black, white = self._remaining["black"], self._remaining["white"]
-        # model_construct: the values are ours and valid, and this is on the per-move path.
         return Clock.model_construct(
             black_ms=None if black is None else black // NS_PER_MS,
             white_ms=None if white is None else white // NS_PER_MS,

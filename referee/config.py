@@ -259,15 +259,11 @@ class TournamentPlan:
     openings: list[tuple[str, ...]]
     concurrency: int
     out_dir: Path
-    fingerprint: dict[str, Any]  # what must not change on resume; see `fingerprint_digest`
+    fingerprint: dict[str, Any]  # what must not change on resume (the store compares it)
 
     @property
     def bot_names(self) -> list[str]:
         return [bot.name for bot in self.bots]
-
-    @property
-    def fingerprint_digest(self) -> str:
-        return hashlib.sha256(json.dumps(self.fingerprint, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def _bot_spec(bot: BotConfig, index: int, base_dir: Path, source: str, config: TournamentConfig) -> BotSpec:

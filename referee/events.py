@@ -1,7 +1,8 @@
 """Tournament events: one JSON object per line (`alternator tournament --events FILE`), for other programs.
 
 A program can follow a tournament without parsing the human display: `tournament_started`, then a
-`game_started` and a `game_finished` for every game, a `standings_updated` after every scored game,
+`game_started` and a `game_finished` for every game (a void one is played again: it gets another
+pair), a `standings_updated` at most once a second while scored games finish and after the last one,
 and `tournament_finished` at the end (also after Ctrl-C, with `interrupted` true). Every event has a
 `type` tag and a `time`. The JSON Schema of the union is published as `referee/schema/events.json`
 (regenerate with `alternator schema --write` after changing the models; a test fails when it drifts).
