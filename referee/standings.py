@@ -28,14 +28,15 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from referee.files import write_text_atomic
+from referee.record import Termination
 
 STANDINGS_VERSION: Literal[1] = 1
 
 RESULTS = ("1-0", "0-1", "1/2-1/2")
-NORMAL = "normal"
+NORMAL = Termination.NORMAL.value
 # Always listed, in this order, even when zero; any other termination kind seen follows, sorted.
-LOSS_KINDS = (NORMAL, "time", "illegal_move", "protocol", "crash", "unresponsive")
-UNSCORED = ("void", "aborted")
+LOSS_KINDS = tuple(kind.value for kind in Termination if kind.is_scored)
+UNSCORED = tuple(kind.value for kind in Termination if not kind.is_scored)
 
 _K = math.log(10.0) / 400.0  # d(log-odds)/d(Elo)
 _Z95 = 1.959963984540054
