@@ -158,6 +158,11 @@ def log(*parts: object) -> None:
     print(*parts, file=sys.stderr, flush=True)
 
 
+def _line(message: dict[str, Any]) -> bytes:
+    """One protocol line: compact JSON, newline-terminated. ASCII-only (escapes), so any str encodes."""
+    return (json.dumps(message, separators=(",", ":")) + "\n").encode()
+
+
 class _Session:
     """One connection to the referee: a reader thread, an inbox for the main thread, a guarded writer.
 
@@ -188,7 +193,7 @@ class _Session:
         self._reader.start()
 
     def send(self, message: dict[str, Any]) -> None:
-        data = (json.dumps(message, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+        data = _line(message)
         with self._lock:
             self._write_locked(data)
 
@@ -226,14 +231,14 @@ class _Session:
             self._abandon()
 
     def send_move(self, move: str) -> None:
-        data = (json.dumps({"type": "move", "move": move}, separators=(",", ":")) + "\n").encode()
+        data = _line({"type": "move", "move": move})
         # Under the lock: no info may slip out after the move, when it would be out of turn.
         with self._lock:
             self._turn_active = False
             self._write_locked(data)
 
     def send_info(self, message: dict[str, Any]) -> bool:
-        data = (json.dumps(message, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+        data = _line(message)
         with self._lock:
             if not self._turn_active:
                 return False
@@ -308,7 +313,7 @@ def send_info(
         else:
             log(f"kit: leaving out a pv that is not a list of moves: {moves[:8]!r}")
     if text is not None:
-        # Lone surrogates cannot be encoded as UTF-8: replace them rather than fail mid-search.
+        # A lone surrogate is not valid JSON text even escaped (the referee refuses it): replace it.
         message["text"] = str(text)[:4096].encode("utf-8", errors="replace").decode("utf-8")
     return session.send_info(message)
 
