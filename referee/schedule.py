@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from protocol.rules import IllegalMoveError, InvalidMoveError, Position
+from protocol.rules import IllegalMoveError, InvalidMoveError, Move, Position
 
 
 class Format(enum.StrEnum):
@@ -127,17 +127,16 @@ def parse_openings(text: str, width: int, height: int, komi: float, *, source: s
         if not line:
             continue
         position = Position(width, height, komi)
-        moves = line.split()
-        for move_number, move in enumerate(moves, start=1):
+        for move_number, move in enumerate(line.split(), start=1):
             try:
-                position.push(position.parse_move(move))
+                position.push(Move.parse(move))
             except (InvalidMoveError, IllegalMoveError) as error:
                 raise OpeningsFileError(
                     f"{source}: line {line_number}: move {move_number} ({move!r}) on a {width}x{height} board: {error}"
                 ) from None
         if position.is_over():
             raise OpeningsFileError(f"{source}: line {line_number}: the opening ends the game; leave moves to play")
-        openings.append(tuple(str(position.history[i]) for i in range(len(moves))))
+        openings.append(tuple(str(move) for move in position.history))
     if not openings:
         raise OpeningsFileError(f"{source}: no openings (one move list per line, e.g. 'd5d4 e4e5')")
     return openings
