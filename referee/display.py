@@ -15,6 +15,7 @@ from typing import TextIO
 
 from protocol.rules import Position
 from referee.record import GameRecord, MoveRecord, Termination
+from referee.sprt import PENTANOMIAL_OUTCOMES, EloEstimate, SprtStatus, Verdict, elo_estimate
 
 _TERMINATION_WORDS = {
     Termination.NORMAL: "both passed",
@@ -212,6 +213,11 @@ class MatchDisplay:
             for line in record.stderr_tail[-10:]:
                 self._line(f"    {line}")
 
+    def pair_finished(self, games: int, pairs: tuple[int, ...], sprt: SprtStatus | None) -> None:
+        # Only a match that runs the SPRT says where it stands after each pair; others sum up at the end.
+        if sprt is not None:
+            self._line(format_pair_progress(games, pairs, sprt))
+
     def message(self, text: str) -> None:
         self._line(text)
 
@@ -228,10 +234,90 @@ class MatchDisplay:
         self.out.flush()
 
 
+MAX_LISTED_GAMES = 20
+"""A longer match lists only the games that did not end on the board (an SPRT run can play thousands)."""
+
+
 def format_match_report(records: Sequence[GameRecord], first: str, second: str) -> list[str]:
-    """The end-of-match summary: each game's result with its reason and scores, then the match score."""
+    """The end-of-match summary: each game's result with its reason and scores, then the match score.
+
+    After more than `MAX_LISTED_GAMES` games only the forfeits, void and aborted games are listed
+    (at most that many), since their reasons are what a person must read.
+    """
+    listed = list(enumerate(records, 1))
     lines = ["results:"]
-    for number, record in enumerate(records, 1):
+    if len(records) > MAX_LISTED_GAMES:
+        listed = [(n, r) for n, r in listed if r.termination is not Termination.NORMAL]
+        lines = [f"results: {len(records)} games; {len(listed)} did not end on the board" + (":" if listed else "")]
+    for number, record in listed[:MAX_LISTED_GAMES]:
         lines.append(f"  {number}. {record.black.name} - {record.white.name}: {describe_result(record)}")
+    if len(listed) > MAX_LISTED_GAMES:
+        lines.append(f"  ... and {len(listed) - MAX_LISTED_GAMES} more")
     lines.append(format_match_score(records, first, second))
+    return lines
+
+
+def format_elo(estimate: EloEstimate) -> str:
+    """`+35.2 ± 41.0 (95%)`, `+240.8 (95%: +59.9 to +inf)`, or what stands in for it at a 0% or 100% score."""
+    if estimate.score is None:
+        return "none yet (no finished game pair)"
+    if estimate.elo is None:
+        return "+inf (every game won)" if estimate.score >= 1 else "-inf (every game lost)"
+    if estimate.margin is None:
+        low = "-inf" if estimate.lower is None else f"{estimate.lower:+.1f}"
+        high = "+inf" if estimate.upper is None else f"{estimate.upper:+.1f}"
+        return f"{estimate.elo:+.1f} (95%: {low} to {high})"
+    return f"{estimate.elo:+.1f} ± {estimate.margin:.1f} (95%)"
+
+
+def format_pairs(pairs: Sequence[int]) -> str:
+    """The pentanomial for people: `pairs by points 0, ½, 1, 1½, 2: [0, 1, 5, 2, 4]` (the first bot's points)."""
+    return f"pairs by points 0, ½, 1, 1½, 2: [{', '.join(str(count) for count in pairs)}]"
+
+
+def format_sprt(status: SprtStatus) -> str:
+    """`SPRT: LLR 1.23 (-2.94, 2.94) [0, 5]`: the LLR, its bounds, and the two hypotheses' Elo."""
+    p = status.parameters
+    return (
+        f"SPRT: LLR {status.llr:.2f} ({status.lower_bound:.2f}, {status.upper_bound:.2f})"
+        f" [{format_number(p.elo0)}, {format_number(p.elo1)}]"
+    )
+
+
+def format_verdict(status: SprtStatus, first: str, second: str, games: int) -> str:
+    """What the SPRT concluded, in words, with its parameters."""
+    p = status.parameters
+    params = (
+        f"(elo0 {format_number(p.elo0)}, elo1 {format_number(p.elo1)},"
+        f" alpha {format_number(p.alpha)}, beta {format_number(p.beta)})"
+    )
+    if status.verdict is Verdict.H1:
+        return f"H1 accepted: {first} is stronger than {second} by about {format_number(p.elo1)} Elo {params}"
+    if status.verdict is Verdict.H0:
+        return (
+            f"H0 accepted: {first} is not stronger than {second} by {format_number(p.elo1)} Elo;"
+            f" at most about {format_number(p.elo0)} {params}"
+        )
+    return f"SPRT inconclusive after {games} games {params}: play more games (--games) for a verdict"
+
+
+def format_pair_progress(games: int, pairs: Sequence[int], sprt: SprtStatus | None) -> str:
+    """The line after each game pair: `after 10 games: Elo +35.2 ± 41.0, pairs ..., SPRT: LLR ...`."""
+    parts = [f"after {games} games: Elo {format_elo(elo_estimate(pairs, PENTANOMIAL_OUTCOMES))}", format_pairs(pairs)]
+    if sprt is not None:
+        parts.append(format_sprt(sprt))
+    return "; ".join(parts)
+
+
+def format_statistics(pairs: Sequence[int], sprt: SprtStatus | None, first: str, second: str) -> list[str]:
+    """The end-of-match statistics: the Elo estimate over the finished pairs, then the SPRT and its verdict."""
+    estimate = elo_estimate(pairs, PENTANOMIAL_OUTCOMES)
+    n = sum(pairs)
+    lines = [
+        f"Elo of {first} over {second}: {format_elo(estimate)} from {n} game pair{'s' if n != 1 else ''};"
+        f" {format_pairs(pairs)}"
+    ]
+    if sprt is not None:
+        lines.append(format_sprt(sprt))
+        lines.append(format_verdict(sprt, first, second, 2 * n))
     return lines

@@ -1,4 +1,9 @@
-"""`alternator match`: two bots play a few games against each other, each game written as a JSON record."""
+"""`alternator match`: two bots play games against each other, each game written as a JSON record.
+
+It is also the regression test of an engine author: the new version against the last one, from
+seeded or listed openings (each played twice, colours swapped), until the SPRT says whether the new
+version is stronger (`--sprt`), with the Elo difference and `match.json` at the end.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +11,21 @@ import argparse
 import sys
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from referee.botspec import BOT_FORMS_HELP
 from referee.cli import UsageError
+
+if TYPE_CHECKING:
+    from referee.sprt import SprtParameters
 
 HELP = "play a match between two bots and write each game's record"
 
 DEFAULT_TC = "10+0.1"
 DEFAULT_GAMES = 2
+DEFAULT_SPRT_GAMES = 1000
+DEFAULT_OPENINGS_SEED = "1"
+SPRT_KEYS = ("elo0", "elo1", "alpha", "beta")
 
 EPILOG = f"""\
 {BOT_FORMS_HELP}
@@ -23,18 +35,35 @@ Time controls:
   --movetime 2     at most 2 s for every move, no game clock
   (default: --tc {DEFAULT_TC})
 
-Records: DIR/game-001.json, ... (one JSON GameRecord per game, schema in referee/schema/game_record.json)
-and the bots' stderr logs in DIR/logs/. Check a record with `alternator replay DIR/game-001.json`.
+Openings: games come in pairs, 2k-1 and 2k, with colours swapped. --openings-plies N starts each pair
+from N seeded random legal placements (--openings-seed S, default 1: the same seed gives the same
+openings), --openings-file FILE from the next line of FILE (one move list per line, reused in order);
+--opening MOVES starts every game from the same moves.
 
-Exit status: 0 when every game was played (whatever the results), 2 for a bad argument or a bot that
-cannot be started, 1 when the match could not be completed, 130 when stopped by Ctrl-C (finished
-games are kept, the current one is written as aborted).
+Regression testing (SPRT): --sprt elo0=0 elo1=5 alpha=0.05 beta=0.05 (any key may be left out; these
+are the defaults) tests H1 "the --black bot is elo1 Elo stronger" against H0 "it is at most elo0
+stronger" after every pair, and stops as soon as the log-likelihood ratio reaches
+ln((1-beta)/alpha) (H1 accepted) or ln(beta/(1-alpha)) (H0 accepted). --games is then the most games
+to play (default {DEFAULT_SPRT_GAMES}, even). The model is fishtest's and fastchess's: a GSPRT with logistic
+Elo on game pairs (pentanomial). alpha is the chance of a false "stronger", beta of a missed one;
+use openings, or deterministic bots replay the same pair over and over.
+
+Records: DIR/game-001.json, ... (one JSON GameRecord per game, schema in referee/schema/game_record.json),
+the bots' stderr logs in DIR/logs/, and DIR/match.json: the score, the pairs, the Elo difference with its
+95% interval and the SPRT (schema in referee/schema/match_summary.json). Check a record with
+`alternator replay DIR/game-001.json`.
+
+Exit status: 0 when the match was played (every game, or until the SPRT's verdict, whichever verdict),
+2 for a bad argument or a bot that cannot be started, 1 when the match could not be completed, 130
+when stopped by Ctrl-C (finished games are kept, the current one is written as aborted).
 
 Examples:
   alternator match --black random --white greedy
   alternator match --black greedy --white "./mybot --fast" --tc 60+0.5 --games 4 --show-moves
   alternator match --black 'name=mine cmd="python3 bot.py" dir=bots/mine' --white bots/other.toml
   alternator match --black ./submitted-bot --white greedy --sandbox --memory-mb 512
+  alternator match --black mine=./new --white base=./old --tc 5+0.05 --openings-plies 4 \\
+      --sprt elo0=0 elo1=5 --games 4000
 """
 
 
@@ -51,14 +80,30 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--size", default="8x8", metavar="WxH", help="board size, e.g. 8x8 or 6x6 (default 8x8)")
     parser.add_argument("--komi", type=float, default=3.5, help="points added to White's score (default 3.5)")
     parser.add_argument(
-        "--opening", default="", metavar="MOVES", help='moves to play before the bots, e.g. "d5d4 d4e4"'
+        "--opening", default="", metavar="MOVES", help='moves to play before the bots in every game, e.g. "d5d4 d4e4"'
+    )
+    parser.add_argument(
+        "--openings-plies", type=int, metavar="N", help="start each pair of games from N seeded random placements"
+    )
+    parser.add_argument(
+        "--openings-seed", metavar="SEED", help=f"seed of the random openings (default {DEFAULT_OPENINGS_SEED})"
+    )
+    parser.add_argument(
+        "--openings-file", type=Path, metavar="FILE", help="start each pair from the next line (a move list) of FILE"
     )
     parser.add_argument(
         "--games",
         type=int,
-        default=DEFAULT_GAMES,
         metavar="N",
-        help=f"games to play, colours alternating (default {DEFAULT_GAMES})",
+        help=f"games to play, colours alternating (default {DEFAULT_GAMES}); with --sprt the most to play"
+        f" (default {DEFAULT_SPRT_GAMES})",
+    )
+    parser.add_argument(
+        "--sprt",
+        nargs="*",
+        metavar="KEY=VALUE",
+        help="stop as soon as the SPRT decides whether the --black bot is stronger: elo0=0 elo1=5 alpha=0.05"
+        " beta=0.05 (the defaults; see below)",
     )
     parser.add_argument(
         "--out",
@@ -105,20 +150,60 @@ def parse_size(text: str) -> tuple[int, int]:
     return numbers[0], numbers[1]
 
 
+def parse_sprt(words: list[str]) -> SprtParameters:
+    """`--sprt elo0=0 elo1=5 alpha=0.05 beta=0.05` (spaces or commas between; keys left out take their
+    defaults) into SprtParameters; UsageError naming the bad word otherwise."""
+    from referee.sprt import SprtParameters
+
+    example = "e.g. --sprt elo0=0 elo1=5 alpha=0.05 beta=0.05"
+    values: dict[str, float] = {}
+    for word in " ".join(words).replace(",", " ").split():
+        key, equals, text = word.partition("=")
+        key = key.strip().lower()
+        if not equals:
+            raise UsageError(f"--sprt {word!r}: give KEY=VALUE words, {example}")
+        if key not in SPRT_KEYS:
+            raise UsageError(f"--sprt {word!r}: unknown key {key!r}; the keys are {', '.join(SPRT_KEYS)}, {example}")
+        if key in values:
+            raise UsageError(f"--sprt: {key} is given twice; give each key once, {example}")
+        try:
+            values[key] = float(text)
+        except ValueError:
+            raise UsageError(f"--sprt {word!r}: {text!r} is not a number, {example}") from None
+    try:
+        return SprtParameters(**values)
+    except ValueError as error:
+        raise UsageError(f"--sprt: {error}") from None
+
+
 def run(args: argparse.Namespace) -> int:
     import trio
 
     from protocol.rules import IllegalMoveError, InvalidMoveError, Position
     from referee.botspec import BotSpecError, check_bot_command, parse_bot_arg
     from referee.clock import movetime_control, parse_time_control
-    from referee.display import MatchDisplay, format_match_report
-    from referee.match import Match, MatchError, is_interrupt, unique_names
+    from referee.display import MatchDisplay, format_match_report, format_statistics
+    from referee.match import (
+        Ended,
+        Match,
+        MatchError,
+        OpeningsUsed,
+        is_interrupt,
+        match_summary,
+        unique_names,
+        write_summary,
+    )
     from referee.process import BotStartError
     from referee.record import GameSettings
+    from referee.schedule import OpeningsFileError, random_openings, read_openings_file
 
     width, height = parse_size(args.size)
-    if args.games < 1:
-        raise UsageError(f"--games {args.games}: play at least one game")
+    sprt = parse_sprt(args.sprt) if args.sprt is not None else None
+    games: int = args.games if args.games is not None else DEFAULT_SPRT_GAMES if sprt else DEFAULT_GAMES
+    if games < 1:
+        raise UsageError(f"--games {games}: play at least one game")
+    if sprt is not None and games % 2:
+        raise UsageError(f"--games {games}: with --sprt give an even number; the test counts pairs of games")
     if args.movetime is not None:
         if not args.movetime > 0:
             raise UsageError(f"--movetime {args.movetime:g}: give a positive number of seconds, e.g. --movetime 2")
@@ -136,6 +221,36 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--opening: {error}") from None
     settings = GameSettings(width=width, height=height, komi=args.komi, time_control=time_control, opening=opening)
 
+    # Openings per pair of games: seeded random ones, or the lines of a file; or one fixed opening for all.
+    if args.openings_plies is not None and args.openings_file is not None:
+        raise UsageError("--openings-plies and --openings-file: give one of them (random openings, or a file)")
+    if opening and (args.openings_plies is not None or args.openings_file is not None):
+        raise UsageError(
+            "--opening starts every game from the same moves, --openings-plies/--openings-file each pair from"
+            " its own: give one of them"
+        )
+    if args.openings_seed is not None and args.openings_plies is None:
+        raise UsageError("--openings-seed: it seeds random openings; give --openings-plies N too")
+    openings: list[tuple[str, ...]] = []
+    if args.openings_plies is not None:
+        capacity = width * height - 1
+        if not 0 < args.openings_plies < capacity:
+            raise UsageError(
+                f"--openings-plies {args.openings_plies}: give from 1 to {capacity - 1} placements on a"
+                f" {width}x{height} board (it needs room left to play)"
+            )
+        seed = args.openings_seed if args.openings_seed is not None else DEFAULT_OPENINGS_SEED
+        openings = random_openings(width, height, args.komi, args.openings_plies, seed, (games + 1) // 2)
+        used = OpeningsUsed(kind="random", plies=args.openings_plies, seed=seed, count=len(openings))
+    elif args.openings_file is not None:
+        try:
+            openings = read_openings_file(args.openings_file, width, height, args.komi)
+        except OpeningsFileError as error:
+            raise UsageError(f"--openings-file: {error}") from None
+        used = OpeningsUsed(kind="file", file=str(args.openings_file), count=len(openings))
+    else:
+        used = OpeningsUsed(kind="fixed", count=1) if opening else OpeningsUsed(kind="none", count=1)
+
     check_memory_mb(args.memory_mb)
     bots = []
     for flag, text in (("--black", args.black), ("--white", args.white)):
@@ -151,7 +266,7 @@ def run(args: argparse.Namespace) -> int:
         bots.append(spec)
     first, second = unique_names(bots[0], bots[1])
 
-    started = datetime.now()
+    started = datetime.now().astimezone()
     match_id = f"match-{started:%Y%m%d-%H%M%S}"
     out_dir: Path = args.out if args.out is not None else Path("alternator-out") / match_id
     try:
@@ -159,12 +274,32 @@ def run(args: argparse.Namespace) -> int:
     except OSError as error:
         raise UsageError(f"--out: cannot create {out_dir}: {error.strerror or error}; choose another folder") from None
     display = MatchDisplay(sys.stdout, show_moves=args.show_moves)
-    match = Match(first, second, settings, args.games, out_dir, match_id=match_id, observer=display)
-    display.message(f"{first.name} vs {second.name}: {args.games} game(s), records in {out_dir}")
+    match = Match(
+        first, second, settings, games, out_dir, match_id=match_id, observer=display, openings=openings, sprt=sprt
+    )
+    plan = f"at most {games} games until the SPRT decides" if sprt else f"{games} game(s)"
+    display.message(f"{first.name} vs {second.name}: {plan}, records in {out_dir}")
+    if sprt is not None and used.kind in ("none", "fixed"):
+        display.message(
+            "note: every pair starts from the same position; deterministic bots then replay the same two games"
+            " and the SPRT learns nothing new from them: use --openings-plies N or --openings-file FILE"
+        )
 
-    def report() -> None:
+    def report(ended: Ended) -> None:
         for line in format_match_report(match.records, first.name, second.name):
             display.message(line)
+        state = match.sprt_state
+        if sprt is not None and state is None:
+            from referee.sprt import sprt_status
+
+            state = sprt_status(sprt, match.pairs)
+        for line in format_statistics(match.pairs, state, first.name, second.name):
+            display.message(line)
+        try:
+            summary = match_summary(match, ended=ended, openings=used, started_at=started)
+            display.message(f"summary: {write_summary(summary, out_dir)}")
+        except MatchError as error:
+            print(f"alternator match: error: {error}", file=sys.stderr)
 
     try:
         trio.run(match.run)
@@ -172,14 +307,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"alternator match: error: {error}", file=sys.stderr)
         return 2
     except MatchError as error:
-        report()
+        report("error")
         print(f"alternator match: error: {error}", file=sys.stderr)
         return 1
     except BaseException as error:
         if not is_interrupt(error):
             raise
-        report()
+        report("interrupted")
         print(f"alternator match: interrupted; {len(match.paths)} record(s) kept in {out_dir}", file=sys.stderr)
         return 130
-    report()
+    report("sprt" if match.decided else "completed")
     return 0

@@ -1,7 +1,7 @@
 """`alternator schema`: print the published JSON Schemas, or rewrite the committed copies.
 
 Every JSON the arena writes or speaks has a schema generated from its pydantic model: the two
-directions of the bot protocol, game records, standings and tournament events. The files are
+directions of the bot protocol, game records, standings, tournament events and match summaries. The files are
 committed (under `protocol/schema/` and `referee/schema/`, shipped as package data) so that people
 working in other languages can read them; a test fails when one drifts from its model, and
 `alternator schema --write` regenerates them all.
@@ -25,7 +25,7 @@ PROTOCOL_DIR = Path(protocol.__file__).resolve().parent / "schema"
 REFEREE_DIR = Path(referee.__file__).resolve().parent / "schema"
 
 # name -> (the committed file, where the schema comes from), in the order they are printed.
-NAMES = ("referee_to_bot", "bot_to_referee", "game_record", "standings", "events")
+NAMES = ("referee_to_bot", "bot_to_referee", "game_record", "standings", "events", "match_summary")
 ALIASES = {"protocol": ("referee_to_bot", "bot_to_referee"), "all": NAMES}
 
 
@@ -43,6 +43,10 @@ def _source(name: str) -> Callable[[], dict[str, Any]]:
         from referee.standings import standings_json_schema
 
         return standings_json_schema
+    if name == "match_summary":
+        from referee.match import match_summary_schema
+
+        return match_summary_schema
     from referee.events import events_json_schema
 
     return events_json_schema

@@ -1,0 +1,207 @@
+"""The statistics of a regression test: the SPRT that stops a match once it has an answer, and the Elo estimate.
+
+Pure: plain functions over counts of results, no I/O, no clock. The model is the one fishtest and fastchess
+use for chess engines, the *generalized* sequential probability ratio test (GSPRT) with logistic Elo bounds:
+
+* A game scores x = 1 (win), 1/2 (draw) or 0 (loss) for the first bot: the *trinomial* model. When games are
+  played in pairs from one opening with colours swapped, the unit is the pair and x is its mean score, one of
+  0, 1/4, 1/2, 3/4, 1: the *pentanomial* model, which also captures how the two games of a pair depend on each
+  other (the opening, the colour advantage), so its variance is the honest one. `alternator match` uses it.
+* The hypotheses are about the expected score s of one unit: H0: s = s0 = L(elo0) and H1: s = s1 = L(elo1),
+  with the logistic curve L(elo) = 1 / (1 + 10^(-elo/400)).
+* From N units with empirical frequencies p_k of the outcomes x_k (empty outcomes are given a tiny count,
+  1e-3, as fishtest does, so that a run of identical results keeps a finite log-likelihood), the
+  log-likelihood ratio of H1 against H0 is approximated, after Michel Van den Bergh
+  ("Approximation of the GSPRT", the formula in fastchess), as
+
+      LLR = N/2 * ln(sigma0^2 / sigma1^2),  sigma_i^2 = sum_k p_k (x_k - s_i)^2
+
+  (sigma_i^2 is the mean squared distance of the results from s_i; it equals sigma^2 + (s - s_i)^2 with s and
+  sigma^2 the sample mean and variance, so LLR > 0 exactly when s is nearer s1 than s0).
+* Wald's bounds: the match stops with H1 accepted when LLR >= ln((1 - beta) / alpha), with H0 accepted when
+  LLR <= ln(beta / (1 - alpha)); alpha is the chance of accepting H1 when H0 is true, beta the chance of
+  accepting H0 when H1 is true.
+
+The Elo estimate is the logistic inverse of the mean score, elo = -400 log10(1/s - 1), with a 95% interval
+mapped through the same curve from s +- 1.96 sigma / sqrt(N) (pentanomial sigma when the games are paired).
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from statistics import NormalDist
+
+TRINOMIAL_OUTCOMES = (0.0, 0.5, 1.0)
+"""The score of one game for the first bot: loss, draw, win (the order of trinomial counts)."""
+
+PENTANOMIAL_OUTCOMES = (0.0, 0.25, 0.5, 0.75, 1.0)
+"""The mean score of a pair of games for the first bot: 0, 1/2, 1, 3/2 or 2 points out of 2 (the order of
+pentanomial counts)."""
+
+REGULARIZATION = 1e-3
+"""The count given to an outcome never seen (fishtest's `regularize`): keeps the variance above zero."""
+
+MAX_ELO = 2000  # a score of 0.99999: beyond it a test has nothing to tell
+
+Z95 = NormalDist().inv_cdf(0.975)  # 1.959963...
+
+
+def logistic_score(elo: float) -> float:
+    """The expected score of a bot `elo` points stronger than its opponent: 1 / (1 + 10^(-elo/400))."""
+    return 1.0 / (1.0 + math.pow(10.0, -elo / 400.0))
+
+
+def score_elo(score: float) -> float:
+    """The Elo difference whose expected score is `score` (0 < score < 1): -400 log10(1/score - 1)."""
+    if not 0.0 < score < 1.0:
+        raise ValueError(f"a score of {score} has no finite Elo difference; give one strictly between 0 and 1")
+    return -400.0 * math.log10(1.0 / score - 1.0)
+
+
+@dataclass(frozen=True)
+class SprtParameters:
+    """The question a match answers: is the first bot about `elo1` stronger (H1), or at most `elo0` (H0)?"""
+
+    elo0: float = 0.0
+    elo1: float = 5.0
+    alpha: float = 0.05  # the chance of accepting H1 when H0 is true (a false "stronger")
+    beta: float = 0.05  # the chance of accepting H0 when H1 is true (a missed improvement)
+
+    def __post_init__(self) -> None:
+        for name in ("elo0", "elo1"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and abs(value) <= MAX_ELO):
+                raise ValueError(f"{name} {value:g} must be an Elo difference from -{MAX_ELO} to {MAX_ELO}")
+        if not self.elo1 > self.elo0:
+            raise ValueError(
+                f"elo1 ({self.elo1:g}) must be greater than elo0 ({self.elo0:g}): H1 says the bot is stronger by"
+                " elo1, H0 by at most elo0, e.g. elo0=0 elo1=5"
+            )
+        for name in ("alpha", "beta"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and 0.0 < value < 0.5):
+                raise ValueError(f"{name} {value:g} must be between 0 and 0.5 (an error rate), e.g. {name}=0.05")
+
+    @property
+    def lower_bound(self) -> float:
+        """H0 is accepted when the LLR falls to this: ln(beta / (1 - alpha))."""
+        return math.log(self.beta / (1.0 - self.alpha))
+
+    @property
+    def upper_bound(self) -> float:
+        """H1 is accepted when the LLR rises to this: ln((1 - beta) / alpha)."""
+        return math.log((1.0 - self.beta) / self.alpha)
+
+
+def llr(counts: Sequence[float], outcomes: Sequence[float], elo0: float, elo1: float) -> float:
+    """The GSPRT log-likelihood ratio of H1 (logistic `elo1`) against H0 (`elo0`) after `counts[k]` units
+    scoring `outcomes[k]` (see the module docstring for the formula). 0 when there are no results."""
+    if len(counts) != len(outcomes):
+        raise ValueError(f"{len(counts)} counts for {len(outcomes)} outcomes")
+    if any(c < 0 for c in counts):
+        raise ValueError(f"counts cannot be negative: {list(counts)}")
+    units = sum(counts)
+    if units == 0:
+        return 0.0
+    regularized = [c if c > 0 else REGULARIZATION for c in counts]
+    total = sum(regularized)
+    pdf = [c / total for c in regularized]
+    s0, s1 = logistic_score(elo0), logistic_score(elo1)
+    var0 = sum(p * (x - s0) ** 2 for p, x in zip(pdf, outcomes, strict=True))
+    var1 = sum(p * (x - s1) ** 2 for p, x in zip(pdf, outcomes, strict=True))
+    return 0.5 * units * math.log(var0 / var1)
+
+
+def llr_trinomial(wins: int, draws: int, losses: int, elo0: float, elo1: float) -> float:
+    """The LLR from single games (wins, draws, losses of the first bot)."""
+    return llr((losses, draws, wins), TRINOMIAL_OUTCOMES, elo0, elo1)
+
+
+def llr_pentanomial(counts: Sequence[int], elo0: float, elo1: float) -> float:
+    """The LLR from game pairs: `counts[j]` pairs in which the first bot scored j/2 points (j = 0..4)."""
+    if len(counts) != 5:
+        raise ValueError(f"a pentanomial has 5 counts (pairs scoring 0, 1/2, 1, 3/2, 2), got {len(counts)}")
+    return llr(counts, PENTANOMIAL_OUTCOMES, elo0, elo1)
+
+
+def pentanomial(points: Sequence[float]) -> tuple[int, int, int, int, int]:
+    """Pair up per-game points of the first bot (games 1+2, 3+4, ...) and count pairs by their total, 0 to 2
+    in half points. A last game without its partner is left out."""
+    counts = [0] * 5
+    for i in range(0, len(points) - 1, 2):
+        total = points[i] + points[i + 1]
+        index = round(2 * total)
+        if not (0 <= index <= 4 and math.isclose(index, 2 * total)):
+            raise ValueError(
+                f"games {i + 1} and {i + 2} score {points[i]} and {points[i + 1]}: each must be 0, 1/2 or 1"
+            )
+        counts[index] += 1
+    return counts[0], counts[1], counts[2], counts[3], counts[4]
+
+
+class Verdict(enum.StrEnum):
+    H0 = "H0"  # the first bot is not stronger by elo1 (it is about elo0 or weaker)
+    H1 = "H1"  # the first bot is stronger by about elo1
+
+
+@dataclass(frozen=True)
+class SprtStatus:
+    """Where the test stands: the LLR between its two bounds, and the verdict once it crosses one."""
+
+    parameters: SprtParameters
+    llr: float
+    verdict: Verdict | None
+
+    @property
+    def lower_bound(self) -> float:
+        return self.parameters.lower_bound
+
+    @property
+    def upper_bound(self) -> float:
+        return self.parameters.upper_bound
+
+
+def sprt_status(parameters: SprtParameters, pairs: Sequence[int]) -> SprtStatus:
+    """The test after the game pairs counted in `pairs` (a pentanomial, see `pentanomial`)."""
+    value = llr_pentanomial(pairs, parameters.elo0, parameters.elo1)
+    verdict = None
+    if value >= parameters.upper_bound:
+        verdict = Verdict.H1
+    elif value <= parameters.lower_bound:
+        verdict = Verdict.H0
+    return SprtStatus(parameters, value, verdict)
+
+
+@dataclass(frozen=True)
+class EloEstimate:
+    """The first bot's Elo advantage from its mean score, with a 95% interval (None where not finite)."""
+
+    score: float | None  # mean score per game, 0..1 (None: no results)
+    elo: float | None  # None when the score is 0 or 1 (every game lost or won) or there are no results
+    lower: float | None  # 95% interval; None when unbounded on that side
+    upper: float | None
+
+    @property
+    def margin(self) -> float | None:
+        """Half the width of the interval, as `+12.3 +- 8.1` prints it."""
+        if self.lower is None or self.upper is None:
+            return None
+        return (self.upper - self.lower) / 2
+
+
+def elo_estimate(counts: Sequence[float], outcomes: Sequence[float]) -> EloEstimate:
+    """The Elo estimate from `counts[k]` units scoring `outcomes[k]` (raw counts: no regularization)."""
+    units = sum(counts)
+    if units == 0:
+        return EloEstimate(None, None, None, None)
+    score = sum(c * x for c, x in zip(counts, outcomes, strict=True)) / units
+    variance = sum(c * (x - score) ** 2 for c, x in zip(counts, outcomes, strict=True)) / units
+    spread = Z95 * math.sqrt(variance / units)
+
+    def elo_or_none(s: float) -> float | None:
+        return score_elo(s) if 0.0 < s < 1.0 else None
+
+    return EloEstimate(score, elo_or_none(score), elo_or_none(score - spread), elo_or_none(score + spread))
