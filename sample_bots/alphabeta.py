@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from protocol.kit import Clock, run_bot, send_info
 from protocol.rules import Move, Position
-from sample_bots.search import SearchInfo, budget, choose_move
+from sample_bots.search import SearchInfo, budget, choose_move, position_neighbors
 
 __all__ = ["main", "make_chooser", "moves_left_estimate", "seconds_for"]
 
@@ -32,15 +32,11 @@ def moves_left_estimate(position: Position) -> int:
     """
     width, height = position.width, position.height
     parent = position.parent
-    live = 0
-    for i in range(width * height):
-        if parent[i] >= 0:
-            continue
-        f, r = i % width, i // width
-        for ff, rr in ((f, r + 1), (f + 1, r), (f, r - 1), (f - 1, r)):
-            if 0 <= ff < width and 0 <= rr < height and parent[rr * width + ff] < 0:
-                live += 1
-                break
+    live = sum(
+        1
+        for i in range(width * height)
+        if parent[i] < 0 and any(parent[j] < 0 for j in position_neighbors(i, width, height))
+    )
     return max(2, live // 3 + 1)
 
 

@@ -433,7 +433,7 @@ class Searcher:
                 if i == 0:
                     value = -self.negamax(depth - 1, -beta, -alpha, 1)
                 else:
-                    value = -self.negamax(depth - 1, -alpha - 1e-3, -alpha, 1)
+                    value = -self.negamax(depth - 1, -alpha - _NULL_WINDOW, -alpha, 1)
                     if value > alpha:
                         value = -self.negamax(depth - 1, -beta, -alpha, 1)
             finally:
