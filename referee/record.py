@@ -132,7 +132,9 @@ class GameRecord(BaseModel):
     black_score: float | None = Field(description="Black's tree total at the end (null when not scored).")
     white_score: float | None = Field(description="White's tree total plus komi at the end (null when not scored).")
     overrun_ms: float | None = Field(
-        default=None, description="On a loss on time: how far past its deadline the bot was."
+        default=None,
+        description="On a loss on time: how far past its allowance (its clock or per-move limit, the safety margin"
+        " not counted) the bot was.",
     )
     stderr_tail: list[str] = Field(default_factory=list, description="The last lines of the offender's stderr.")
     final_position: str = Field(description="The final position string (Position.to_string).")
