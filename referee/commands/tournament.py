@@ -15,10 +15,15 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from referee.cli import UsageError
 from referee.commands.match import add_sandbox_options, check_memory_mb
+
+if TYPE_CHECKING:  # imported in the functions that need them: `--help` must not load pydantic
+    from referee.botspec import BotSpec
+    from referee.config import TournamentPlan
+    from referee.events import Event
 
 HELP = "play a tournament (round robin or gauntlet) between bots; resumable; the demo with no arguments"
 
@@ -69,7 +74,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_sandbox_options(parser)
 
 
-def parse_bot_option(text: str) -> Any:
+def parse_bot_option(text: str) -> BotSpec:
     """`--bot NAME=CMD` (a name for any bot form), or any form `parse_bot_arg` accepts."""
     from referee.botspec import is_field_form, parse_bot_arg
 
@@ -80,7 +85,7 @@ def parse_bot_option(text: str) -> Any:
     return parse_bot_arg(text)
 
 
-def build_plan(args: argparse.Namespace) -> Any:
+def build_plan(args: argparse.Namespace) -> TournamentPlan:
     """The TournamentPlan from the config file (or the demo) and the options; UsageError on problems."""
     from referee.botspec import BotSpecError
     from referee.config import ConfigError, demo_config_data, load_config, parse_config, resolve_plan
@@ -169,7 +174,7 @@ def _seed(text: str | None) -> int | str | None:
     return int(text) if text is not None and text.lstrip("-").isdigit() else text
 
 
-def _check_bots(plan: Any) -> None:
+def _check_bots(plan: TournamentPlan) -> None:
     from referee.botspec import BotSpecError, check_bot_command
 
     for spec in plan.bots:
@@ -203,7 +208,7 @@ class TournamentDisplay:
         self._playing: dict[int, str] = {}
         self._drawn = False
 
-    def __call__(self, event: Any) -> None:
+    def __call__(self, event: Event) -> None:
         from referee.display import format_number
 
         if event.type == "tournament_started":
@@ -287,7 +292,7 @@ class _EventWriter:
             except OSError as error:
                 raise UsageError(f"--events: cannot write {target!r}: {error.strerror}") from None
 
-    def __call__(self, event: Any) -> None:
+    def __call__(self, event: Event) -> None:
         from referee.events import encode_event
 
         self.stream.write(encode_event(event))
@@ -329,7 +334,7 @@ def run(args: argparse.Namespace) -> int:
     display = TournamentDisplay(sys.stderr)
     writer = _EventWriter(args.events) if args.events else None
 
-    def on_event(event: Any) -> None:
+    def on_event(event: Event) -> None:
         display(event)
         if writer is not None:
             writer(event)
