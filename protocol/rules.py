@@ -703,10 +703,8 @@ class Position:
             komi = float(komi_text)
         except ValueError:
             raise InvalidPositionError(f"{text!r}: the komi must be a number, not {komi_text!r}") from None
-        if not math.isfinite(komi):
-            raise InvalidPositionError(f"{text!r}: the komi must be a finite number, not {komi_text!r}")
         try:
-            position = cls(width, height, komi)
+            position = cls(width, height, komi)  # checks the size and that the komi is finite
         except InvalidPositionError as error:
             raise InvalidPositionError(f"{text!r}: {error}") from None
         geo = position._geo
