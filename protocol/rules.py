@@ -230,6 +230,7 @@ class _Geometry:
 
 # Stem directions in the position string: the letter says where the pit's stem points.
 _STEM_LETTERS = {(0, 1): "n", (1, 0): "e", (0, -1): "s", (-1, 0): "w"}
+_STEM_OFFSETS = {letter: delta for delta, letter in _STEM_LETTERS.items()}
 _STEM_ARROWS = {"n": "^", "e": ">", "s": "v", "w": "<"}
 _ROW_TOKEN_RE = re.compile(r"([0-9]+)|(.)")
 
@@ -651,14 +652,12 @@ class Position:
             row, run = "", 0
             for file in range(geo.width):
                 i = rank * geo.width + file
-                q = self.parent[i]
-                if q < 0:
+                if self.parent[i] < 0:
                     run += 1
                     continue
                 if run:
                     row, run = row + str(run), 0
-                target = geo.cells[q]
-                row += _STEM_LETTERS[(target.file - file, target.rank - rank)]
+                row += self._stem_letter(i)
             rows.append(row + (str(run) if run else ""))
         return f"{'/'.join(rows)} {'b' if self.turn is BLACK else 'w'} {self.consecutive_passes} {_num(self.komi)}"
 
@@ -708,13 +707,12 @@ class Position:
         except InvalidPositionError as error:
             raise InvalidPositionError(f"{text!r}: {error}") from None
         geo = position._geo
-        offsets = {letter: delta for delta, letter in _STEM_LETTERS.items()}
         for row_index, row in enumerate(grid):
             rank = height - 1 - row_index
             for file, letter in enumerate(row):
                 if letter is None:
                     continue
-                df, dr = offsets[letter]
+                df, dr = _STEM_OFFSETS[letter]
                 target = Cell(file + df, rank + dr)
                 if target not in geo.index:
                     raise InvalidPositionError(f"{text!r}: the stem of {Cell(file, rank)} points off the board")
@@ -750,6 +748,12 @@ class Position:
             self._live_pos[e] = i
         self._count = len(self._live_ids())
 
+    def _stem_letter(self, pit: int) -> str:
+        """Where the stem of `pit` points: n, e, s or w."""
+        cells = self._geo.cells
+        p, q = cells[pit], cells[self.parent[pit]]
+        return _STEM_LETTERS[(q.file - p.file, q.rank - p.rank)]
+
     def diagram(self) -> str:
         """A picture for people: stems as arrows, roots as their tree size (`B`/`W` marks the owner)."""
         geo = self._geo
@@ -760,10 +764,8 @@ class Position:
             cells = []
             for file in range(geo.width):
                 i = rank * geo.width + file
-                q = self.parent[i]
-                if q >= 0:
-                    t = geo.cells[q]
-                    cells.append(f"{_STEM_ARROWS[_STEM_LETTERS[(t.file - file, t.rank - rank)]]:>4}")
+                if self.parent[i] >= 0:
+                    cells.append(f"{_STEM_ARROWS[self._stem_letter(i)]:>4}")
                 elif self.size[i] == 1:
                     cells.append(f"{'.':>4}")
                 else:
