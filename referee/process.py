@@ -74,6 +74,9 @@ QUIT_GRACE_S = 0.5
 STDERR_SETTLE_S = 0.5
 """After a bot exits: how long to wait for its last stderr lines before building a record."""
 _QUOTE_CHARS = 120
+_TAIL_LINES = 200
+"""Lines of a bot's stderr kept in memory for records (each cut to `_TAIL_LINE_BYTES`)."""
+_TAIL_LINE_BYTES = 1000
 
 
 class BotStartError(Exception):
@@ -366,7 +369,7 @@ class BotProcess(BotChannel):
         self.stderr_path = stderr_path
         self.stderr_bytes = 0
         """Bytes the bot wrote to stderr (the log keeps only the first `stderr_cap_bytes`)."""
-        self._tail: deque[str] = deque(maxlen=200)
+        self._tail: deque[str] = deque(maxlen=_TAIL_LINES)
         self._partial = bytearray()
         self._stderr_done = trio.Event()
 
@@ -440,10 +443,10 @@ class BotProcess(BotChannel):
         if complete:
             complete[0] = bytes(self._partial) + complete[0]
             self._partial.clear()
-            for line in complete[-self._tail.maxlen :] if self._tail.maxlen else complete:
-                self._tail.append(line[:1000].decode("utf-8", errors="replace").rstrip("\r"))
-        if len(self._partial) < 1000:
-            self._partial += rest[: 1000 - len(self._partial)]
+            for line in complete[-_TAIL_LINES:]:
+                self._tail.append(line[:_TAIL_LINE_BYTES].decode("utf-8", errors="replace").rstrip("\r"))
+        if len(self._partial) < _TAIL_LINE_BYTES:
+            self._partial += rest[: _TAIL_LINE_BYTES - len(self._partial)]
 
     async def _shutdown(self, grace_s: float) -> None:
         """quit, a grace period, SIGKILL to the whole process group, reap. Never raises for a dead bot."""
