@@ -65,7 +65,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="time control: BASE+INC in seconds like 10+0.1 (the default), or MOVES/BASE like 40/60",
     )
     parser.add_argument("--movetime", type=float, metavar="SECONDS", help="a fixed time per move instead of a clock")
-    parser.add_argument("--size", metavar="N|WxH", help="board size (default: 8)")
+    parser.add_argument("--size", metavar="N|WxH", help="board size: 8 for 8x8, or WxH like 9x7 (default: 8x8)")
     parser.add_argument("--komi", type=float, help="points added to White's score (default: 3.5)")
     parser.add_argument("--margin-ms", type=int, metavar="MS", help="grace before a bot loses on time")
     parser.add_argument("--openings-plies", type=int, metavar="N", help="random legal placements to start each pair")
