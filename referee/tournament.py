@@ -285,7 +285,8 @@ class Tournament:
                     standings=standing_rows(standings),
                 )
             )
-            if time.monotonic() - self._last_standings_write >= STANDINGS_WRITE_INTERVAL_S:
+            # After the last game `run` writes every output file anyway.
+            if not finishing and time.monotonic() - self._last_standings_write >= STANDINGS_WRITE_INTERVAL_S:
                 self._last_standings_write = time.monotonic()
                 await self._in_thread(write_standings, standings, self.out_dir)
 
