@@ -8,12 +8,10 @@ from typing import Any
 
 import pytest
 
-from protocol.messages import json_schemas
+from protocol.messages import SCHEMA_DIRECTIONS, json_schemas
 from referee.cli import main
 from referee.commands import schema as schema_command
-from referee.commands.schema import NAMES, schema, schema_text
-
-SCHEMA_DIRECTIONS = ("referee_to_bot", "bot_to_referee")
+from referee.commands.schema import NAMES, PROTOCOL_NAMES, schema, schema_text
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -31,6 +29,10 @@ def test_every_published_schema_is_draft_2020_12_with_a_title(name: str) -> None
     document = schema(name)
     assert document["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     assert document.get("title") and document.get("description")
+
+
+def test_the_command_names_the_protocol_directions_as_the_models_do() -> None:
+    assert PROTOCOL_NAMES == SCHEMA_DIRECTIONS
 
 
 def _models(schema: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -24,14 +24,16 @@ HELP = "print the JSON Schemas of the protocol, game records, standings and even
 PROTOCOL_DIR = Path(protocol.__file__).resolve().parent / "schema"
 REFEREE_DIR = Path(referee.__file__).resolve().parent / "schema"
 
-# name -> (the committed file, where the schema comes from), in the order they are printed.
-NAMES = ("referee_to_bot", "bot_to_referee", "game_record", "standings", "events", "match_summary")
-ALIASES = {"protocol": ("referee_to_bot", "bot_to_referee"), "all": NAMES}
+# protocol.messages.SCHEMA_DIRECTIONS, written out: importing it would load pydantic for `--help`.
+PROTOCOL_NAMES = ("referee_to_bot", "bot_to_referee")
+# Every schema, in the order they are printed.
+NAMES = (*PROTOCOL_NAMES, "game_record", "standings", "events", "match_summary")
+ALIASES = {"protocol": PROTOCOL_NAMES, "all": NAMES}
 
 
 def _source(name: str) -> Callable[[], dict[str, Any]]:
     # Imported on demand: the models pull in pydantic, which `--help` does not need.
-    if name in ("referee_to_bot", "bot_to_referee"):
+    if name in PROTOCOL_NAMES:
         from protocol.messages import json_schemas
 
         return lambda: json_schemas()[name]
@@ -54,7 +56,7 @@ def _source(name: str) -> Callable[[], dict[str, Any]]:
 
 def schema_path(name: str) -> Path:
     """Where the committed schema called `name` lives."""
-    return (PROTOCOL_DIR if name in ALIASES["protocol"] else REFEREE_DIR) / f"{name}.json"
+    return (PROTOCOL_DIR if name in PROTOCOL_NAMES else REFEREE_DIR) / f"{name}.json"
 
 
 def schema(name: str) -> dict[str, Any]:
