@@ -329,15 +329,17 @@ class Position:
 
     def root_of(self, cell: Cell) -> Cell:
         """The root of the tree that `cell` belongs to."""
-        i = self.cell_index(cell)
-        parent = self.parent
-        while parent[i] >= 0:
-            i = parent[i]
-        return self._geo.cells[i]
+        return self._geo.cells[self._root_index(self.cell_index(cell))]
 
     def tree_size(self, cell: Cell) -> int:
         """The size of the tree that `cell` belongs to."""
-        return self.size[self._geo.index[self.root_of(cell)]]
+        return self.size[self._root_index(self.cell_index(cell))]
+
+    def _root_index(self, i: int) -> int:
+        parent = self.parent
+        while parent[i] >= 0:
+            i = parent[i]
+        return i
 
     def has_dot(self, cell: Cell) -> bool:
         return self.parent[self.cell_index(cell)] >= 0
