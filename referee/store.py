@@ -9,9 +9,10 @@ A commit takes ~35 us (median), but a WAL checkpoint on a busy machine can take 
 (see benchmarks/bench_tournament_throughput.py), so the tournament writes from a worker thread, one
 write at a time: a stall on the trio thread would be charged to bots whose moves arrive meanwhile.
 
-A game is `pending` until it finishes normally or by forfeit (`done`). Void games (the referee's own
-failure) and aborted games (Ctrl-C) are kept in `void_games` for the record and the game stays pending,
-so it is played again. A game left `running` by a killed referee is pending again on the next start.
+A game is `pending` until it finishes normally or by forfeit (`done`). A void game (the referee's own
+failure) is kept in `void_games` for the record and the game stays pending, so it is played again. A game
+a stop interrupts is `release`d, pending again with nothing recorded, and a game left `running` by a
+killed referee is pending again on the next start.
 """
 
 from __future__ import annotations
