@@ -10,7 +10,8 @@ are played again. Everything a person or a program sees (progress, events) goes 
 A referee killed with `kill -9` cannot stop its bots. They see their stdin close (EOF) and must exit:
 the protocol asks it of every bot, and the sample bots and the kit do. PR_SET_PDEATHSIG is not used:
 it is Linux-only, needs a ctypes `preexec_fn` (unsafe in a process with threads, which tournaments
-have), and EOF covers the same case on every platform.
+have), and EOF covers the same case on every platform. (A sandboxed bot dies with the referee anyway:
+bubblewrap's --die-with-parent, see `referee.sandbox`.)
 """
 
 from __future__ import annotations
