@@ -257,6 +257,11 @@ def format_match_report(records: Sequence[GameRecord], first: str, second: str) 
     return lines
 
 
+def _signed(elo: float) -> str:
+    text = f"{elo:+.1f}"
+    return "+0.0" if text == "-0.0" else text
+
+
 def format_elo(estimate: EloEstimate) -> str:
     """`+35.2 ± 41.0 (95%)`, `+240.8 (95%: +59.9 to +inf)`, or what stands in for it at a 0% or 100% score."""
     if estimate.score is None:
@@ -264,10 +269,10 @@ def format_elo(estimate: EloEstimate) -> str:
     if estimate.elo is None:
         return "+inf (every game won)" if estimate.score >= 1 else "-inf (every game lost)"
     if estimate.margin is None:
-        low = "-inf" if estimate.lower is None else f"{estimate.lower:+.1f}"
-        high = "+inf" if estimate.upper is None else f"{estimate.upper:+.1f}"
-        return f"{estimate.elo:+.1f} (95%: {low} to {high})"
-    return f"{estimate.elo:+.1f} ± {estimate.margin:.1f} (95%)"
+        low = "-inf" if estimate.lower is None else _signed(estimate.lower)
+        high = "+inf" if estimate.upper is None else _signed(estimate.upper)
+        return f"{_signed(estimate.elo)} (95%: {low} to {high})"
+    return f"{_signed(estimate.elo)} ± {estimate.margin:.1f} (95%)"
 
 
 def format_pairs(pairs: Sequence[int]) -> str:

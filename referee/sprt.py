@@ -1,7 +1,8 @@
 """The statistics of a regression test: the SPRT that stops a match once it has an answer, and the Elo estimate.
 
-Pure: plain functions over counts of results, no I/O, no clock. The model is the one fishtest and fastchess
-use for chess engines, the *generalized* sequential probability ratio test (GSPRT) with logistic Elo bounds:
+Pure: plain functions over counts of results, no I/O, no clock. The model is the one fishtest uses for chess
+engines with logistic Elo bounds, the *generalized* sequential probability ratio test (GSPRT); fastchess uses
+a close approximation of the same LLR, N/2 ln(sigma0^2 / sigma1^2) with sigma_i^2 = sum_k p_k (x_k - s_i)^2:
 
 * A game scores x = 1 (win), 1/2 (draw) or 0 (loss) for the first bot: the *trinomial* model. When games are
   played in pairs from one opening with colours swapped, the unit is the pair and x is its mean score, one of
@@ -9,15 +10,18 @@ use for chess engines, the *generalized* sequential probability ratio test (GSPR
   other (the opening, the colour advantage), so its variance is the honest one. `alternator match` uses it.
 * The hypotheses are about the expected score s of one unit: H0: s = s0 = L(elo0) and H1: s = s1 = L(elo1),
   with the logistic curve L(elo) = 1 / (1 + 10^(-elo/400)).
-* From N units with empirical frequencies p_k of the outcomes x_k (empty outcomes are given a tiny count,
-  1e-3, as fishtest does, so that a run of identical results keeps a finite log-likelihood), the
-  log-likelihood ratio of H1 against H0 is approximated, after Michel Van den Bergh
-  ("Approximation of the GSPRT", the formula in fastchess), as
+* From N units with empirical frequencies p_k of the outcomes x_k (an outcome never seen is given a tiny
+  count, 1e-3, as fishtest does, so that a run of identical results still has finite evidence), the
+  generalized log-likelihood ratio compares the best distribution of results each hypothesis allows:
 
-      LLR = N/2 * ln(sigma0^2 / sigma1^2),  sigma_i^2 = sum_k p_k (x_k - s_i)^2
+      LLR = N * sum_k p_k ln(q1_k / q0_k)
 
-  (sigma_i^2 is the mean squared distance of the results from s_i; it equals sigma^2 + (s - s_i)^2 with s and
-  sigma^2 the sample mean and variance, so LLR > 0 exactly when s is nearer s1 than s0).
+  where q_i is the maximum-likelihood distribution on the same outcomes with mean s_i. It has the form
+  q_i,k = p_k / (1 + theta_i (x_k - s_i)), theta_i the root of sum_k p_k (x_k - s_i) / (1 + theta_i (x_k - s_i)) = 0
+  (Michel Van den Bergh's support_MLE_multinomial note; fishtest's `LLRcalc.MLE_expected`); the left
+  side falls strictly with theta, so bisection finds it. With two outcomes
+  (wins and losses only) q_i is Bernoulli(s_i) and this is Wald's classic
+  LLR = W ln(s1/s0) + L ln((1-s1)/(1-s0)).
 * Wald's bounds: the match stops with H1 accepted when LLR >= ln((1 - beta) / alpha), with H0 accepted when
   LLR <= ln(beta / (1 - alpha)); alpha is the chance of accepting H1 when H0 is true, beta the chance of
   accepting H0 when H1 is true.
@@ -109,10 +113,31 @@ def llr(counts: Sequence[float], outcomes: Sequence[float], elo0: float, elo1: f
     regularized = [c if c > 0 else REGULARIZATION for c in counts]
     total = sum(regularized)
     pdf = [c / total for c in regularized]
-    s0, s1 = logistic_score(elo0), logistic_score(elo1)
-    var0 = sum(p * (x - s0) ** 2 for p, x in zip(pdf, outcomes, strict=True))
-    var1 = sum(p * (x - s1) ** 2 for p, x in zip(pdf, outcomes, strict=True))
-    return 0.5 * units * math.log(var0 / var1)
+    # ln(q1_k / q0_k) = ln(1 + theta0 (x_k - s0)) - ln(1 + theta1 (x_k - s1))
+    log0 = _mle_log_denominators(pdf, outcomes, logistic_score(elo0))
+    log1 = _mle_log_denominators(pdf, outcomes, logistic_score(elo1))
+    return units * sum(p * (a - b) for p, a, b in zip(pdf, log0, log1, strict=True))
+
+
+def _mle_log_denominators(pdf: Sequence[float], outcomes: Sequence[float], mean: float) -> list[float]:
+    """ln(1 + theta (x_k - mean)) for the theta that makes q_k = p_k / (1 + theta (x_k - mean)) the
+    maximum-likelihood distribution with that mean (every p_k > 0, min x < mean < max x)."""
+    d = [x - mean for x in outcomes]
+    if not min(d) < 0 < max(d):
+        raise ValueError(f"a mean of {mean} is not strictly inside the outcomes {list(outcomes)}")
+    # 1 + theta d_k > 0 for every k bounds theta; f(theta) = sum p_k d_k / (1 + theta d_k) falls from +inf to -inf.
+    low, high = -1.0 / max(d), -1.0 / min(d)
+    for _ in range(200):
+        theta = (low + high) / 2
+        if theta in (low, high):
+            break
+        f = sum(p * dk / (1.0 + theta * dk) for p, dk in zip(pdf, d, strict=True))
+        if f > 0:
+            low = theta
+        else:
+            high = theta
+    theta = (low + high) / 2
+    return [math.log1p(theta * dk) for dk in d]
 
 
 def llr_trinomial(wins: int, draws: int, losses: int, elo0: float, elo1: float) -> float:

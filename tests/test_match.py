@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import signal
@@ -169,6 +170,9 @@ def test_ctrl_c_stops_cleanly_and_keeps_the_records(tmp_path: Path) -> None:
     assert records[-1].result == "*"
     check_record(records[-1])
     assert "aborted" in stdout
+    summary = load_summary(out)
+    assert summary.ended == "interrupted" and summary.records[-1] == f"game-{len(records):03d}.json"
+    assert summary.score.games == len(records) - 1  # the aborted game is not scored
     for log in (out / "logs").glob("*.stderr.log"):
         pid = pid_of(str(log))
         assert not Path(f"/proc/{pid}").exists() or "State:\tZ" in Path(f"/proc/{pid}/status").read_text()
@@ -311,3 +315,154 @@ async def test_a_void_game_is_played_again_and_only_it_is_named_a_retry(
     assert [p.name for p in match.paths] == ["game-001.json", "game-001-retry1.json", "game-002.json", "game-003.json"]
     assert [r.termination for r in records] == [Termination.VOID] + [Termination.NORMAL] * 3
     assert [(r.black.name, r.white.name) for r in records[1:]] == [("a", "b"), ("b", "a"), ("a", "b")]
+
+
+# --- openings, SPRT, match.json ------------------------------------------------------------------------------
+
+TESTBOT = ROOT / "tests" / "bots" / "testbot.py"
+
+
+def load_summary(out: Path) -> Any:
+    from referee.match import MatchSummary, match_summary_schema
+
+    data = json.loads((out / "match.json").read_text())
+    schema = match_summary_schema()
+    assert set(schema["required"]) <= set(data) <= set(schema["properties"])
+    return MatchSummary.model_validate(data)
+
+
+def test_random_openings_are_played_twice_with_colours_swapped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from referee.schedule import random_openings
+
+    out = tmp_path / "m"
+    a, b = f"name=a cmd='python3 {TESTBOT}'", f"name=b cmd='python3 {TESTBOT}'"
+    argv = ["match", "--black", a, "--white", b, "--size", "4x4", "--games", "5", "--out", str(out)]
+    assert main([*argv, "--openings-plies", "2", "--openings-seed", "7"]) == 0
+    records = load_records(out)
+    openings = random_openings(4, 4, 3.5, 2, "7", 3)
+    assert len(set(openings)) == 3 and all(len(o) == 2 for o in openings)
+    assert [tuple(r.settings.opening) for r in records] == [o for o in openings for _ in (1, 2)][:5]
+    assert [(r.black.name, r.white.name) for r in records] == [("a", "b"), ("b", "a")] * 2 + [("a", "b")]
+    for record in records:
+        assert record.termination is Termination.NORMAL, record.reason
+        assert record.all_moves()[:2] == record.settings.opening
+        check_record(record)  # the opening and the bots' moves replay legally to the recorded result
+    summary = load_summary(out)
+    assert summary.ended == "completed" and summary.sprt is None
+    assert (summary.openings.kind, summary.openings.plies, summary.openings.seed) == ("random", 2, "7")
+    assert summary.settings.opening == []
+    assert summary.records == [f"game-{n:03d}.json" for n in range(1, 6)]
+    score = summary.score
+    assert score.games == 5 and score.first_points + score.second_points == 5
+    assert score.first_points == tally(records, "a").points
+    assert sum(score.pairs) == 2  # game 5 has no partner
+    text = capsys.readouterr().out
+    assert "Elo of a over b: " in text and "from 2 game pairs" in text
+    assert f"summary: {out / 'match.json'}" in text
+
+
+def test_openings_from_a_file_are_reused_in_order(tmp_path: Path) -> None:
+    openings = tmp_path / "openings.txt"
+    openings.write_text("# two openings\na1a2 d4d3\n\nb2b3, c3c2  # commas work too\n")
+    out = tmp_path / "m"
+    argv = ["match", "--black", f"python3 {TESTBOT}", "--white", "greedy", "--size", "4x4", "--games", "6"]
+    assert main([*argv, "--openings-file", str(openings), "--out", str(out)]) == 0
+    records = load_records(out)
+    first, second = ["a1a2", "d4d3"], ["b2b3", "c3c2"]
+    assert [r.settings.opening for r in records] == [first, first, second, second, first, first]
+    assert [r.black.name for r in records] == ["testbot", "greedy"] * 3
+    summary = load_summary(out)
+    assert (summary.openings.kind, summary.openings.file, summary.openings.count) == ("file", str(openings), 2)
+
+
+def test_an_sprt_match_stops_at_its_verdict(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from referee.match import first_points
+    from referee.sprt import llr_pentanomial, pentanomial
+
+    out = tmp_path / "m"
+    random_bot = "python3 -m sample_bots.random --seed 1"
+    argv = ["match", "--black", "greedy", "--white", random_bot, "--size", "4x4", "--tc", "5+0.05", "--out", str(out)]
+    sprt = ["--sprt", "elo0=0", "elo1=200", "alpha=0.1,beta=0.1"]
+    assert main([*argv, "--openings-plies", "2", *sprt, "--games", "40"]) == 0
+    records = load_records(out)
+    assert 6 <= len(records) < 40 and len(records) % 2 == 0  # at least 3 pairs: ln(9) / ln(L(200)/0.5) = 5.3
+    summary = load_summary(out)
+    assert summary.ended == "sprt" and summary.max_games == 40
+    assert summary.sprt is not None and summary.sprt.verdict == "H1"
+    assert (summary.sprt.elo0, summary.sprt.elo1, summary.sprt.alpha, summary.sprt.beta) == (0, 200, 0.1, 0.1)
+    # The LLR is that of the pairs in the records, and it stopped at the first pair that crossed the bound.
+    pairs = pentanomial(first_points(records, "greedy"))
+    assert list(pairs) == summary.score.pairs and sum(pairs) * 2 == len(records)
+    assert summary.sprt.llr == pytest.approx(llr_pentanomial(pairs, 0, 200))
+    assert summary.sprt.llr >= summary.sprt.upper_bound == pytest.approx(math.log(9))
+    before = pentanomial(first_points(records[:-2], "greedy"))
+    assert summary.sprt.lower_bound < llr_pentanomial(before, 0, 200) < summary.sprt.upper_bound
+    assert summary.elo.elo is None or summary.elo.elo > 0
+    text = capsys.readouterr().out
+    assert "game 1/40: greedy (black) vs random (white)" in text
+    assert f"SPRT: LLR {summary.sprt.llr:.2f} (-2.20, 2.20) [0, 200]" in text
+    assert f"after {len(records)} games: Elo " in text
+    assert (
+        "H1 accepted: greedy is stronger than random by about 200 Elo (elo0 0, elo1 200, alpha 0.1, beta 0.1)" in text
+    )
+    assert "note: every pair starts from the same position" not in text
+
+
+def test_an_undecided_sprt_match_plays_every_game(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "m"
+    argv = ["match", "--black", f"python3 {TESTBOT}", "--white", "greedy", "--size", "3x3", "--games", "2"]
+    assert main([*argv, "--sprt", "elo1=200", "--out", str(out)]) == 0
+    summary = load_summary(out)
+    assert summary.ended == "completed" and summary.sprt is not None and summary.sprt.verdict is None
+    assert (summary.sprt.elo0, summary.sprt.alpha, summary.sprt.beta) == (0, 0.05, 0.05)  # the defaults
+    text = capsys.readouterr().out
+    assert "note: every pair starts from the same position" in text
+    assert "SPRT inconclusive after 2 games (elo0 0, elo1 200, alpha 0.05, beta 0.05)" in text
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["--sprt", "elo0=0", "elo1=0"], "--sprt: elo1 (0) must be greater than elo0 (0)"),
+        (["--sprt", "elo1"], "--sprt 'elo1': give KEY=VALUE words, e.g. --sprt elo0=0 elo1=5"),
+        (["--sprt", "elo2=5"], "--sprt 'elo2=5': unknown key 'elo2'; the keys are elo0, elo1, alpha, beta"),
+        (["--sprt", "alpha=x"], "--sprt 'alpha=x': 'x' is not a number"),
+        (["--sprt", "alpha=0.6"], "--sprt: alpha 0.6 must be between 0 and 0.5"),
+        (["--sprt", "elo1=5", "elo1=6"], "--sprt: elo1 is given twice"),
+        (["--sprt", "--games", "5"], "--games 5: with --sprt give an even number"),
+        (["--openings-plies", "2", "--openings-file", "x.txt"], "give one of them"),
+        (["--opening", "a1a2", "--openings-plies", "2"], "--opening starts every game from the same moves"),
+        (["--openings-seed", "3"], "--openings-seed: it seeds random openings; give --openings-plies N too"),
+        (["--openings-plies", "15", "--size", "4x4"], "--openings-plies 15: give from 1 to 14 placements"),
+        (["--openings-file", "/no/such/openings.txt"], "--openings-file: /no/such/openings.txt: cannot read"),
+    ],
+)
+def test_bad_sprt_and_openings_options_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], words: str
+) -> None:
+    assert main(["match", "--black", "random", "--white", "greedy", *argv, "--out", str(tmp_path / "m")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("alternator match: error: ")
+    assert words in err
+    assert not (tmp_path / "m").exists()
+
+
+def test_a_bad_line_in_the_openings_file_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    openings = tmp_path / "openings.txt"
+    openings.write_text("a1a2\na1a3\n")
+    argv = ["match", "--black", "random", "--white", "greedy", "--size", "4x4", "--openings-file", str(openings)]
+    assert main([*argv, "--out", str(tmp_path / "m")]) == 2
+    assert f"--openings-file: {openings}: line 2: move 1 ('a1a3')" in capsys.readouterr().err
+
+
+def test_a_long_match_report_lists_only_the_games_that_did_not_end_on_the_board() -> None:
+    from referee.display import MAX_LISTED_GAMES, format_match_report
+
+    records = [_record(Termination.NORMAL, "0-1", "white")] * 24 + [_record(Termination.TIME, "1-0", "black", "white")]
+    lines = format_match_report(records, "a", "b")
+    assert lines[0] == "results: 25 games; 1 did not end on the board:"
+    assert lines[1].startswith("  25. a - b: 1-0 a (black) wins: b (white) lost on time")
+    assert lines[2].startswith("match: a 1 - 24 b (25 games")
+    assert len(format_match_report(records[:MAX_LISTED_GAMES], "a", "b")) == MAX_LISTED_GAMES + 2
