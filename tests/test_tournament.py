@@ -342,4 +342,5 @@ def test_the_progress_display_redraws_one_line_on_a_terminal_and_writes_plain_li
     assert "\n" not in last_status  # redrawn in place, not scrolled
     assert "[1/2] game 1 a (black) - b (white): 1-0 black wins by 2.5\n" in terminal.getvalue()
     assert "\r" not in log.getvalue()
+    assert "4x4 board, komi 3.5, time control 1; 1 at once" in log.getvalue().splitlines()[0]
     assert log.getvalue().splitlines()[1] == "[1/2] game 1 a (black) - b (white): 1-0 black wins by 2.5"

@@ -209,6 +209,7 @@ class TournamentDisplay:
         self._drawn = False
 
     def __call__(self, event: Event) -> None:
+        from referee.clock import describe_time_control
         from referee.display import format_number
 
         if event.type == "tournament_started":
@@ -219,7 +220,8 @@ class TournamentDisplay:
             resumed = f", {event.games_done} already played" if event.games_done else ""
             self._line(
                 f"tournament: {', '.join(event.bots)}; {event.format}, {event.games_total} games{resumed};"
-                f" {size} board, komi {format_number(event.komi)}; {event.concurrency} at once; output in"
+                f" {size} board, komi {format_number(event.komi)}, time control"
+                f" {describe_time_control(event.time_control)}; {event.concurrency} at once; output in"
                 f" {event.out_dir}"
             )
         elif event.type == "game_started":
