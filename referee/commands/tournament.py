@@ -184,7 +184,8 @@ def _check_bots(plan: TournamentPlan) -> None:
             raise UsageError(str(error)) from None
 
 
-def _clock(seconds: float) -> str:
+def _duration(seconds: float) -> str:
+    """Wall time as people read it: 0:42, 12:05, 1:02:09."""
     seconds = max(0, round(seconds))
     hours, rest = divmod(seconds, 3600)
     return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
@@ -257,9 +258,9 @@ class TournamentDisplay:
         elapsed = time.monotonic() - self._start
         played = self._done - self._done_at_start
         left = self._total - self._done
-        eta = f"~{_clock(elapsed / played * left)} left" if played else "estimating time left"
+        eta = f"~{_duration(elapsed / played * left)} left" if played else "estimating time left"
         leader = f", leader {self._leader}" if self._leader else ""
-        text = f"{self._done}/{self._total} games, {_clock(elapsed)} elapsed, {eta}{leader}"
+        text = f"{self._done}/{self._total} games, {_duration(elapsed)} elapsed, {eta}{leader}"
         if self._playing:
             text += f"; playing {', '.join(self._playing.values())}"
         # Wider than the terminal, the line would wrap and \r could not redraw it in place.
@@ -402,7 +403,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     display.message(
         f"tournament complete: {summary.games_done} games ({summary.played_now} played now) in"
-        f" {_clock(summary.elapsed_s)}; results in {plan.out_dir}"
+        f" {_duration(summary.elapsed_s)}; results in {plan.out_dir}"
     )
     if summary.played_now == 0 and summary.void_games == 0:
         display.message(
