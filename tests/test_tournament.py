@@ -214,6 +214,17 @@ def test_a_bot_that_cannot_start_is_a_usage_error(tmp_path: Path, capsys: pytest
     assert "bot 'x': the program" in capsys.readouterr().err
 
 
+def test_an_events_file_that_cannot_be_written_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    events = tmp_path / "no-such-folder" / "events.jsonl"
+    code = main(["tournament", "--bot", "random", "--bot", "greedy", "--out", str(tmp_path), "--events", str(events)])
+    assert code == 2
+    assert "--events: cannot write" in (err := capsys.readouterr().err)
+    assert "give a file in an existing folder, or - for standard output" in err
+    assert not (tmp_path / DB_NAME).exists()  # refused before any game
+
+
 # -- a referee in a subprocess: kill -9, Ctrl-C, resume ----------------------------------------------
 
 

@@ -293,7 +293,10 @@ class _EventWriter:
             try:
                 self.stream, self._owned = open(target, "w", encoding="utf-8"), True  # noqa: SIM115
             except OSError as error:
-                raise UsageError(f"--events: cannot write {target!r}: {error.strerror}") from None
+                raise UsageError(
+                    f"--events: cannot write {target!r}: {error.strerror}; give a file in an existing folder, or -"
+                    " for standard output"
+                ) from None
 
     def __call__(self, event: Event) -> None:
         from referee.events import encode_event
