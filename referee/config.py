@@ -297,16 +297,11 @@ def _portable_command(command: list[str]) -> list[str]:
     return ["{python}" if word == sys.executable else word for word in command]
 
 
-def resolve_plan(
-    config: TournamentConfig, *, base_dir: Path, source: str, default_out: Path, bots: list[BotSpec] | None = None
-) -> TournamentPlan:
-    """Resolve paths (relative to `base_dir`), the time control and the openings; ConfigError on problems.
-
-    `bots`, when given, replaces the config's bots (they come from `--bot`).
-    """
+def resolve_plan(config: TournamentConfig, *, base_dir: Path, source: str, default_out: Path) -> TournamentPlan:
+    """Resolve paths (relative to `base_dir`), the time control and the openings; ConfigError on problems."""
     from referee.clock import movetime_control, parse_time_control
 
-    specs = bots if bots is not None else [_bot_spec(b, i, base_dir, source, config) for i, b in enumerate(config.bots)]
+    specs = [_bot_spec(b, i, base_dir, source, config) for i, b in enumerate(config.bots)]
     if config.movetime is not None:
         time_control = movetime_control(config.movetime)
     else:
