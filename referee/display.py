@@ -248,7 +248,8 @@ def format_match_report(records: Sequence[GameRecord], first: str, second: str) 
     lines = ["results:"]
     if len(records) > MAX_LISTED_GAMES:
         listed = [(n, r) for n, r in listed if r.termination is not Termination.NORMAL]
-        lines = [f"results: {len(records)} games; {len(listed)} did not end on the board" + (":" if listed else "")]
+        ended = f"{len(listed)} did not end on the board:" if listed else "all ended on the board"
+        lines = [f"results: {len(records)} games; {ended}"]
     for number, record in listed[:MAX_LISTED_GAMES]:
         lines.append(f"  {number}. {record.black.name} - {record.white.name}: {describe_result(record)}")
     if len(listed) > MAX_LISTED_GAMES:
@@ -268,11 +269,18 @@ def format_elo(estimate: EloEstimate) -> str:
         return "none yet (no finished game pair)"
     if estimate.elo is None:
         return "+inf (every game won)" if estimate.score >= 1 else "-inf (every game lost)"
-    if estimate.margin is None:
-        low = "-inf" if estimate.lower is None else _signed(estimate.lower)
-        high = "+inf" if estimate.upper is None else _signed(estimate.upper)
+    lower, upper, margin = estimate.lower, estimate.upper, estimate.margin
+    # Near 0% or 100% the interval is lopsided (the logistic curve flattens): then show its ends, not a ±.
+    if (
+        lower is None
+        or upper is None
+        or margin is None
+        or abs((upper - estimate.elo) - (estimate.elo - lower)) > margin / 10
+    ):
+        low = "-inf" if lower is None else _signed(lower)
+        high = "+inf" if upper is None else _signed(upper)
         return f"{_signed(estimate.elo)} (95%: {low} to {high})"
-    return f"{_signed(estimate.elo)} ± {estimate.margin:.1f} (95%)"
+    return f"{_signed(estimate.elo)} ± {margin:.1f} (95%)"
 
 
 def format_pairs(pairs: Sequence[int]) -> str:

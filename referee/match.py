@@ -175,7 +175,7 @@ class Match:
 
     @property
     def decided(self) -> bool:
-        """Whether the SPRT has a verdict (and so the match stopped before its last game)."""
+        """Whether the SPRT has a verdict (the match stops at the pair that gives it one)."""
         return self.sprt_state is not None and self.sprt_state.verdict is not None
 
     @property

@@ -393,7 +393,9 @@ def test_an_sprt_match_stops_at_its_verdict(tmp_path: Path, capsys: pytest.Captu
     assert summary.sprt is not None and summary.sprt.verdict == "H1"
     assert (summary.sprt.elo0, summary.sprt.elo1, summary.sprt.alpha, summary.sprt.beta) == (0, 200, 0.1, 0.1)
     # The LLR is that of the pairs in the records, and it stopped at the first pair that crossed the bound.
-    pairs = pentanomial(first_points(records, "greedy"))
+    won = [(r.black.name if r.winner == "black" else r.white.name) == "greedy" for r in records]  # no draws: komi .5
+    pairs = tuple(sum(2 * (won[i] + won[i + 1]) == j for i in range(0, len(won), 2)) for j in range(0, 5))
+    assert pairs == pentanomial(first_points(records, "greedy"))
     assert list(pairs) == summary.score.pairs and sum(pairs) * 2 == len(records)
     assert summary.sprt.llr == pytest.approx(llr_pentanomial(pairs, 0, 200))
     assert summary.sprt.llr >= summary.sprt.upper_bound == pytest.approx(math.log(9))
@@ -466,3 +468,32 @@ def test_a_long_match_report_lists_only_the_games_that_did_not_end_on_the_board(
     assert lines[1].startswith("  25. a - b: 1-0 a (black) wins: b (white) lost on time")
     assert lines[2].startswith("match: a 1 - 24 b (25 games")
     assert len(format_match_report(records[:MAX_LISTED_GAMES], "a", "b")) == MAX_LISTED_GAMES + 2
+
+
+def test_the_statistics_lines() -> None:
+    from referee.display import format_elo, format_pair_progress, format_sprt, format_verdict
+    from referee.sprt import PENTANOMIAL_OUTCOMES, SprtParameters, SprtStatus, Verdict, elo_estimate
+
+    params = SprtParameters(elo0=0, elo1=5)
+    undecided = SprtStatus(params, 1.234, None)
+    assert format_sprt(undecided) == "SPRT: LLR 1.23 (-2.94, 2.94) [0, 5]"
+    assert format_verdict(SprtStatus(params, 3.0, Verdict.H1), "mine", "base", 400) == (
+        "H1 accepted: mine is stronger than base by about 5 Elo (elo0 0, elo1 5, alpha 0.05, beta 0.05)"
+    )
+    assert format_verdict(SprtStatus(params, -3.0, Verdict.H0), "mine", "base", 400) == (
+        "H0 accepted: mine is not stronger than base by 5 Elo; at most about 0 (elo0 0, elo1 5, alpha 0.05, beta 0.05)"
+    )
+    assert format_verdict(undecided, "mine", "base", 400).startswith("SPRT inconclusive after 400 games")
+
+    def elo(*pairs: int) -> str:
+        return format_elo(elo_estimate(pairs, PENTANOMIAL_OUTCOMES))
+
+    assert elo(1, 2, 4, 2, 1) == "+0.0 ± 122.8 (95%)"  # symmetric: s = 1/2, sd of the mean sqrt(0.075/10)
+    assert elo(0, 0, 3, 0, 9) == "+338.0 (95%: +193.2 to +1040.2)"  # lopsided near 100%: the ends
+    assert elo(0, 0, 1, 0, 3) == "+338.0 (95%: +117.4 to +inf)"
+    assert elo(0, 0, 0, 0, 2) == "+inf (every game won)"
+    assert elo(0, 0, 0, 0, 0) == "none yet (no finished game pair)"
+    assert format_pair_progress(20, (1, 2, 4, 2, 1), undecided) == (
+        "after 20 games: Elo +0.0 ± 122.8 (95%); pairs by points 0, ½, 1, 1½, 2: [1, 2, 4, 2, 1];"
+        " SPRT: LLR 1.23 (-2.94, 2.94) [0, 5]"
+    )

@@ -44,9 +44,9 @@ Regression testing (SPRT): --sprt elo0=0 elo1=5 alpha=0.05 beta=0.05 (any key ma
 are the defaults) tests H1 "the --black bot is elo1 Elo stronger" against H0 "it is at most elo0
 stronger" after every pair, and stops as soon as the log-likelihood ratio reaches
 ln((1-beta)/alpha) (H1 accepted) or ln(beta/(1-alpha)) (H0 accepted). --games is then the most games
-to play (default {DEFAULT_SPRT_GAMES}, even). The model is fishtest's and fastchess's: a GSPRT with logistic
-Elo on game pairs (pentanomial). alpha is the chance of a false "stronger", beta of a missed one;
-use openings, or deterministic bots replay the same pair over and over.
+to play (default {DEFAULT_SPRT_GAMES}, even). The model is fishtest's: a generalized SPRT with logistic
+Elo on game pairs (pentanomial; see referee/sprt.py). alpha is the chance of a false "stronger", beta
+of a missed one. Use openings, or deterministic bots replay the same pair over and over.
 
 Records: DIR/game-001.json, ... (one JSON GameRecord per game, schema in referee/schema/game_record.json),
 the bots' stderr logs in DIR/logs/, and DIR/match.json: the score, the pairs, the Elo difference with its
@@ -62,8 +62,8 @@ Examples:
   alternator match --black greedy --white "./mybot --fast" --tc 60+0.5 --games 4 --show-moves
   alternator match --black 'name=mine cmd="python3 bot.py" dir=bots/mine' --white bots/other.toml
   alternator match --black ./submitted-bot --white greedy --sandbox --memory-mb 512
-  alternator match --black mine=./new --white base=./old --tc 5+0.05 --openings-plies 4 \\
-      --sprt elo0=0 elo1=5 --games 4000
+  alternator match --black "name=new cmd=./mybot-new" --white "name=base cmd=./mybot-base" \\
+      --tc 5+0.05 --openings-plies 4 --sprt elo0=0 elo1=5 --games 4000
 """
 
 
