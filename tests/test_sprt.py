@@ -6,7 +6,7 @@ import itertools
 import math
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from referee.sprt import (
@@ -119,6 +119,7 @@ def _mean(counts: tuple[int, ...], outcomes: tuple[float, ...]) -> float:
     return sum(c * x for c, x in zip(counts, outcomes, strict=True)) / sum(counts)
 
 
+@settings(deadline=None)  # pure arithmetic; a loaded machine must not fail it
 @given(counts5, elo_pairs)
 def test_the_llr_favours_the_hypothesis_the_mean_is_beyond(counts: tuple[int, ...], elos: tuple[float, float]) -> None:
     # LLR = N (D(s0) - D(s1)), D(s) the least divergence from the results of a distribution with mean s:
@@ -132,6 +133,7 @@ def test_the_llr_favours_the_hypothesis_the_mean_is_beyond(counts: tuple[int, ..
         assert value < 0
 
 
+@settings(deadline=None)  # pure arithmetic; a loaded machine must not fail it
 @given(counts3, elo_pairs, st.integers(2, 9))
 def test_llr_grows_in_proportion_to_the_games(counts: tuple[int, ...], elos: tuple[float, float], k: int) -> None:
     # The same distribution of results over k times as many games is k times the evidence.
@@ -139,6 +141,7 @@ def test_llr_grows_in_proportion_to_the_games(counts: tuple[int, ...], elos: tup
     assert llr(scaled, TRINOMIAL_OUTCOMES, *elos) == pytest.approx(k * llr(counts, TRINOMIAL_OUTCOMES, *elos))
 
 
+@settings(deadline=None)  # pure arithmetic; a loaded machine must not fail it
 @given(st.integers(2, 60), st.integers(1, 60), st.integers(1, 60), st.floats(0, 300), st.floats(1, 300))
 def test_a_win_instead_of_a_loss_raises_the_llr(losses: int, draws: int, wins: int, below: float, above: float) -> None:
     # With elo0 <= 0 < elo1: sigma0^2 changes by (1 - 2 s0)/N >= 0 and sigma1^2 by (1 - 2 s1)/N < 0.
@@ -148,6 +151,7 @@ def test_a_win_instead_of_a_loss_raises_the_llr(losses: int, draws: int, wins: i
     assert after > before
 
 
+@settings(deadline=None)  # pure arithmetic; a loaded machine must not fail it
 @given(counts5, elo_pairs)
 def test_swapping_the_bots_negates_the_llr(counts: tuple[int, ...], elos: tuple[float, float]) -> None:
     # The second bot's pairs are the first's reversed; "stronger by elo1" becomes "weaker by elo1".
