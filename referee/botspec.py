@@ -2,8 +2,9 @@
 
 The command line is a list of arguments and is never run through a shell. `parse_bot_arg` turns one
 command-line argument (`--black`, `--white`, a tournament's bot list) into a `BotSpec`; it accepts
-the forms listed in `BOT_FORMS_HELP`. `check_bot_command` finds out, before any process starts,
-whether the program exists, so that a typo is a clear usage error rather than a forfeit.
+the forms `alternator match --help` lists (`referee.commands.match.BOT_FORMS_HELP`).
+`check_bot_command` finds out, before any process starts, whether the program exists, so that a typo
+is a clear usage error rather than a forfeit.
 """
 
 from __future__ import annotations
@@ -46,32 +47,6 @@ class BotSpec(BaseModel):
 class BotSpecError(ValueError):
     """A bot argument that cannot be understood, or names a program that cannot be started."""
 
-
-BOT_FORMS_HELP = """\
-A bot (BOT) is given in one of these forms:
-  random                      a sample bot by module name (any module in sample_bots/:
-                              random, greedy, alphabeta, ...): runs `python -m sample_bots.random`
-  "./mybot --depth 3"         a command line, split like a shell would (quotes work) but never run
-                              through a shell: no pipes, globs or $VARIABLES
-  "python3 bots/mine.py"      a command whose first word is python or python3 runs with the Python
-                              that runs alternator
-  'name=deep cmd="./mybot --depth 9" dir=bots/mine env.THREADS=1'
-                              key=value fields: name (in records and standings), cmd (a command line
-                              as above, or a sample bot name), dir (working directory), env.KEY=VALUE
-                              (an extra environment variable; repeat for more), sandbox=1 (run it in a
-                              sandbox: no network, read-only files but /tmp), memory_mb=N (limit its
-                              memory to N MiB)
-  bots/mine.toml              a bot file (ends in .toml), with the same fields:
-                                name = "deep"
-                                command = "./mybot --depth 9"   # or a list: ["./mybot", "--depth", "9"]
-                                dir = "."                       # relative to the bot file's folder
-                                sandbox = true                  # optional, see above
-                                memory_mb = 512                 # optional, see above
-                                [env]
-                                THREADS = "1"
-Without a name, a bot is named after its program (or its script or module, for Python).
-A relative program path (./mybot) is looked up in the bot's working directory.
-"""
 
 _FIELD_RE = re.compile(r"^(name|cmd|dir|sandbox|memory_mb|env\.[A-Za-z_][A-Za-z0-9_]*)=", re.DOTALL)
 _TRUE_WORDS = ("1", "true", "yes", "on")
@@ -170,7 +145,7 @@ def _split(text: str, what: str) -> list[str]:
 
 
 def parse_bot_arg(text: str, *, base_dir: Path | None = None) -> BotSpec:
-    """One bot argument in any of the forms of `BOT_FORMS_HELP`; BotSpecError says what is wrong.
+    """One bot argument in any of the forms `alternator match --help` lists; BotSpecError says what is wrong.
 
     `base_dir` is where relative `dir=` paths are taken from (default: the current directory); a bot
     file's own `dir` is relative to the file's folder.

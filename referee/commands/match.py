@@ -13,13 +13,39 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from referee.botspec import BOT_FORMS_HELP
 from referee.cli import UsageError
 
 if TYPE_CHECKING:
     from referee.sprt import SprtParameters
 
 HELP = "play a match between two bots and write each game's record"
+
+# Here, not in referee.botspec (which parses these forms), so that `--help` does not import pydantic.
+BOT_FORMS_HELP = """\
+A bot (BOT) is given in one of these forms:
+  random                      a sample bot by module name (any module in sample_bots/:
+                              random, greedy, alphabeta, ...): runs `python -m sample_bots.random`
+  "./mybot --depth 3"         a command line, split like a shell would (quotes work) but never run
+                              through a shell: no pipes, globs or $VARIABLES
+  "python3 bots/mine.py"      a command whose first word is python or python3 runs with the Python
+                              that runs alternator
+  'name=deep cmd="./mybot --depth 9" dir=bots/mine env.THREADS=1'
+                              key=value fields: name (in records and standings), cmd (a command line
+                              as above, or a sample bot name), dir (working directory), env.KEY=VALUE
+                              (an extra environment variable; repeat for more), sandbox=1 (run it in a
+                              sandbox: no network, read-only files but /tmp), memory_mb=N (limit its
+                              memory to N MiB)
+  bots/mine.toml              a bot file (ends in .toml), with the same fields:
+                                name = "deep"
+                                command = "./mybot --depth 9"   # or a list: ["./mybot", "--depth", "9"]
+                                dir = "."                       # relative to the bot file's folder
+                                sandbox = true                  # optional, see above
+                                memory_mb = 512                 # optional, see above
+                                [env]
+                                THREADS = "1"
+Without a name, a bot is named after its program (or its script or module, for Python).
+A relative program path (./mybot) is looked up in the bot's working directory.
+"""
 
 DEFAULT_TC = "10+0.1"
 DEFAULT_GAMES = 2
