@@ -3,8 +3,9 @@
 For competitions where strangers submit bots. A sandboxed bot (`BotSpec.sandbox`) runs under bubblewrap
 (`bwrap`, Linux only) with no network at all (its own empty network namespace: even the host's 127.0.0.1
 is out of reach), the whole filesystem mounted read-only, an empty private /tmp (and HOME=/tmp) that is
-thrown away with it, /run hidden (it holds the sockets of system services), its working directory mounted
-read-only, its own process, IPC and UTS namespaces (it sees only its own processes), and an environment
+thrown away with it, /run hidden (it holds the sockets of system services), whatever it needs from inside
+/tmp or /run (its working directory, its program's folder, a Python bot's venv and this project: see
+`visible_paths`) mounted again read-only, its own process, IPC and UTS namespaces (it sees only its own processes), and an environment
 cleared of everything but PATH, locale, PYTHONPATH and its own `env` settings (the referee's environment
 may hold secrets). It dies with the referee (--die-with-parent), and when the referee kills the bot's
 process group, bwrap goes with it and the kernel kills everything left in the sandbox's process namespace,
@@ -31,9 +32,9 @@ create one (user namespaces disabled) as a usage error rather than as every game
 from __future__ import annotations
 
 import functools
-import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -57,6 +58,8 @@ HIDDEN_DIRS = ("/tmp", "/run")
 KEPT_ENVIRONMENT = ("PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ", "PYTHONPATH")
 """The variables a sandboxed bot inherits from the referee (plus its own `env`); the rest may hold secrets."""
 MIB = 1024 * 1024
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+"""The folder holding `referee/` and `sample_bots/` (a checkout, or site-packages)."""
 _PROBE_TIMEOUT_S = 10.0
 
 
@@ -83,8 +86,9 @@ def sandboxed_command(spec: BotSpec, *, workdir: Path, bwrap: str = "bwrap", prl
     """The argv that runs `spec.command` in the sandbox, in `workdir` (absolute), with `spec.memory_mb` if set.
 
     `workdir` is the bot's working directory (its `dir`, or the referee's own). Like everything it is
-    read-only; one inside /tmp or /run is mounted again on top of the private folder, so a bot kept
-    under /tmp still finds its files (but /tmp itself stays the private one).
+    read-only. What the bot needs from inside /tmp or /run (see `visible_paths`) is mounted again,
+    read-only, on top of the private folders, so a bot or a checkout kept under /tmp still runs; the
+    rest of /tmp stays private.
     """
     if not workdir.is_absolute():
         raise ValueError(f"the sandbox needs an absolute working directory, got {str(workdir)!r}")
@@ -93,7 +97,7 @@ def sandboxed_command(spec: BotSpec, *, workdir: Path, bwrap: str = "bwrap", prl
         command = limited_command(command, spec.memory_mb, prlimit=prlimit)
     hidden = [arg for folder in HIDDEN_DIRS for arg in ("--tmpfs", folder)]
     where = str(workdir)
-    bind = ["--ro-bind", where, where] if _hiding_folder(workdir) is not None else []
+    bind = [arg for path in visible_paths(spec, workdir) for arg in ("--ro-bind", str(path), str(path))]
     return [
         bwrap,
         "--unshare-all",  # network, processes, IPC, UTS, user (where possible), cgroup
@@ -108,6 +112,28 @@ def sandboxed_command(spec: BotSpec, *, workdir: Path, bwrap: str = "bwrap", prl
         "--",
         *command,
     ]  # fmt: skip
+
+
+def visible_paths(spec: BotSpec, workdir: Path) -> list[Path]:
+    """What the bot needs to see inside the folders the sandbox hides, to be mounted again read-only.
+
+    Its working directory; the folder of every absolute path in its command (the file itself when it
+    lies directly in /tmp, which must stay private); and for a Python bot, the Python installation
+    (a virtual environment) and the folder this project is in (`-m sample_bots.NAME`). Only paths
+    inside /tmp or /run are listed, each once (none inside another).
+    """
+    wanted = [workdir]
+    for word in spec.command:
+        path = Path(word)
+        if path.is_absolute() and path.exists():
+            wanted.append(path if path.is_dir() or str(path.parent) in HIDDEN_DIRS else path.parent)
+    if spec.command and Path(spec.command[0]).name.startswith("python"):
+        wanted += [Path(sys.prefix), Path(sys.base_prefix), PROJECT_ROOT]
+    visible: list[Path] = []
+    for path in sorted({p.resolve() if p.exists() else p for p in wanted}, key=lambda p: len(p.parts)):
+        if _hiding_folder(path) is not None and not any(path.is_relative_to(kept) for kept in visible):
+            visible.append(path)
+    return visible
 
 
 def _hiding_folder(path: Path) -> str | None:
@@ -186,7 +212,7 @@ def _probe(bwrap: str) -> str | None:
 def check_launch(spec: BotSpec) -> None:
     """Before anything starts: SandboxError, saying what to do, if the bot's sandbox or limit cannot be had.
 
-    Finds the tools, tries the sandbox once per process (5-10 ms), and refuses files the sandbox would hide.
+    Finds the tools and tries the sandbox once per process (5-10 ms).
     """
     launch_command(spec)  # the tools
     if not spec.sandbox:
@@ -200,14 +226,4 @@ def check_launch(spec: BotSpec) -> None:
             f" ({problem}); unprivileged user namespaces may be disabled (sysctl kernel.unprivileged_userns_clone=1,"
             " or on Ubuntu 24.04 and later kernel.apparmor_restrict_unprivileged_userns=0), or run without --sandbox"
         )
-    workdir = _workdir(spec)
-    for word in spec.command:
-        path = Path(word)
-        if not path.is_absolute() or (_hiding_folder(workdir) is not None and path.is_relative_to(workdir)):
-            continue  # not a path, or inside the working directory, which stays visible
-        folder = _hiding_folder(path)
-        if folder is not None and os.path.exists(path):
-            raise SandboxError(
-                f"bot {spec.name!r}: {word} is in {folder}, which the sandbox replaces with an empty private"
-                f" folder; move it elsewhere, or set the bot's dir to the folder that holds it"
-            )
+

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import trio
 
 from protocol.rules import Position
 from referee import sandbox
@@ -37,6 +38,7 @@ from referee.sandbox import (
     limited_command,
     sandbox_environment,
     sandboxed_command,
+    visible_paths,
 )
 from referee.store import DB_NAME, StoreError, TournamentStore
 from tests.conftest import live_pids, make_bot_spec
@@ -155,23 +157,58 @@ def test_a_machine_that_cannot_sandbox_is_told_before_anything_starts(
     assert "No permissions to create new namespace" in message and "or run without --sandbox" in message
 
 
-def test_a_program_the_sandbox_would_hide_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    bwrap = fake_tool(tmp_path / "bin", "bwrap", "exit 0")  # a sandbox that works
-    monkeypatch.setattr(sandbox, "find_bwrap", lambda: bwrap)
-    script = Path("/tmp") / f"sandbox-test-{uuid.uuid4().hex}.py"
-    script.write_text("print('hi')\n")
+def test_what_a_bot_needs_from_inside_tmp_is_mounted_again_read_only(tmp_path: Path) -> None:
+    # A bot, a checkout or a virtual environment kept under /tmp must still run in the sandbox, whose /tmp
+    # is otherwise private and empty: its folders are mounted again, read-only, over the private one.
+    loose = Path("/tmp") / f"sandbox-test-{uuid.uuid4().hex}.py"
+    loose.write_text("print('hi')\n")
     try:
-        with pytest.raises(SandboxError, match=r"is in /tmp, which the sandbox replaces with an empty private folder"):
-            check_launch(BotSpec(name="x", command=[sys.executable, str(script)], sandbox=True, dir=Path("/")))
-        # /tmp itself as the bot's folder does not help: the sandbox's /tmp is its private one.
-        with pytest.raises(SandboxError, match="is in /tmp"):
-            check_launch(BotSpec(name="x", command=[sys.executable, str(script)], sandbox=True, dir=Path("/tmp")))
-        # In the bot's own folder under /tmp it is fine: that folder is mounted into the sandbox.
-        inside = tmp_path / "bot.py"
-        inside.write_text("print('hi')\n")
-        check_launch(BotSpec(name="x", command=[sys.executable, str(inside)], sandbox=True, dir=tmp_path))
+        script = tmp_path / "bots" / "mine.py"
+        script.parent.mkdir()
+        script.write_text("print('hi')\n")
+        spec = BotSpec(name="x", command=["/usr/bin/env", str(script), str(loose)], sandbox=True)
+        seen = visible_paths(spec, Path("/"))
+        # The script's folder, and a file lying directly in /tmp by itself (never /tmp as a whole).
+        assert seen == [loose.resolve(), script.parent.resolve()]
+        argv = sandboxed_command(spec, workdir=Path("/"))
+        for path in seen:
+            at = argv.index(str(path))
+            assert argv[at - 1 : at + 2] == ["--ro-bind", str(path), str(path)] and at > argv.index("/tmp")
+        # Inside the working directory nothing is mounted twice.
+        assert visible_paths(spec, tmp_path) == [loose.resolve(), tmp_path.resolve()]
+        # A Python bot sees its Python (a venv, say) and this project wherever they are; outside /tmp and
+        # /run the read-only root shows them already, so nothing is listed for them there.
+        python = BotSpec(name="p", command=[sys.executable, "-m", "sample_bots.random"], sandbox=True)
+        expected = {Path(sys.prefix).resolve(), sandbox.PROJECT_ROOT}
+        for path in expected:
+            if sandbox._hiding_folder(path) is not None:
+                assert any(path.is_relative_to(seen_path) for seen_path in visible_paths(python, Path("/")))
     finally:
-        script.unlink()
+        loose.unlink()
+
+
+@needs_bwrap
+async def test_a_bot_kept_under_tmp_runs_sandboxed_and_tmp_stays_private(tmp_path: Path) -> None:
+    # tmp_path is under /tmp: the bot's script there is visible (read-only), other files in /tmp are not.
+    secret = Path("/tmp") / f"sandbox-secret-{uuid.uuid4().hex}.txt"
+    secret.write_text("not for bots\n")
+    script = tmp_path / "peek.py"
+    script.write_text(
+        "import os, sys\n"
+        f"print('secret visible' if os.path.exists({str(secret)!r}) else 'secret hidden', file=sys.stderr)\n"
+        "print(open(__file__).read() and 'script readable', file=sys.stderr)\n"
+    )
+    try:
+        spec = BotSpec(name="peek", command=[sys.executable, str(script)], sandbox=True, dir=tmp_path)
+        async with open_bot(spec, tmp_path / "logs") as bot:
+            with trio.fail_after(10):
+                await bot.process.wait()
+            await bot.settle()
+            tail = bot.stderr_tail()
+        assert bot.returncode == 0, tail
+        assert tail == ["secret hidden", "script readable"]
+    finally:
+        secret.unlink()
 
 
 # -- the forms that ask for it -----------------------------------------------------------------------------
