@@ -1,17 +1,17 @@
 """Running untrusted bots: the command line that wraps a bot in a bubblewrap sandbox and resource limits.
 
 For competitions where strangers submit bots. A sandboxed bot (`BotSpec.sandbox`) runs under bubblewrap
-(`bwrap`, Linux only) with no network at all (its own empty network namespace: even the host's 127.0.0.1
-is out of reach), the whole filesystem mounted read-only, an empty private /tmp (and HOME=/tmp) that is
-thrown away with it, /run hidden (it holds the sockets of system services), whatever it needs from inside
-/tmp or /run (its working directory, its program's folder, a Python bot's venv and this project: see
-`visible_paths`) mounted again read-only, its own process, IPC and UTS namespaces (it sees only its own processes), and an environment
-cleared of everything but PATH, locale, PYTHONPATH and its own `env` settings (the referee's environment
-may hold secrets). It dies with the referee (--die-with-parent), and when the referee kills the bot's
-process group, bwrap goes with it and the kernel kills everything left in the sandbox's process namespace,
-even a child that moved to a session of its own: nothing escapes. There is deliberately no --new-session:
-the sandbox must stay in the process group the referee kills (the bot has no terminal to abuse anyway, its
-standard streams are pipes and the referee starts it in a new session).
+(`bwrap`, Linux only) with no network at all (its own empty network namespace: even the host's 127.0.0.1 is
+out of reach), the whole filesystem mounted read-only, an empty private /tmp (and HOME=/tmp) that is thrown
+away with it, /run hidden (it holds the sockets of system services), whatever it needs from inside /tmp or
+/run (its working directory, its program's folder, a Python bot's venv and this project: see `visible_paths`)
+mounted again read-only, its own process, IPC and UTS namespaces (it sees only its own processes), and an
+environment cleared of everything but PATH, locale, PYTHONPATH and its own `env` settings (the referee's
+environment may hold secrets). It dies with the referee (--die-with-parent), and when the referee kills the
+bot's process group, bwrap goes with it and the kernel kills everything left in the sandbox's process
+namespace, even a child that moved to a session of its own: nothing escapes. There is deliberately no --new-
+session: the sandbox must stay in the process group the referee kills (the bot has no terminal to abuse
+anyway, its standard streams are pipes and the referee starts it in a new session).
 
 A memory limit (`BotSpec.memory_mb`, with or without the sandbox) caps the bot's address space
 (`prlimit --as`, RLIMIT_AS): allocations beyond it fail, so a bot that wants too much crashes rather than
@@ -226,4 +226,3 @@ def check_launch(spec: BotSpec) -> None:
             f" ({problem}); unprivileged user namespaces may be disabled (sysctl kernel.unprivileged_userns_clone=1,"
             " or on Ubuntu 24.04 and later kernel.apparmor_restrict_unprivileged_userns=0), or run without --sandbox"
         )
-
