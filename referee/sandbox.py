@@ -9,8 +9,8 @@ mounted again read-only, its own process, IPC and UTS namespaces (it sees only i
 environment cleared of everything but PATH, locale, PYTHONPATH and its own `env` settings (the referee's
 environment may hold secrets). It dies with the referee (--die-with-parent), and when the referee kills the
 bot's process group, bwrap goes with it and the kernel kills everything left in the sandbox's process
-namespace, even a child that moved to a session of its own: nothing escapes. There is deliberately no --new-
-session: the sandbox must stay in the process group the referee kills (the bot has no terminal to abuse
+namespace, even a child that moved to a session of its own: nothing escapes. There is deliberately no
+--new-session: the sandbox must stay in the process group the referee kills (the bot has no terminal to abuse
 anyway, its standard streams are pipes and the referee starts it in a new session).
 
 A memory limit (`BotSpec.memory_mb`, with or without the sandbox) caps the bot's address space
