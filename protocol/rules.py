@@ -39,6 +39,7 @@ __all__ = [
     "Move",
     "Outcome",
     "Position",
+    "parse_size",
     "perft",
 ]
 
@@ -80,6 +81,7 @@ class InvalidPositionError(ValueError):
 
 
 _CELL_RE = re.compile(r"([a-z])([1-9][0-9]?)")
+_SIZE_RE = re.compile(r"\s*([0-9]+)\s*(?:[xX]\s*([0-9]+))?\s*")
 _MOVE_RE = re.compile(r"([a-z][1-9][0-9]?)([a-z][1-9][0-9]?)")
 
 
@@ -801,6 +803,23 @@ class Position:
         )
 
     __hash__ = None  # type: ignore[assignment]
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    """A board size as people write it, `8` (square) or `9x7` (files x ranks), as (width, height).
+
+    InvalidPositionError saying what a size looks like, or which sizes are supported.
+    """
+    match = _SIZE_RE.fullmatch(text)
+    if match is None:
+        raise InvalidPositionError(f"{text!r} is not a board size: write a number like 8, or files x ranks like 9x7")
+    width = int(match[1])
+    height = int(match[2] or width)
+    if not (MIN_SIZE <= width <= MAX_SIZE and MIN_SIZE <= height <= MAX_SIZE):
+        raise InvalidPositionError(
+            f"{text!r}: a {width}x{height} board is not supported; width and height must be {MIN_SIZE} to {MAX_SIZE}"
+        )
+    return width, height
 
 
 def perft(position: Position, depth: int) -> int:

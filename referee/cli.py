@@ -28,6 +28,16 @@ class UsageError(Exception):
     """A bad argument or input the user can fix; the message says what and how."""
 
 
+def board_size(text: str) -> tuple[int, int]:
+    """`--size 8` or `--size 9x7` as (width, height); UsageError saying what a size looks like otherwise."""
+    from protocol.rules import InvalidPositionError, parse_size
+
+    try:
+        return parse_size(text)
+    except InvalidPositionError as error:
+        raise UsageError(f"--size {error}") from None
+
+
 def _load(name: str) -> ModuleType:
     return importlib.import_module(f"referee.commands.{COMMANDS[name]}")
 

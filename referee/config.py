@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import shlex
 import sys
 import tomllib
@@ -27,13 +26,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from protocol.messages import TimeControl
+from protocol.rules import parse_size
 from referee.botspec import BotSpec, BotSpecError, resolve_command
 from referee.schedule import Format, OpeningsFileError, random_openings, read_openings_file
 
 DEMO_BOTS = ("random", "greedy", "alphabeta")
 DEFAULT_GAMES = 2
 DEFAULT_TIME_CONTROL = "10+0.1"
-_SIZE_RE = re.compile(r"^\s*(\d+)\s*(?:[xX]\s*(\d+))?\s*$")
 
 
 class ConfigError(ValueError):
@@ -131,14 +130,7 @@ class TournamentConfig(BaseModel):
         if isinstance(value, int) and not isinstance(value, bool):
             value = str(value)
         if isinstance(value, str):
-            match = _SIZE_RE.match(value)
-            if not match:
-                raise ValueError(f"{value!r} is not a board size: expected a number like 8 or WIDTHxHEIGHT like 9x7")
-            width = int(match.group(1))
-            height = int(match.group(2) or width)
-            for n in (width, height):
-                if not 2 <= n <= 26:
-                    raise ValueError(f"{value!r}: a board side must be from 2 to 26, got {n}")
+            width, height = parse_size(value)  # its InvalidPositionError (a ValueError) says what is wrong
             return f"{width}x{height}"
         return value
 

@@ -93,7 +93,7 @@ def test_the_example_config_is_valid() -> None:
         ),
         (
             'size = "30x4"\n[[bots]]\nname = "a"\ncommand = "x"\n[[bots]]\nname = "b"\ncommand = "y"\n',
-            "tournament.toml: size: '30x4': a board side must be from 2 to 26, got 30",
+            "tournament.toml: size: '30x4': a 30x4 board is not supported; width and height must be 2 to 26",
         ),
         (
             'size = "big"\n[[bots]]\nname = "a"\ncommand = "x"\n[[bots]]\nname = "b"\ncommand = "y"\n',

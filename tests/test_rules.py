@@ -23,6 +23,7 @@ from protocol.rules import (
     Move,
     Outcome,
     Position,
+    parse_size,
 )
 from tests.rules_oracle import OracleGame
 
@@ -442,3 +443,23 @@ def test_engine_agrees_with_oracle_through_random_games(width: int, height: int,
             position.push(move)
             oracle.play(str(move))
     assert longest > width * height // 3, "the games were long enough to test something"
+
+
+@pytest.mark.parametrize(("text", "size"), [("8", (8, 8)), ("9x7", (9, 7)), (" 26X2 ", (26, 2)), ("2", (2, 2))])
+def test_board_sizes_are_written_as_a_number_or_files_x_ranks(text: str, size: tuple[int, int]) -> None:
+    assert parse_size(text) == size
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("8by8", "'8by8' is not a board size: write a number like 8, or files x ranks like 9x7"),
+        ("", "'' is not a board size"),
+        ("27x8", "'27x8': a 27x8 board is not supported; width and height must be 2 to 26"),
+        ("1", "'1': a 1x1 board is not supported"),
+    ],
+)
+def test_a_bad_board_size_says_what_a_size_looks_like(text: str, says: str) -> None:
+    with pytest.raises(InvalidPositionError) as error:
+        parse_size(text)
+    assert says in str(error.value)

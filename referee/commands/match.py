@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from referee.cli import UsageError
+from referee.cli import UsageError, board_size
 
 if TYPE_CHECKING:
     from referee.sprt import SprtParameters
@@ -103,7 +103,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--tc", metavar="TC", help=f"time control: BASE+INC or MOVES/BASE in seconds (default {DEFAULT_TC})"
     )
     clock.add_argument("--movetime", metavar="S", type=float, help="a fixed limit of S seconds per move instead")
-    parser.add_argument("--size", default="8x8", metavar="WxH", help="board size, e.g. 8x8 or 6x6 (default 8x8)")
+    parser.add_argument(
+        "--size",
+        default="8x8",
+        metavar="N|WxH",
+        help="board size: 8 for 8x8, or WxH like 9x7, 2 to 26 each (default 8x8)",
+    )
     parser.add_argument("--komi", type=float, default=3.5, help="points added to White's score (default 3.5)")
     parser.add_argument(
         "--opening", default="", metavar="MOVES", help='moves to play before the bots in every game, e.g. "d5d4 d4e4"'
@@ -162,20 +167,6 @@ def check_memory_mb(value: int | None) -> None:
         raise UsageError(f"--memory-mb {value}: give at least 16 (MiB); a bot needs some memory to start")
 
 
-def parse_size(text: str) -> tuple[int, int]:
-    """`8x8`, `6x5` (files x ranks) or `8`; UsageError otherwise."""
-    parts = text.lower().split("x")
-    try:
-        numbers = [int(p) for p in parts]
-    except ValueError:
-        numbers = []
-    if len(numbers) == 1:
-        numbers *= 2
-    if len(numbers) != 2 or not all(2 <= n <= 26 for n in numbers):
-        raise UsageError(f"--size {text!r}: give files x ranks, each from 2 to 26, e.g. --size 8x8 or --size 6x6")
-    return numbers[0], numbers[1]
-
-
 def parse_sprt(words: list[str]) -> SprtParameters:
     """`--sprt elo0=0 elo1=5 alpha=0.05 beta=0.05` (spaces or commas between; keys left out take their
     defaults) into SprtParameters; UsageError naming the bad word otherwise."""
@@ -223,7 +214,7 @@ def run(args: argparse.Namespace) -> int:
     from referee.record import GameSettings
     from referee.schedule import OpeningsFileError, random_openings, read_openings_file
 
-    width, height = parse_size(args.size)
+    width, height = board_size(args.size)
     sprt = parse_sprt(args.sprt) if args.sprt is not None else None
     games: int = args.games if args.games is not None else DEFAULT_SPRT_GAMES if sprt else DEFAULT_GAMES
     if games < 1:

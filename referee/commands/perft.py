@@ -8,17 +8,19 @@ Timing goes to standard error.
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import time
 
 HELP = "count the positions N moves ahead (perft), to test a move generator"
 
-_SIZE_RE = re.compile(r"([0-9]+)x([0-9]+)")
-
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--size", default="8x8", metavar="WxH", help="board size, 2x2 to 26x26 (default 8x8)")
+    parser.add_argument(
+        "--size",
+        default="8x8",
+        metavar="N|WxH",
+        help="board size: 8 for 8x8, or WxH like 9x7, 2 to 26 each (default 8x8)",
+    )
     parser.add_argument("--depth", type=int, required=True, metavar="N", help="how many moves ahead to count")
     parser.add_argument(
         "--moves", default="", metavar="MOVES", help='moves to play first, separated by spaces: "d5d4 d4e4 pass"'
@@ -27,28 +29,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--komi", type=float, default=None, metavar="K", help="White's komi (default 3.5)")
 
 
-def parse_size(text: str) -> tuple[int, int]:
-    """`8x8` -> (8, 8); UsageError saying what a size looks like otherwise."""
-    from protocol.rules import MAX_SIZE, MIN_SIZE
-    from referee.cli import UsageError
-
-    match = _SIZE_RE.fullmatch(text.strip().lower())
-    if match is None:
-        raise UsageError(f"--size {text!r} is not a board size: write width x height, like 8x8 or 5x3")
-    width, height = int(match[1]), int(match[2])
-    if not (MIN_SIZE <= width <= MAX_SIZE and MIN_SIZE <= height <= MAX_SIZE):
-        raise UsageError(
-            f"--size {text}: a {width}x{height} board is not supported; width and height must be"
-            f" {MIN_SIZE} to {MAX_SIZE}"
-        )
-    return width, height
-
-
 def run(args: argparse.Namespace) -> int:
     from protocol.rules import DEFAULT_KOMI, IllegalMoveError, InvalidMoveError, Move, Position, perft
-    from referee.cli import UsageError
+    from referee.cli import UsageError, board_size
 
-    width, height = parse_size(args.size)
+    width, height = board_size(args.size)
     if args.depth < 0:
         raise UsageError(f"--depth {args.depth}: the depth must be 0 or more")
     komi = DEFAULT_KOMI if args.komi is None else args.komi
