@@ -67,6 +67,8 @@ log = logging.getLogger(__name__)
 
 REFEREE_NAME = f"alternator-referee {__version__}"
 CHUNK_BYTES = 65536
+YIELD_EVERY_LINES = 64
+"""`receive_line` lets other tasks run after this many lines, even when they all came in one chunk."""
 EXIT_WAIT_S = 0.5
 """After a bot's output ends: how long to wait for it to exit, to report its exit code or signal."""
 QUIT_GRACE_S = 0.5
@@ -199,6 +201,7 @@ class BotChannel:
         self._lines: deque[bytes] = deque()
         self._line_error: LineTooLongError | None = None
         self._eof = False
+        self._served = 0
         self._ping_id = 0
 
     # -- sending --------------------------------------------------------------------------------------
@@ -250,6 +253,11 @@ class BotChannel:
                 self.broken = self.closed = True
                 raise await self._gone_fault("closed its output")
             self._feed(data)
+        self._served += 1
+        if self._served % YIELD_EVERY_LINES == 0:
+            # A chunk can hold a thousand tiny lines (an info flood): let the other games' tasks run now and
+            # then, so that no other bot's reply waits (and is charged) while this one's lines are parsed.
+            await trio.lowlevel.checkpoint()
         return self._lines.popleft()
 
     def _feed(self, data: bytes | bytearray) -> None:

@@ -149,6 +149,28 @@ async def test_receive_is_cancel_safe() -> None:
     assert await channel.receive() == Ready(type="ready", game_id="g")
 
 
+async def test_a_flood_of_lines_in_one_chunk_lets_other_tasks_run() -> None:
+    # One referee thread times every game: parsing a bot's flood must not hold up another game's clock.
+    channel, bot_out, _ = channel_pair()
+    await bot_out.send_all(b'{"type":"info","depth":1}\n' * 1000)
+    turns = 0
+
+    async def other_game() -> None:
+        nonlocal turns
+        while True:
+            await trio.lowlevel.checkpoint()
+            turns += 1
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(other_game)
+        await trio.sleep(0)  # the other game is under way
+        before = turns
+        for _ in range(1000):
+            await channel.receive()
+        nursery.cancel_scope.cancel()
+    assert turns - before >= 1000 // 64 - 1
+
+
 def test_describe_exit() -> None:
     assert describe_exit(3) == "exited with code 3"
     assert describe_exit(0) == "exited with code 0"
