@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from protocol.rules import Position
 from referee.botspec import BotSpec
 from referee.display import tally
+from referee.exceptions import find_exception, single_exception
 from referee.files import write_text_atomic
 from referee.game import run_game
 from referee.process import BotHost, BotProcess
@@ -110,11 +111,7 @@ def aborted_record(
 
 def is_interrupt(error: BaseException) -> bool:
     """Ctrl-C, alone or inside the exception groups that trio's nurseries raise."""
-    if isinstance(error, KeyboardInterrupt):
-        return True
-    if isinstance(error, BaseExceptionGroup):
-        return error.subgroup(KeyboardInterrupt) is not None
-    return False
+    return find_exception(error, KeyboardInterrupt) is not None
 
 
 def first_points(records: Sequence[GameRecord], first: str) -> list[float]:
@@ -186,7 +183,8 @@ class Match:
         """Play every game; BotStartError when a bot cannot be started, MatchError when the referee keeps failing."""
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        try:
+        # The hosts' tasks only end when told to: the nursery's group can only hold the body's exception.
+        with single_exception():
             async with trio.open_nursery() as nursery:
                 hosts = (BotHost(self.first, self.log_dir, nursery), BotHost(self.second, self.log_dir, nursery))
                 try:
@@ -195,12 +193,6 @@ class Match:
                     with trio.CancelScope(shield=True):
                         for host in hosts:
                             await host.close()
-        except BaseExceptionGroup as group:
-            # The hosts' tasks only end when told to: the group holds the body's one exception.
-            if len(group.exceptions) == 1:
-                inner = group.exceptions[0]
-                raise inner from inner.__cause__
-            raise
         return self.records
 
     async def _play_all(self, hosts: tuple[BotHost, BotHost]) -> None:

@@ -44,6 +44,7 @@ from protocol.messages import (
 )
 from referee import __version__
 from referee.botspec import BotSpec
+from referee.exceptions import single_exception
 from referee.record import BotInfo, Termination
 from referee.sandbox import SandboxError, launch_command, sandbox_environment
 
@@ -537,7 +538,8 @@ async def open_bot(
         ) from None
     assert process.stderr is not None
     bot = BotProcess(spec, process, log_dir / f"{_log_name(spec.name)}-{process.pid}.stderr.log", argv=command)
-    try:
+    # The drain task never raises: the nursery's group can only hold the body's exception.
+    with single_exception():
         async with trio.open_nursery() as nursery:
             nursery.start_soon(bot._drain_stderr, process.stderr, stderr_cap_bytes)
             try:
@@ -547,12 +549,6 @@ async def open_bot(
                     await bot._shutdown(quit_grace_s)
                 # A grandchild that escaped the group may still hold stderr open: do not wait for it.
                 nursery.cancel_scope.cancel()
-    except BaseExceptionGroup as group:
-        # The drain task never raises, so the group holds the body's one exception: give it back bare.
-        if len(group.exceptions) == 1:
-            inner = group.exceptions[0]
-            raise inner from inner.__cause__
-        raise
 
 
 class BotHost:

@@ -309,21 +309,10 @@ class _EventWriter:
             self.stream.close()
 
 
-def _leaf(error: BaseException, kinds: tuple[type[BaseException], ...]) -> BaseException | None:
-    """The first exception of `kinds` inside (possibly nested) exception groups."""
-    if isinstance(error, kinds):
-        return error
-    if isinstance(error, BaseExceptionGroup):
-        for inner in error.exceptions:
-            found = _leaf(inner, kinds)
-            if found is not None:
-                return found
-    return None
-
-
 def run(args: argparse.Namespace) -> int:
     import trio
 
+    from referee.exceptions import find_exception
     from referee.process import BotStartError
     from referee.standings import to_text
     from referee.store import StoreError
@@ -372,7 +361,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         summary = trio.run(main)
     except BaseException as error:
-        found = _leaf(error, (BotStartError, StoreError))
+        found = find_exception(error, (BotStartError, StoreError))
         if found is not None:
             raise UsageError(str(found)) from None
         raise
