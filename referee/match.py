@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from protocol.rules import Position
 from referee.botspec import BotSpec
-from referee.display import tally
+from referee.display import side_name, tally
 from referee.exceptions import find_exception, single_exception
 from referee.files import write_text_atomic
 from referee.game import run_game
@@ -124,8 +124,7 @@ def first_points(records: Sequence[GameRecord], first: str) -> list[float]:
         if record.winner is None:
             points.append(0.5)
         else:
-            winner = record.black.name if record.winner == "black" else record.white.name
-            points.append(1.0 if winner == first else 0.0)
+            points.append(1.0 if side_name(record, record.winner) == first else 0.0)
     return points
 
 
