@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from protocol.messages import TimeControl
 from protocol.rules import parse_size
-from referee.botspec import BotSpec, BotSpecError, resolve_command
+from referee.botspec import BotName, BotSpec, BotSpecError, resolve_command
 from referee.schedule import Format, OpeningsFileError, random_openings, read_openings_file
 
 DEMO_BOTS = ("random", "greedy", "alphabeta")
@@ -44,7 +44,7 @@ class BotConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(min_length=1, max_length=64, description="The name in records and standings; unique.")
+    name: BotName = Field(description="The name in records and standings; unique.")
     command: list[str] = Field(
         min_length=1,
         description="A command line (a string, split like a shell would but never run through one) or a list of"
@@ -170,6 +170,8 @@ def _message(error: Any) -> str:
             # A TOML trap: a key written after a [table] belongs to that table.
             hint = f" ({loc[-1]} is a top-level key: move it above the first [table] or [[bots]])"
         return f"unknown key; the keys here are {', '.join(_KNOWN_KEYS[parent])}{hint}"
+    if kind == "too_short" and loc == ("bots",):
+        return "a tournament needs at least two bots: add another (one --bot or [[bots]] entry per bot)"
     message = str(error["msg"])
     # pydantic prefixes the message of a ValueError raised in a validator
     return message.removeprefix("Value error, ")

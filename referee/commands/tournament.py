@@ -9,7 +9,6 @@ how to resume.
 from __future__ import annotations
 
 import argparse
-import re
 import shutil
 import signal
 import sys
@@ -26,8 +25,6 @@ if TYPE_CHECKING:  # imported in the functions that need them: `--help` must not
     from referee.events import Event
 
 HELP = "play a tournament (round robin or gauntlet) between bots; resumable; the demo with no arguments"
-
-_NAMED_BOT = re.compile(r"^([A-Za-z0-9._+-]{1,64})=(.+)$", re.DOTALL)
 
 EPILOG = """\
 examples:
@@ -76,12 +73,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def parse_bot_option(text: str) -> BotSpec:
     """`--bot NAME=CMD` (a name for any bot form), or any form `parse_bot_arg` accepts."""
-    from referee.botspec import is_field_form, parse_bot_arg
+    from referee.botspec import parse_bot_arg
 
-    match = _NAMED_BOT.match(text.strip())
-    if match and not is_field_form(text):
-        spec = parse_bot_arg(match.group(2))
-        return spec.model_copy(update={"name": match.group(1)})
     return parse_bot_arg(text)
 
 
