@@ -22,6 +22,9 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
+from referee.files import InputFileError, read_input_text
+from referee.limits import MAX_BOT_FILE_BYTES
+
 NAME_RULE = "1 to 64 printable characters (spaces inside allowed; no newlines, tabs or other control characters)"
 
 
@@ -256,12 +259,14 @@ def load_bot_file(path: Path) -> BotSpec:
     """A bot described by a TOML file (name, command, dir, env, sandbox, memory_mb); BotSpecError says what is wrong."""
     what = f"bot file {str(path)!r}"
     try:
-        data: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
+        data: dict[str, Any] = tomllib.loads(read_input_text(path, "bot file", max_bytes=MAX_BOT_FILE_BYTES))
     except FileNotFoundError:
         raise BotSpecError(f"{what} does not exist; check the path") from None
     except OSError as error:
         raise BotSpecError(f"{what} cannot be read: {error.strerror}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+    except InputFileError as error:
+        raise BotSpecError(str(error)) from None
+    except tomllib.TOMLDecodeError as error:
         raise BotSpecError(f"{what} is not valid TOML: {error}") from None
     unknown = sorted(set(data) - {"name", "command", "dir", "env", "sandbox", "memory_mb"})
     if unknown:

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from referee.cli import UsageError
+from referee.cli import UsageError, games_count, komi_value
 from referee.commands.match import add_sandbox_options, check_memory_mb
 
 if TYPE_CHECKING:  # imported in the functions that need them: `--help` must not load pydantic
@@ -55,7 +55,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         " replaces the config file's bots",
     )
     parser.add_argument("--format", choices=["round-robin", "gauntlet"], help="pairings (default: round-robin)")
-    parser.add_argument("--games", type=int, metavar="N", help="games per pairing (default: 2; the demo: 4)")
+    parser.add_argument("--games", type=games_count, metavar="N", help="games per pairing (default: 2; the demo: 4)")
     parser.add_argument(
         "--tc",
         metavar="BASE+INC",
@@ -63,7 +63,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--movetime", type=float, metavar="SECONDS", help="a fixed time per move instead of a clock")
     parser.add_argument("--size", metavar="N|WxH", help="board size: 8 for 8x8, or WxH like 9x7 (default: 8x8)")
-    parser.add_argument("--komi", type=float, help="points added to White's score (default: 3.5)")
+    parser.add_argument("--komi", type=komi_value, help="points added to White's score (default: 3.5)")
     parser.add_argument("--margin-ms", type=int, metavar="MS", help="grace before a bot loses on time")
     parser.add_argument("--openings-plies", type=int, metavar="N", help="random legal placements to start each pair")
     parser.add_argument("--openings-seed", metavar="SEED", help="seed of the random openings")
