@@ -338,12 +338,39 @@ def check_bot_command(spec: BotSpec) -> None:
         problem = script_start_problem(path)
         if problem is not None:
             raise BotSpecError(f"bot {spec.name!r}: {where!r} {problem} (command: {shown})")
+        _check_script_argument(spec)
         return
     search_path = spec.env.get("PATH", os.environ.get("PATH", os.defpath))
     if shutil.which(program, path=search_path) is None:
         raise BotSpecError(
             f"bot {spec.name!r}: the program {program!r} was not found on PATH (command: {shown});"
             f" give its path (e.g. ./{program}), install it, or use a sample bot ({', '.join(sample_bot_names())})"
+        )
+    _check_script_argument(spec)
+
+
+_INTERPRETERS = re.compile(r"^(python[\d.]*|pypy[\d.]*|node|nodejs|deno|bun|ruby|perl|php|lua[\d.]*|bash|sh|java)$")
+
+
+def _check_script_argument(spec: BotSpec) -> None:
+    """BotSpecError when an interpreter's script (`python3 bots/x.py`, `node x.js`) does not exist.
+
+    Otherwise the interpreter starts, fails to find it and every game of the bot is a forfeit.
+    """
+    program = Path(spec.command[0]).name
+    if spec.command[0] != sys.executable and not _INTERPRETERS.match(program):
+        return
+    script = next((a for a in spec.command[1:] if not a.startswith("-")), None)
+    if script is None or not script.endswith(_SCRIPT_SUFFIXES) or spec.command[1] in ("-m", "-c", "-e"):
+        return
+    path = Path(script)
+    if not path.is_absolute() and spec.dir is not None:
+        path = spec.dir / path
+    if not path.is_file():
+        where = f" (looked for {str(path.absolute())!r})" if not Path(script).is_absolute() else ""
+        raise BotSpecError(
+            f"bot {spec.name!r}: the script {script!r} does not exist{where} (command: {shlex.join(spec.command)});"
+            " check the path: it is relative to the bot's dir (in a config: the config file's folder)"
         )
 
 

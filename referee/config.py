@@ -53,7 +53,11 @@ class BotConfig(BaseModel):
         " arguments. `python`/`python3` first means the Python running the referee; a sample bot name alone"
         " (random, greedy, alphabeta) runs that sample bot.",
     )
-    dir: str | None = Field(None, description="Working directory, relative to the config file's folder.")
+    dir: str | None = Field(
+        None,
+        description="Working directory, relative to the config file's folder (default: that folder); relative"
+        " paths in `command` are relative to it.",
+    )
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables.")
     sandbox: bool | None = Field(None, description="Run this bot in the sandbox (default: the top-level `sandbox`).")
     memory_mb: int | None = Field(
@@ -273,10 +277,10 @@ def _bot_spec(bot: BotConfig, index: int, base_dir: Path, source: str, config: T
         command = resolve_command(bot.command)
     except BotSpecError as error:
         raise ConfigError(f"{source}: bots[{index}].command: {error}") from None
-    directory = None
-    if bot.dir is not None:
-        directory = Path(bot.dir) if Path(bot.dir).is_absolute() else (base_dir / bot.dir)
-        directory = directory.resolve()
+    # Like a bot file's, a config's bots run from the config's folder by default, so that the paths in
+    # their commands are relative to the config, as `dir`, `openings.file` and `out` are.
+    directory = base_dir / bot.dir if bot.dir is not None else base_dir
+    directory = directory.resolve()
     return BotSpec(
         name=bot.name,
         command=command,

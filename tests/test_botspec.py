@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
+import shutil
 import sys
 from pathlib import Path
 
@@ -225,3 +227,47 @@ def test_one_bot_is_not_a_tournament() -> None:
 
     with pytest.raises(ConfigError, match="needs at least two bots: add another"):
         parse_config({"bots": [{"name": "a", "command": "random"}]}, source="--bot", key_sources={"bots": "--bot"})
+
+
+def test_a_missing_script_is_found_before_the_first_game(tmp_path: Path) -> None:
+    (tmp_path / "bots").mkdir()
+    (tmp_path / "bots" / "here.py").write_text("print()\n")
+    check_bot_command(parse_bot_arg(f"name=ok cmd='python3 bots/here.py' dir={tmp_path}"))
+    if shutil.which("node"):
+        check_bot_command(parse_bot_arg(f"node {tmp_path}/bots/here.py"))
+    for text, shown in (
+        (f"name=x cmd='python3 -u bots/gone.py --fast' dir={tmp_path}", "bots/gone.py"),
+        (f"python3 {tmp_path}/bots/gone.py", f"{tmp_path}/bots/gone.py"),
+    ):
+        with pytest.raises(BotSpecError, match=rf"the script '{re.escape(shown)}' does not exist"):
+            check_bot_command(parse_bot_arg(text))
+    check_bot_command(parse_bot_arg("python3 -m sample_bots.random"))  # a module, not a script
+
+
+def test_a_configs_bot_commands_are_relative_to_its_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from referee.cli import main
+
+    folder = tmp_path / "league"
+    (folder / "bots").mkdir(parents=True)
+    (folder / "bots" / "mine.py").write_text(
+        "import runpy\nrunpy.run_module('sample_bots.random', run_name='__main__')\n"
+    )
+    (folder / "league.toml").write_text(
+        'games = 2\ntime_control = "5+0.1"\nsize = "4x4"\n'
+        '[[bots]]\nname = "mine"\ncommand = "python3 bots/mine.py"\n'
+        '[[bots]]\nname = "other"\ncommand = "random"\n'
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert main(["tournament", str(folder / "league.toml"), "--out", str(tmp_path / "out")]) == 0
+    records = [json.loads(line) for line in (tmp_path / "out" / "games.jsonl").read_text().splitlines()]
+    assert len(records) == 2 and all(r["termination"] == "normal" for r in records)
+    capsys.readouterr()
+    (folder / "bots" / "mine.py").unlink()
+    assert main(["tournament", str(folder / "league.toml"), "--out", str(tmp_path / "out2")]) == 2
+    err = capsys.readouterr().err
+    assert "bot 'mine': the script 'bots/mine.py' does not exist" in err and str(folder / "bots" / "mine.py") in err
+    assert not (tmp_path / "out2" / "games.jsonl").exists()

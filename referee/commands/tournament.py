@@ -110,7 +110,7 @@ def build_plan(args: argparse.Namespace) -> TournamentPlan:
                 "name": s.name,
                 "command": s.command,
                 "env": s.env,
-                **({"dir": str(s.dir)} if s.dir else {}),
+                "dir": str(s.dir or cwd),  # relative paths on the command line are the current directory's
                 **({"sandbox": True} if s.sandbox else {}),
                 **({"memory_mb": s.memory_mb} if s.memory_mb is not None else {}),
             }
