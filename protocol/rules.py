@@ -135,12 +135,12 @@ class Move(NamedTuple):
 
     @property
     def is_pass(self) -> bool:
-        return self.pit is None
+        return self.pit is None and self.root is None
 
     def __str__(self) -> str:
-        if self.pit is None or self.root is None:
+        if self.pit is None and self.root is None:
             return "pass"
-        return f"{self.pit}{self.root}"
+        return f"{self.pit or '?'}{self.root or '?'}"  # a half-empty move is no pass (the rules refuse it)
 
 
 PASS = Move(None, None)
@@ -327,12 +327,16 @@ class Position:
     def id_of(self, move: Move) -> int:
         """The placement id of `move` (PASS_ID for a pass); IllegalMoveError if no placement on this board."""
         if move.pit is None or move.root is None:
-            return PASS_ID
+            if move.pit is None and move.root is None:
+                return PASS_ID
+            raise IllegalMoveError(f"{move!r}: a placement needs both a pit and a root cell")
         placement_id = self._geo.move_ids.get(move)
         if placement_id is None:
             for cell in (move.pit, move.root):
                 if cell not in self._geo.index:
                     raise IllegalMoveError(f"{move}: {cell} is off the {self.size_text} board")
+            if move.pit == move.root:
+                raise IllegalMoveError(f"{move}: the pit and the root must be different (adjacent) cells")
             raise IllegalMoveError(f"{move}: {move.pit} and {move.root} are not adjacent")
         return placement_id
 
@@ -454,6 +458,8 @@ class Position:
         for i, cell in ((p, move.pit), (q, move.root)):
             if i < 0:
                 raise IllegalMoveError(f"{move}: {cell} is off the {self.size_text} board")
+        if p == q:
+            raise IllegalMoveError(f"{move}: the pit and the root must be different (adjacent) cells")
         if self.parent[p] >= 0:
             raise IllegalMoveError(f"{move}: {move.pit} already has a dot")
         if self.parent[q] >= 0:

@@ -28,6 +28,7 @@ import trio
 from protocol.messages import GameOver, Info, MoveReply, NewGame, Pong, Ready
 from protocol.rules import BLACK, WHITE, Color, IllegalMoveError, InvalidMoveError, Move, Position, Result, result_for
 from referee.clock import NS_PER_MS, GameClock
+from referee.hints import with_hint
 from referee.process import (
     BotChannel,
     BotFault,
@@ -415,7 +416,7 @@ async def run_game(
                 result=result_for(winner),
                 winner=winner,
                 termination=fault.termination,
-                reason=f"{loser} ({offender.name}) {fault.reason}",
+                reason=with_hint(f"{loser} ({offender.name}) {fault.reason}", offender.stderr_tail(), offender.command),
                 loser=loser,
                 overrun_ms=fault.overrun_ms if isinstance(fault, BotTimeout) else None,
                 stderr_tail=offender.stderr_tail(),

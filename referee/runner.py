@@ -168,7 +168,7 @@ class Runner:
         self.schedule = make_schedule(plan.bot_names, plan.format, plan.games_per_pairing, plan.openings)
         self._by_number = {game.number: game for game in self.schedule}
         self._two_bots = len(plan.bots) == 2
-        self._scope = trio.CancelScope()
+        self._game_scopes: set[trio.CancelScope] = set()
         self._ended: Ended | None = None
         self._error: str | None = None
         self._results: list[ScoredGame] = []
@@ -184,10 +184,15 @@ class Runner:
         self._write_lock = trio.Lock()
 
     def stop(self, ended: Ended = "interrupted", error: str | None = None) -> None:
-        """Stop playing: games in progress are abandoned (not scored) and their bots killed."""
+        """Stop playing: games in progress are abandoned (not scored) and their bots stopped.
+
+        Only the games are cancelled: each worker then closes its own bot processes after its game has
+        unwound, so a process is never told to quit while a game is still writing to it.
+        """
         if self._ended is None:
             self._ended, self._error = ended, error
-        self._scope.cancel()
+        for scope in self._game_scopes:
+            scope.cancel()
 
     @property
     def decided(self) -> bool:
@@ -224,10 +229,9 @@ class Runner:
                 )
             )
             try:
-                with self._scope:
-                    async with trio.open_nursery() as nursery:
-                        for index in range(min(self.plan.concurrency, len(self._pending))):
-                            nursery.start_soon(self._worker, index)
+                async with trio.open_nursery() as nursery:
+                    for index in range(min(self.plan.concurrency, len(self._pending))):
+                        nursery.start_soon(self._worker, index)
             finally:
                 # Also after an error or a stop: the standings so far are written, games.jsonl is in order.
                 standings = self._standings()
@@ -294,17 +298,29 @@ class Runner:
         )
         on_move = self.on_move
         started = time.monotonic()
+        record: GameRecord | None = None
         try:
-            record = await slot.play(
-                game,
-                game_settings(self.plan, game),
-                None if on_move is None else (lambda move, position: on_move(game, move, position)),
-            )
+            with trio.CancelScope() as scope:
+                self._game_scopes.add(scope)
+                if self._ended is not None:
+                    scope.cancel()  # stopped while this game was being set up
+                record = await slot.play(
+                    game,
+                    game_settings(self.plan, game),
+                    None if on_move is None else (lambda move, position: on_move(game, move, position)),
+                )
         except BaseException:
-            # Stopped or failed mid-game: nothing is scored; it is pending again for the next run.
+            # Failed mid-game: nothing is scored; it is pending again for the next run.
             with trio.CancelScope(shield=True):
                 await self._in_thread(store.release, game.number)
             raise
+        finally:
+            self._game_scopes.discard(scope)
+        if record is None:
+            # Stopped mid-game (a signal, the SPRT's verdict): abandoned, not scored, pending for the next run.
+            with trio.CancelScope(shield=True):
+                await self._in_thread(store.release, game.number)
+            return
         # Shielded: a stop that comes now must not lose a game that has finished.
         with trio.CancelScope(shield=True):
             async with self._write_lock:
