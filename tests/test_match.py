@@ -575,3 +575,66 @@ def test_two_different_matches_never_share_an_output_directory(
     (old / "game-001.json").write_text("{}")
     assert main([*argv[:-1], str(old)]) == 2
     assert "holds a match from an older alternator" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds the bot processes through /proc")
+def test_an_sprt_match_killed_with_sigkill_mid_pair_resumes_to_the_same_figures(tmp_path: Path) -> None:
+    from tests.test_tournament import alive, descendants, done_count, wait_until
+
+    # Deterministic bots (the first legal move, slowly; random seeded by the game id): every game's result is
+    # decided by its opening and colours, so a resumed match must end with the same figures as one never stopped.
+    slow = f"name=slow cmd='python3 {TESTBOT} slow 30'"
+    seeded = "name=seeded cmd='python3 -m sample_bots.random --seed 5'"
+    options = ["--size", "4x4", "--tc", "10+0", "--openings-plies", "2", "--games", "12", "-j", "1"]
+    options += ["--sprt", "elo0=-50", "elo1=50"]
+
+    def command(out: Path) -> list[str]:
+        return [
+            sys.executable,
+            "-m",
+            "referee",
+            "match",
+            "--black",
+            slow,
+            "--white",
+            seeded,
+            *options,
+            "--out",
+            str(out),
+        ]
+
+    reference = subprocess.run(command(tmp_path / "ref"), cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert reference.returncode == 0, reference.stderr
+    expected = load_summary(tmp_path / "ref").statistics
+
+    out = tmp_path / "m"
+    referee = subprocess.Popen(command(out), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    bots: list[int] = []
+    try:
+        # An odd number of games done at concurrency 1: the game being played is the second of its pair.
+        wait_until(lambda: done_count(out) >= 3 and done_count(out) % 2 == 1, 60, "a pair half played")
+        bots = descendants(referee.pid)
+        referee.send_signal(signal.SIGKILL)
+        referee.communicate(timeout=10)
+        wait_until(lambda: not any(alive(pid) for pid in bots), 5, "the orphaned bots to exit on EOF")
+    finally:
+        if referee.poll() is None:
+            referee.kill()
+            referee.communicate()
+        for pid in bots:
+            if alive(pid):
+                os.killpg(pid, signal.SIGKILL)
+    before = done_count(out)
+    assert before % 2 == 1 and not (out / "match.json").exists()
+    resumed = subprocess.run(command(out), cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"{before} already played" in resumed.stdout
+    records = load_records(out)
+    ids = [r.game_id for r in records]
+    assert len(ids) == len(set(ids)) == expected.games  # no game lost, none counted twice
+    assert ids == [r.game_id for r in load_records(tmp_path / "ref")]
+    got = load_summary(out).statistics
+    assert got.pentanomial == expected.pentanomial and (got.wins, got.draws, got.losses) == (
+        expected.wins, expected.draws, expected.losses,
+    )  # fmt: skip
+    assert got.llr == expected.llr and got.sprt == expected.sprt
