@@ -94,7 +94,7 @@ def describe_result(record: GameRecord) -> str:
 
 
 def format_move(number: int, move: MoveRecord) -> str:
-    """One move for `--show-moves` and `replay --moves`: number, side, move, time taken, clock after."""
+    """One move for `--show-moves` of `match` and `replay`: number, side, move, time taken, clock after."""
     clock = f"  clock {format_ms(move.clock_ms)}" if move.clock_ms is not None else ""
     return f"{number:>4}. {move.color:<5} {move.move:<6} {format_ms(move.elapsed_ms):>8}{clock}"
 
@@ -111,7 +111,7 @@ def format_info(info: dict[str, object]) -> str:
 
 
 def format_infos(move: MoveRecord) -> list[str]:
-    """A move's info lines for `--show-moves` and `replay --moves`, saying first how many were not kept."""
+    """A move's info lines for `--show-moves` of `match` and `replay`, saying first how many were not kept."""
     lines = [f"        info ({move.infos_dropped} earlier infos not kept)"] if move.infos_dropped else []
     lines.extend(f"        info {format_info(info)}" for info in move.infos)
     return lines
