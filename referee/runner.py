@@ -173,6 +173,7 @@ class Runner:
         self._error: str | None = None
         self._results: list[ScoredGame] = []
         self._counter = PairCounter(plan.sprt)
+        self._statistics: HeadToHead | None = None  # two-bot runs: as of the last counted pair
         self._pending: list[ScheduledGame] = []
         self._voids: dict[int, int] = {}
         self._played_now = 0
@@ -208,7 +209,8 @@ class Runner:
             self._store = store
             store.start(self.plan.fingerprint, self.schedule)
             for number, black, white, result, termination in store.finished():
-                self._count(self._by_number[number], ScoredGame(black, white, result, Termination(termination)))
+                self._results.append(ScoredGame(black, white, result, Termination(termination)))
+                self._count_pair(self._by_number[number], result)
             self._rewrite_games_file()
             self._pending = [] if self.decided else [self._by_number[n] for n in store.pending()]
             self.on_event(
@@ -234,6 +236,9 @@ class Runner:
                         nursery.start_soon(self._worker, index)
             finally:
                 # Also after an error or a stop: the standings so far are written, games.jsonl is in order.
+                if self._two_bots:  # the final figures count every game, paired or not
+                    first, second = self.plan.bot_names
+                    self._statistics = head_to_head(first, second, self._counter.statistics())
                 standings = self._standings()
                 files = self._write_outputs(standings)
             ended: Ended = self._ended or ("sprt" if self.decided else "completed")
@@ -328,22 +333,24 @@ class Runner:
                     # The SPRT decided while this game was finishing: it is not counted (nor kept).
                     await trio.to_thread.run_sync(store.release, game.number)
                     return
-                counts = await trio.to_thread.run_sync(self._save, game.number, record)
                 # Counted under the lock: no other game can commit between this one and the SPRT's look at it.
-                pair_done = counts and self._count(
-                    game, ScoredGame(game.black, game.white, record.result, record.termination)
-                )
+                counts, pair_done = await trio.to_thread.run_sync(self._save, game, record)
+                if counts:
+                    self._results.append(ScoredGame(game.black, game.white, record.result, record.termination))
                 if self.decided:
                     self.stop("sprt")
         await self._finished(game, record, counts, pair_done, time.monotonic() - started)
 
-    def _save(self, number: int, record: GameRecord) -> bool:
-        """Commit a finished game, then append it to games.jsonl (in a worker thread); True if it counts now."""
-        counts = self._require_store().record_game(number, record)
-        if counts:
-            with (self.out_dir / GAMES_FILE).open("a", encoding="utf-8") as file:
-                file.write(record.model_dump_json() + "\n")
-        return counts
+    def _save(self, game: ScheduledGame, record: GameRecord) -> tuple[bool, bool]:
+        """Commit a finished game, append it to games.jsonl and count its pair (in a worker thread, under the
+        write lock: the LLR and the statistics take a millisecond or two, which must not be charged to the
+        bots whose moves arrive meanwhile). Whether it counts now, and whether it completed a pair."""
+        counts = self._require_store().record_game(game.number, record)
+        if not counts:
+            return False, False
+        with (self.out_dir / GAMES_FILE).open("a", encoding="utf-8") as file:
+            file.write(record.model_dump_json() + "\n")
+        return True, self._count_pair(game, record.result)
 
     async def _in_thread(self, function: Callable[..., object], *args: object) -> None:
         """Run a file or database write off the trio thread, one at a time.
@@ -355,16 +362,19 @@ class Runner:
         async with self._write_lock:
             await trio.to_thread.run_sync(function, *args)
 
-    def _count(self, game: ScheduledGame, result: ScoredGame) -> bool:
-        """Count a committed game; True when it completed a game pair (two-bot runs)."""
-        self._results.append(result)
+    def _count_pair(self, game: ScheduledGame, result: str) -> bool:
+        """Count a committed game of a two-bot run; True when it completed a game pair (the statistics are then
+        brought up to date)."""
         if not self._two_bots:
             return False
-        first = self.plan.bot_names[0]
-        points = {"1-0": 1.0, "0-1": 0.0}.get(result.result, 0.5)
+        first, second = self.plan.bot_names
+        points = {"1-0": 1.0, "0-1": 0.0}.get(result, 0.5)
         if game.white == first:
             points = 1.0 - points
-        return self._counter.add(CountedGame(game.number, game.round // 2, points))
+        pair_done = self._counter.add(CountedGame(game.number, game.round // 2, points))
+        if pair_done:
+            self._statistics = head_to_head(first, second, self._counter.statistics())
+        return pair_done
 
     async def _finished(
         self, game: ScheduledGame, record: GameRecord, counts: bool, pair_done: bool, duration: float
@@ -403,9 +413,8 @@ class Runner:
                 games_total=len(self.schedule),
             )
         )
-        if pair_done:
-            statistics = self._head_to_head()
-            assert statistics is not None
+        statistics = self._statistics
+        if pair_done and statistics is not None:
             self.on_event(
                 StatisticsUpdated(
                     type="statistics_updated", time=now(), games_done=len(self._results), statistics=statistics
@@ -438,8 +447,10 @@ class Runner:
     def _head_to_head(self) -> HeadToHead | None:
         if not self._two_bots:
             return None
-        first, second = self.plan.bot_names
-        return head_to_head(first, second, self._counter.statistics())
+        if self._statistics is None:  # no pair yet: the games counted so far
+            first, second = self.plan.bot_names
+            return head_to_head(first, second, self._counter.statistics())
+        return self._statistics
 
     def _standings(self) -> Standings:
         standings = compute_standings(self._results, self.plan.bot_names)

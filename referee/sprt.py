@@ -310,9 +310,14 @@ class MatchStatistics:
 
 
 def match_statistics(
-    wins: int, draws: int, losses: int, pairs: Sequence[int], sprt: SprtParameters | None
+    wins: int,
+    draws: int,
+    losses: int,
+    pairs: Sequence[int],
+    sprt: SprtParameters | None,
+    status: SprtStatus | None = None,
 ) -> MatchStatistics:
-    """The statistics of a two-bot run from its counts."""
+    """The statistics of a two-bot run from its counts (`status`: the SPRT over these pairs, if known)."""
     penta = (pairs[0], pairs[1], pairs[2], pairs[3], pairs[4])
     return MatchStatistics(
         wins=wins,
@@ -323,7 +328,7 @@ def match_statistics(
         nelo=normalized_elo(penta),
         los=likelihood_of_superiority(penta),
         draw_ratio=draw_ratio(wins, draws, losses),
-        sprt=sprt_status(sprt, penta) if sprt is not None else None,
+        sprt=status if status is not None else sprt_status(sprt, penta) if sprt is not None else None,
     )
 
 
@@ -379,7 +384,7 @@ class PairCounter:
         return True
 
     def statistics(self) -> MatchStatistics:
-        return match_statistics(self.wins, self.draws, self.losses, self.pairs, self.sprt)
+        return match_statistics(self.wins, self.draws, self.losses, self.pairs, self.sprt, self.status)
 
 
 def count_in_order(games: Sequence[CountedGame], sprt: SprtParameters | None) -> tuple[MatchStatistics, list[int]]:

@@ -355,3 +355,34 @@ def test_the_progress_display_redraws_one_line_on_a_terminal_and_writes_plain_li
     assert "\r" not in log.getvalue()
     assert "4x4 board, komi 3.5, time control 1; 1 at once" in log.getvalue().splitlines()[0]
     assert log.getvalue().splitlines()[1] == "[1/2] game 1 a (black) - b (white): 1-0 black wins by 2.5"
+
+
+async def test_a_two_bot_tournament_with_an_sprt_table_stops_at_the_verdict(tmp_path: Path) -> None:
+    bots = [
+        {"name": "greedy", "command": "greedy"},
+        {"name": "random", "command": [sys.executable, "-m", "sample_bots.random", "--seed", "1"]},
+    ]
+    sprt = {"elo0": 0, "elo1": 200, "alpha": 0.1, "beta": 0.1}
+    plan = make_plan(tmp_path, bots, games=40, sprt=sprt, openings={"plies": 2, "seed": 1})
+    events: list[Event] = []
+    summary = await Runner(plan, on_event=events.append).run()
+    assert summary.ended == "sprt" and summary.games_done < 40
+    assert summary.statistics is not None and summary.statistics.sprt is not None
+    assert summary.statistics.sprt.verdict is not None and summary.statistics.sprt.verdict.value == "H1"
+    standings = json.loads((plan.out_dir / "standings.json").read_text())
+    h2h = standings["head_to_head"]
+    assert (h2h["first"], h2h["second"], h2h["sprt"]["verdict"]) == ("greedy", "random", "H1")
+    assert h2h["games"] == summary.games_done == len(read_games(plan.out_dir))
+    updates = [e for e in events if e.type == "statistics_updated"]
+    assert len(updates) == sum(h2h["pentanomial"]) and updates[-1].statistics.llr == h2h["llr"]
+    assert events[-1].type == "tournament_finished" and events[-1].ended == "sprt"
+
+
+def test_an_sprt_table_needs_two_bots_and_an_even_number_of_games(tmp_path: Path) -> None:
+    from referee.config import ConfigError
+
+    three = [bot_config("a"), bot_config("b"), bot_config("c")]
+    with pytest.raises(ConfigError, match="sprt: the SPRT compares two bots; this config has 3"):
+        make_plan(tmp_path, three, sprt={})
+    with pytest.raises(ConfigError, match="games: 3 with the SPRT: give an even number"):
+        make_plan(tmp_path, three[:2], sprt={}, games=3)
