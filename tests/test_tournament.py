@@ -358,7 +358,7 @@ def test_the_progress_display_redraws_one_line_on_a_terminal_and_writes_plain_li
 
 
 async def test_a_two_bot_tournament_with_an_sprt_table_stops_at_the_verdict(tmp_path: Path) -> None:
-    bots = [
+    bots: list[dict[str, Any]] = [
         {"name": "greedy", "command": "greedy"},
         {"name": "random", "command": [sys.executable, "-m", "sample_bots.random", "--seed", "1"]},
     ]
