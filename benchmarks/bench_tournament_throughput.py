@@ -3,7 +3,7 @@
     python benchmarks/bench_tournament_throughput.py [--games 10] [--size 8] [--concurrency 1 2] [--rounds 2]
 
 Three instant bots (tests/bots/testbot.py: it plays the first legal placement at once) play a round robin of
-`--games` games per pairing (3 x games in all) under `Tournament.run`, exactly as `alternator tournament`
+`--games` games per pairing (3 x games in all) under `Runner.run`, exactly as `alternator tournament`
 does: processes reused per worker slot, every game committed to SQLite and appended to games.jsonl, the
 standings recomputed after every game. The figure is games per minute of wall time, including starting the
 bot processes. It measures the referee's own cost per game; real bots spend their thinking time on top.

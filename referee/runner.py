@@ -183,6 +183,9 @@ class Runner:
         self._started = 0.0
         self._store: RunStore | None = None
         self._write_lock = trio.Lock()
+        self.finishers: list[Callable[[RunSummary], list[Path]]] = []
+        """Called with the summary at the end of every run (completed, decided, stopped or failed), after the
+        standings and games.jsonl are written; the files they write are added to the summary (a report, ...)."""
 
     def stop(self, ended: Ended = "interrupted", error: str | None = None) -> None:
         """Stop playing: games in progress are abandoned (not scored) and their bots stopped.
@@ -256,6 +259,8 @@ class Runner:
                 error=self._error,
                 files=files,
             )
+            for finish in self.finishers:
+                summary.files.extend(finish(summary))
             self.on_event(
                 TournamentFinished(
                     type="tournament_finished",
