@@ -165,7 +165,7 @@ class Session:
                 raise SessionError(f"ping ids must count up: {ping_id} after {self._pinged}")
             if state is not State.NEW:  # a ping to a broken session is harmless (the write may fail)
                 self._pinged = ping_id
-                if state is State.IDLE:
+                if state in (State.IDLE, State.AWAITING_PONG):  # a health check awaits its newest ping
                     self.state, self.awaited_ping, self._return_to = State.AWAITING_PONG, ping_id, State.IDLE
                 return
         allowed = REFEREE_MAY_SEND[state]
