@@ -259,6 +259,10 @@ class BotChannel:
         self.session.sent("turn")
         await self._write(line)
 
+    async def send_raw(self, line: bytes) -> None:
+        """Write bytes the session does not see: for benchmarks of the bare pipe (with `receive_line`) only."""
+        await self._write(line)
+
     async def _write(self, line: bytes) -> None:
         if self.session.closed:
             raise await self._gone_fault(self.session.reason or "closed its input")
