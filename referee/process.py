@@ -242,6 +242,13 @@ class BotChannel:
             return at_ns / 1e9
         return trio.current_time() + (at_ns - time.monotonic_ns()) / 1e9
 
+    def cpu_wait_ns(self) -> int | None:
+        """The bot's total wait for a CPU so far (run-queue time of its main thread), ns; None if unknown.
+
+        Over memory streams there is no process: None.
+        """
+        return None
+
     def give_up(self, reason: str) -> None:
         """The referee stopped waiting for an answer, or stopped trusting the pipe: restart before reuse."""
         self.session.gave_up(reason)
@@ -466,10 +473,25 @@ class BotProcess(BotChannel):
         self._tail: deque[str] = deque(maxlen=_TAIL_LINES)
         self._partial = bytearray()
         self._stderr_done = trio.Event()
+        self._schedstat: int | None = None
 
     @property
     def returncode(self) -> int | None:
         return self.process.returncode
+
+    def cpu_wait_ns(self) -> int | None:
+        # The main thread's schedstat, kept open: one pread (about a microsecond) per move.
+        if self._schedstat is None:
+            try:
+                self._schedstat = os.open(f"/proc/{self.pid}/task/{self.pid}/schedstat", os.O_RDONLY)
+            except OSError:
+                self._schedstat = -1
+        if self._schedstat < 0:
+            return None
+        try:
+            return int(os.pread(self._schedstat, 96, 0).split()[1])
+        except (OSError, IndexError, ValueError):
+            return None
 
     def stderr_tail(self, lines: int = 20) -> list[str]:
         tail = list(self._tail)
@@ -558,6 +580,9 @@ class BotProcess(BotChannel):
         await process.wait()
         self.session.gone("stopped")
         await self.close_reading()
+        if self._schedstat is not None and self._schedstat >= 0:
+            os.close(self._schedstat)
+            self._schedstat = -1
         with trio.move_on_after(STDERR_SETTLE_S):
             await self._stderr_done.wait()
         for stream in (self._send_stream, self._receive_stream):

@@ -41,7 +41,7 @@ async def test_lag_larger_than_the_overrun_voids_the_game(autojump_clock: trio.t
     assert (record.result, record.winner, record.loser) == ("*", None, None)
     assert record.overrun_ms == pytest.approx(200, abs=1e-3)
     assert record.referee_lag_ms == pytest.approx(300)
-    assert "void: the referee was late itself: black (black-bot) took 1200 ms, 200 ms over its 1000 ms" in record.reason
+    assert "void, the host was late: black (black-bot) took 1200 ms, 200 ms over its 1000 ms" in record.reason
     assert "the referee measured 300 ms of its own lateness" in record.reason
     assert not black.broken  # its move arrived whole: the pipe is in order
     assert all(move.latency_ms == pytest.approx(300) for move in record.moves)
@@ -84,6 +84,31 @@ async def test_moves_in_time_are_charged_exactly_whatever_the_lag(autojump_clock
     )
     assert record.termination is Termination.NORMAL
     assert {m.elapsed_ms for m in record.moves} == {250.0, 500.0}
+
+
+class StarvedChannel(BotChannel):
+    """A channel whose bot has waited for a CPU half of all the time so far (as a busy host would do)."""
+
+    def cpu_wait_ns(self) -> int | None:
+        return round(trio.current_time() * 1e9) // 2
+
+
+async def test_a_bot_kept_off_the_cpu_longer_than_its_overrun_is_not_forfeited(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # Black's 2nd move: 1.2 s of its 1 s, 200 ms over; it waited 600 ms of that for a CPU. No referee lag.
+    settings = GameSettings(width=3, height=3, time_control=parse_time_control("movetime:1"))
+    async with trio.open_nursery() as nursery:
+        channels = []
+        for name, fake in (("black-bot", FakeBot(lambda n: 1.2 if n == 2 else 0.1)), ("white-bot", FakeBot())):
+            referee_end, bot_end = trio.testing.memory_stream_pair()
+            nursery.start_soon(fake.serve, bot_end)
+            channels.append(StarvedChannel(name, referee_end, referee_end))
+        record = await run_game("g1", channels[0], channels[1], settings)
+        nursery.cancel_scope.cancel()
+    assert record.termination is Termination.VOID, record.reason
+    assert "the bot waited 600 ms for a CPU it was ready to use" in record.reason
+    assert record.referee_lag_ms == pytest.approx(600) and record.overrun_ms == pytest.approx(200, abs=1e-3)
 
 
 # -- the move's time starts before the turn is written ---------------------------------------------------------
@@ -175,4 +200,4 @@ async def test_a_referee_stopped_by_the_host_does_not_forfeit_a_bot_in_time(
     assert record.termination is Termination.VOID, record.reason
     assert record.referee_lag_ms is not None and record.overrun_ms is not None
     assert record.referee_lag_ms > record.overrun_ms
-    assert "the referee was late itself: black (stopper) took" in record.reason
+    assert "void, the host was late: black (stopper) took" in record.reason
