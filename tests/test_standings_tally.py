@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import random
 
-from referee.standings import GameResult, StandingsTally, compute_standings
+from referee.standings import ScoredGame, StandingsTally, compute_standings
 
 
-def random_games(count: int, bots: list[str], seed: int) -> list[GameResult]:
+def random_games(count: int, bots: list[str], seed: int) -> list[ScoredGame]:
     rng = random.Random(seed)
     games = []
     for _ in range(count):
         black, white = rng.sample(bots, 2)
         result = rng.choice(["1-0", "0-1", "1/2-1/2"])
-        termination = "normal" if result == "1/2-1/2" or rng.random() < 0.8 else rng.choice(["time", "crash", "odd"])
-        games.append(GameResult(black, white, result, termination))
+        termination = (
+            "normal" if result == "1/2-1/2" or rng.random() < 0.8 else rng.choice(["time", "crash", "illegal_move"])
+        )
+        games.append(ScoredGame(black, white, result, termination))
     return games
 
 
@@ -29,7 +31,7 @@ def test_a_tally_built_game_by_game_matches_compute_standings() -> None:
     assert StandingsTally(games).standings(bots, prior_draws=2) == compute_standings(games, bots, prior_draws=2)
     standings = tally.standings(bots)
     assert standings.totals.games == 2000
-    assert sum(row.losses_by_kind.get("odd", 0) for row in standings.bots) > 0  # unknown kinds still counted
+    assert sum(row.losses_by_kind.get("illegal_move", 0) for row in standings.bots) > 0  # forfeits by kind are counted
 
 
 def test_an_empty_tally_is_the_empty_standings() -> None:
