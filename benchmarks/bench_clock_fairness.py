@@ -102,7 +102,8 @@ SPENDER_BOT = textwrap.dedent(
                 err.write(f"move {n} self_ms={took:.3f} allow_ms={allow:.3f}\\n")
                 err.flush()
                 info = {"type": "info", "text": f"self_ms={took:.3f} allow_ms={allow:.3f}"}
-                reply = json.dumps(info).encode() + b"\\n" + json.dumps({"type": "move", "move": move}).encode() + b"\\n"
+                answer = {"type": "move", "move": move}
+                reply = json.dumps(info).encode() + b"\\n" + json.dumps(answer).encode() + b"\\n"
             elif kind == "ping":
                 reply = json.dumps({"type": "pong", "id": message["id"]}).encode() + b"\\n"
             elif kind == "quit":
