@@ -17,11 +17,12 @@ import trio
 import trio.testing
 
 from referee.botspec import BotSpec
+from referee.cli import main
 from referee.clock import parse_time_control
 from referee.game import run_game
 from referee.latency import ConstantLag, summarize_latency
 from referee.process import BotChannel, open_bot
-from referee.record import GameSettings, Termination
+from referee.record import GameRecord, GameSettings, Termination
 from tests.conftest import BotSpecFactory
 from tests.test_game import FakeBot, fake_game
 
@@ -201,3 +202,20 @@ async def test_a_referee_stopped_by_the_host_does_not_forfeit_a_bot_in_time(
     assert record.referee_lag_ms is not None and record.overrun_ms is not None
     assert record.referee_lag_ms > record.overrun_ms
     assert "void, the host was late: black (stopper) took" in record.reason
+
+
+# -- --margin-ms on match ----------------------------------------------------------------------------------------
+
+
+def test_match_takes_a_margin_and_records_it(tmp_path: Path) -> None:
+    out = tmp_path / "m"
+    argv = ["match", "--black", "random", "--white", "random", "--size", "3x3", "--games", "1", "--margin-ms", "25"]
+    assert main([*argv, "--out", str(out)]) == 0
+    records = [GameRecord.model_validate_json(path.read_text()) for path in sorted(out.glob("game-*.json"))]
+    assert records and all(record.settings.margin_ms == 25 for record in records)
+
+
+def test_match_refuses_a_negative_margin(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["match", "--black", "random", "--white", "random", "--margin-ms", "-5", "--out", str(tmp_path / "m")]
+    assert main(argv) == 2
+    assert "--margin-ms -5: give 0 or more milliseconds" in capsys.readouterr().err
