@@ -316,8 +316,9 @@ class _Game:
             f"lost on time: {what} {_fmt_ms(charge.elapsed_ns)}, {_fmt_ms(charge.overrun_ns)} over its "
             f"{_fmt_ms(allowed)}{margin}"
         )
-        if not answered:
-            bot.give_up(reason)  # a late move would be read as the answer to the next message
+        # Restarted before its next game, as after every fault but an illegal move (PROTOCOL.md): without an
+        # answer, a late move would be read as the answer to the next message.
+        bot.give_up(reason)
         raise BotTimeout(reason, overrun_ms=charge.overrun_ns / NS_PER_MS)
 
     def _keep_infos(self, color: Color, infos: deque[Info]) -> list[dict[str, Any]]:
