@@ -46,12 +46,20 @@ import trio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from protocol.rules import Result  # noqa: E402
 from referee.botspec import BotSpec  # noqa: E402
 from referee.clock import parse_time_control  # noqa: E402
 from referee.game import run_game  # noqa: E402
 from referee.process import open_bot  # noqa: E402
 from referee.record import GameRecord, GameSettings, Termination  # noqa: E402
-from referee.standings import GameResult, compute_standings  # noqa: E402
+from referee.standings import compute_standings  # noqa: E402
+
+try:  # the standings' game type was renamed; the old name lets this script run against older checkouts
+    from referee.standings import ScoredGame
+except ImportError:  # pragma: no cover
+    from referee.standings import GameResult as ScoredGame  # type: ignore[attr-defined,no-redef]
+
+RESULTS: list[Result] = ["1-0", "0-1", "1/2-1/2"]
 
 SPENDER_BOT = textwrap.dedent(
     """\
@@ -220,13 +228,13 @@ def report(label: str, tally: Tally) -> None:
         print(f"    e.g. {example}", flush=True)
 
 
-def fake_results(count: int, bots: int) -> tuple[list[GameResult], list[str]]:
+def fake_results(count: int, bots: int) -> tuple[list[ScoredGame], list[str]]:
     names = [f"bot{i}" for i in range(bots)]
     rng = random.Random(1)
     results = []
     for _ in range(count):
         black, white = rng.sample(names, 2)
-        results.append(GameResult(black, white, rng.choice(["1-0", "0-1", "1/2-1/2"])))
+        results.append(ScoredGame(black, white, rng.choice(RESULTS)))
     return results, names
 
 

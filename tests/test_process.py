@@ -48,7 +48,7 @@ def channel_pair(
     from_bot_send, from_bot_receive = trio.testing.memory_stream_one_way_pair()
     channel = BotChannel("fake", to_bot_send, from_bot_receive)
     session = channel.session
-    steps = [
+    steps: list[tuple[State, Callable[[], None]]] = [
         (State.AWAITING_HELLO, lambda: session.sent("hello")),
         (State.IDLE, lambda: session.received(BotHello(type="hello", protocol=1, name="fake"))),
         (State.AWAITING_READY, lambda: session.sent("new_game", game_id="g")),

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import random
 
+from protocol.rules import Result
+from referee.record import Termination
 from referee.standings import ScoredGame, StandingsTally, compute_standings
+
+RESULTS: list[Result] = ["1-0", "0-1", "1/2-1/2"]
+FORFEITS = [Termination.TIME, Termination.CRASH, Termination.ILLEGAL_MOVE]
 
 
 def random_games(count: int, bots: list[str], seed: int) -> list[ScoredGame]:
@@ -12,10 +17,8 @@ def random_games(count: int, bots: list[str], seed: int) -> list[ScoredGame]:
     games = []
     for _ in range(count):
         black, white = rng.sample(bots, 2)
-        result = rng.choice(["1-0", "0-1", "1/2-1/2"])
-        termination = (
-            "normal" if result == "1/2-1/2" or rng.random() < 0.8 else rng.choice(["time", "crash", "illegal_move"])
-        )
+        result = rng.choice(RESULTS)
+        termination = Termination.NORMAL if result == "1/2-1/2" or rng.random() < 0.8 else rng.choice(FORFEITS)
         games.append(ScoredGame(black, white, result, termination))
     return games
 
