@@ -86,9 +86,11 @@ class ClusterConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     address: str = Field(description="The scheduler: tcp://HOST:PORT (a trusted network) or tls://HOST:PORT.")
-    ca_file: Path | None = Field(None, description="tls://: the CA certificate (PEM) that signed every certificate.")
-    cert: Path | None = Field(None, description="tls://: this client's certificate (PEM).")
-    key: Path | None = Field(None, description="tls://: this client's private key (PEM).")
+    ca_file: Path | None = Field(
+        default=None, description="tls://: the CA certificate (PEM) that signed every certificate."
+    )
+    cert: Path | None = Field(default=None, description="tls://: this client's certificate (PEM).")
+    key: Path | None = Field(default=None, description="tls://: this client's private key (PEM).")
 
     @model_validator(mode="after")
     def _check(self) -> ClusterConfig:
@@ -256,6 +258,11 @@ class _WorkerGames:
         return self._idle.pop(best)
 
     async def _process(self, slot: _Slot, key: str, spec: BotSpec) -> BotProcess:
+        """The slot's process for this bot, started and handshaken if new; BotStartError when it cannot be.
+
+        A new process is handshaken here, not in `run_game`: every worker started every bot in the
+        preflight, so one that fails now says something about this worker, not the bot (no forfeit).
+        """
         assert self._nursery is not None
         host = slot.hosts.pop(key, None)
         if host is None:
@@ -263,7 +270,13 @@ class _WorkerGames:
                 await slot.hosts.pop(next(iter(slot.hosts))).close()
             host = BotHost(spec, self.log_dir, self._nursery)
         slot.hosts[key] = host  # most recently used last
-        return await host.ready()
+        process = await host.ready()
+        if process.hello is None:
+            failure = await _handshake(process)
+            if failure is not None:
+                await slot.hosts.pop(key).close()
+                raise BotStartError(f"bot {spec.name!r} {failure}")
+        return process
 
     async def play(self, job: GameJob, worker: str) -> WorkerReply:
         keys = _spec_keys(job)
@@ -288,18 +301,13 @@ class _WorkerGames:
 
     async def probe(self, specs: Sequence[BotSpec], worker: str) -> list[ProbeResult]:
         async def one(spec: BotSpec, results: list[ProbeResult]) -> None:
-            failure, announced = None, None
+            failure = None
             try:
-                with trio.fail_after(PROBE_TIMEOUT_S):
-                    async with open_bot(_local_spec(spec), self.log_dir) as process:
-                        hello = await process.handshake()
-                        announced = hello.name
+                async with open_bot(_local_spec(spec), self.log_dir) as process:
+                    failure = await _handshake(process)
             except BotStartError as error:
                 failure = str(error)
-            except BotFault as error:
-                failure = f"it started but its handshake failed: it {error.reason}"
-            except trio.TooSlowError:
-                failure = f"it did not answer hello within {PROBE_TIMEOUT_S:g} s"
+            announced = None if failure is not None or process.hello is None else process.hello.name
             results.append(ProbeResult(worker, spec.name, failure, announced))
 
         results: list[ProbeResult] = []
@@ -307,6 +315,20 @@ class _WorkerGames:
             for spec in specs:
                 nursery.start_soon(one, spec, results)
         return sorted(results, key=lambda result: result.bot)
+
+
+async def _handshake(process: BotProcess) -> str | None:
+    """Handshake a new process: None, or what went wrong (with its last stderr lines)."""
+    try:
+        with trio.fail_after(PROBE_TIMEOUT_S):
+            await process.handshake()
+    except BotFault as error:
+        await process.settle()
+        tail = " | ".join(process.stderr_tail(3))
+        return f"started but its handshake failed: it {error.reason}" + (f" (stderr: {tail})" if tail else "")
+    except trio.TooSlowError:
+        return f"started but did not answer hello within {PROBE_TIMEOUT_S:g} s"
+    return None
 
 
 _games: _WorkerGames | None = None
