@@ -380,7 +380,7 @@ class WorkerStats:
     games: int = 0
     void: int = 0
     game_s: float = 0.0  # the games' own duration, measured on the worker
-    overhead_s: float = 0.0  # submit to result, minus the game: scheduling, transfer, the coordinator
+    overhead_s: float = 0.0  # submit to result, minus the game: queueing, scheduling, transfer
     move_ms: float = 0.0  # sum of the bots' move times (elapsed_ms), to average per move
     moves: int = 0
     consecutive_failures: int = 0
@@ -394,7 +394,7 @@ class WorkerStats:
         played = self.games + self.void
         if played:
             parts.append(f"{self.game_s / played:.2f} s per game")
-            parts.append(f"dispatch latency {self.overhead_s / played * 1000:.0f} ms per game")
+            parts.append(f"queue+dispatch {self.overhead_s / played * 1000:.0f} ms per game")
         if self.moves:
             parts.append(f"{self.move_ms / self.moves:.1f} ms per move")
         if self.removed:
@@ -490,6 +490,13 @@ class Cluster:
         """Games the healthy workers can play at once: their threads."""
         workers = self._workers()
         return sum(n for address, n in workers.items() if not self._stat(address).removed)
+
+    @property
+    def in_flight(self) -> int:
+        """Games to keep submitted: the slots, and one waiting on each worker, so that a worker starts its
+        next game as soon as it finishes one instead of after a round trip to the coordinator."""
+        workers = self._workers()
+        return sum(n + 1 for address, n in workers.items() if not self._stat(address).removed)
 
     def _stat(self, address: str) -> WorkerStats:
         if address not in self.stats:

@@ -186,7 +186,7 @@ class Tournament:
 
     @property
     def _slots(self) -> int:
-        return self.cluster.slots if self.cluster is not None else self.plan.concurrency
+        return self.cluster.in_flight if self.cluster is not None else self.plan.concurrency
 
     async def _worker(self, index: int) -> None:
         async with trio.open_nursery() as nursery:
