@@ -25,6 +25,7 @@ import contextlib
 import logging
 import os
 import re
+import socket
 import sys
 import tempfile
 import threading
@@ -408,10 +409,23 @@ def _quiet_dask_logs() -> None:
         logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
+def _check_listening(address: str) -> None:
+    """Fail at once when nothing listens at the address (Dask itself retries until its timeout)."""
+    host, port = address.split("://", 1)[1].rsplit(":", 1)
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as error:
+        raise ClusterError(
+            f"cannot reach the Dask scheduler at {address} ({error.strerror or error}); start it with"
+            " `dask scheduler`, check the address (--cluster), or run without --cluster"
+        ) from None
+
+
 def _connect(config: ClusterConfig) -> Client:
     from distributed import Client
     from distributed.security import Security
 
+    _check_listening(config.address)
     security = None
     if config.address.startswith("tls://"):
         for name in ("ca_file", "cert", "key"):

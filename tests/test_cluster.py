@@ -256,6 +256,16 @@ async def test_tournament_survives_a_worker_killed_mid_game(
     assert sorted(record["game_id"] for record in records) == [f"g{n:04d}" for n in range(1, 13)]
     assert {record["worker"] for record in records} <= {killed[0], survivor}
     assert all(record["termination"] == "normal" for record in records)
+    # A worker keeps its bot processes between games: one process per bot on the survivor (its stderr log).
+    for name in ("slow", "random", "greedy"):
+        logs = {r[side]["stderr_log"] for r in records for side in ("black", "white") if r[side]["name"] == name}
+        survivor_logs = {
+            r[side]["stderr_log"]
+            for r in records
+            for side in ("black", "white")
+            if r[side]["name"] == name and r["worker"] == survivor
+        }
+        assert len(survivor_logs) == 1, (name, logs)
     lines = cluster.summary_lines()
     assert any(line.startswith(f"{survivor}: ") and " games" in line for line in lines)
 
