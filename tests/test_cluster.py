@@ -70,17 +70,21 @@ class DaskCluster:
             self.kill(process)  # whatever the group still holds (a helper the nanny started)
 
 
-def start_cluster(log_dir: Path, workers: int = 2, worker_cwds: list[Path] | None = None) -> DaskCluster:
-    """A scheduler and `workers` one-thread workers on free ports; returns once every worker has joined."""
+def start_cluster(log_dir: Path, workers: int = 2, worker_paths: list[str] | None = None) -> DaskCluster:
+    """A scheduler and `workers` one-thread workers on free ports; returns once every worker has joined.
+
+    `worker_paths[i]`, when given, is worker i's PATH (to make a bot program exist on one machine only).
+    """
     from distributed import Client
 
     log_dir.mkdir(parents=True, exist_ok=True)
     port = free_port()
     cluster = DaskCluster(f"tcp://127.0.0.1:{port}")
 
-    def spawn(command: list[str], name: str, cwd: Path) -> subprocess.Popen[bytes]:
+    def spawn(command: list[str], name: str, path: str | None = None) -> subprocess.Popen[bytes]:
         log = (log_dir / f"{name}.log").open("wb")
-        process = subprocess.Popen(command, cwd=cwd, stdout=log, stderr=log, start_new_session=True)
+        env = {**os.environ, "PATH": path} if path is not None else None
+        process = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=log, start_new_session=True)
         log.close()
         cluster.processes.append(process)
         return process
@@ -90,11 +94,10 @@ def start_cluster(log_dir: Path, workers: int = 2, worker_cwds: list[Path] | Non
         spawn(
             [str(bin_dir / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
             "scheduler",
-            REPO,
         )
         for index in range(workers):
             worker_port = free_port()
-            cwd = (worker_cwds or [])[index] if index < len(worker_cwds or []) else REPO
+            path = worker_paths[index] if worker_paths is not None else None
             process = spawn(
                 [
                     str(bin_dir / "dask"),
@@ -109,7 +112,7 @@ def start_cluster(log_dir: Path, workers: int = 2, worker_cwds: list[Path] | Non
                     "--no-dashboard",
                 ],
                 f"worker{index}",
-                cwd,
+                path,
             )
             cluster.workers[f"tcp://127.0.0.1:{worker_port}"] = process
         client = Client(cluster.address, timeout=30, set_as_default=False)  # type: ignore[no-untyped-call]
@@ -309,27 +312,31 @@ def test_a_worker_that_cannot_start_a_bot(tmp_path: Path, capsys: pytest.Capture
     """The preflight names the worker and the bot; in a run, such a worker is taken out and forfeits nothing."""
     from referee.cluster import Cluster
 
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    # The bot's script is a relative path: found from the repository, not from the second worker's folder.
-    cluster = start_cluster(tmp_path / "logs", 2, [REPO, elsewhere])
+    # A bot program on the first worker's PATH only: installed on one machine, missing on the other.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    program = bin_dir / "mybot"
+    program.write_text(f"#!/bin/sh\nexec {sys.executable} {REPO / 'tests' / 'bots' / 'testbot.py'}\n")
+    program.chmod(0o755)
+    path = os.environ.get("PATH", "/usr/bin:/bin")
+    cluster = start_cluster(tmp_path / "logs", 2, [f"{bin_dir}:{path}", path])
     try:
         good, bad = list(cluster.workers)
-        bot = "local=python3 tests/bots/testbot.py"
+        bot = "local=mybot"
         code = main(
             ["tournament", "--bot", bot, "--bot", "random", "--out", str(tmp_path / "a"), "--cluster", cluster.address]
         )
         err = capsys.readouterr().err
         assert code == 2, err
         assert "not every worker can start every bot" in err
-        assert f"worker {bad}: bot 'local': started but its handshake failed: it exited with code 2" in err
+        assert f"worker {bad}: bot 'local': cannot start bot 'local': program 'mybot' not found" in err
         assert f"worker {good}:" not in err
 
         # Past the preflight (a worker that breaks during the run): its games are void and played elsewhere.
         messages: list[str] = []
         plan = make_plan(
             tmp_path / "b",
-            [{"name": "local", "command": "python3 tests/bots/testbot.py"}, {"name": "random", "command": "random"}],
+            [{"name": "local", "command": "mybot"}, {"name": "random", "command": "random"}],
             games=6,
         )
 
