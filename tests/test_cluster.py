@@ -273,23 +273,55 @@ async def test_tournament_survives_a_worker_killed_mid_game(
     assert any(line.startswith(f"{survivor}: ") and " games" in line for line in lines)
 
 
+def done_count(out: Path) -> int:
+    try:
+        with sqlite3.connect(out / "tournament.db") as db:
+            return int(db.execute("SELECT COUNT(*) FROM games WHERE status = 'done'").fetchone()[0])
+    except sqlite3.Error:
+        return 0  # not created yet
+
+
 @needs_dask
-async def test_scheduler_gone_stops_the_run_and_it_resumes_locally(tmp_path: Path, dask_cluster: DaskCluster) -> None:
+async def test_coordinator_killed_then_scheduler_lost_then_resumed_locally(
+    tmp_path: Path, dask_cluster: DaskCluster
+) -> None:
+    """kill -9 of the coordinator, then of the scheduler: each run resumes where the last stopped, locally at the
+    end, and every scheduled game is recorded once."""
+    from referee.cli import build_parser
     from referee.cluster import Cluster, ClusterLostError
+    from referee.commands.tournament import build_plan
     from referee.exceptions import find_exception
 
     out = tmp_path / "out"
-    plan = make_plan(out, [{"name": "random", "command": "random"}, {"name": "greedy", "command": "greedy"}], games=16)
+    bots = ["--bot", "slow=python3 tests/bots/testbot.py slow 30", "--bot", "random"]
+    argv = ["tournament", *bots, "--games", "10", "--size", "5", "--tc", "10+0", "--out", str(out)]
+    # 1. The coordinator (a real `alternator tournament --cluster`) killed with SIGKILL after two games.
+    coordinator = subprocess.Popen(
+        [sys.executable, "-m", "referee", *argv, "--cluster", dask_cluster.address],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        while done_count(out) < 2 and coordinator.poll() is None:
+            await trio.sleep(0.02)
+    finally:
+        coordinator.kill()
+        coordinator.wait()
+    after_kill = done_count(out)
+    assert 2 <= after_kill < 10
+
+    # 2. Resumed on the cluster; the scheduler killed after two more games: the run stops, standings written.
+    plan = build_plan(build_parser().parse_args(argv))
     cluster = await Cluster.connect(ClusterConfig(address=dask_cluster.address))
 
     def on_event(event: Event) -> None:
-        if event.type == "game_finished" and event.games_done == 3:
+        if event.type == "game_finished" and event.games_done == after_kill + 2:
             dask_cluster.kill(dask_cluster.processes[0])  # the scheduler
 
-    tournament = Tournament(plan, on_event=on_event, cluster=cluster)
     try:
         with pytest.raises(BaseException) as caught:
-            await tournament.run()
+            await Tournament(plan, on_event=on_event, cluster=cluster).run()
     finally:
         await cluster.close()
     lost = find_exception(caught.value, ClusterLostError)
@@ -297,14 +329,16 @@ async def test_scheduler_gone_stops_the_run_and_it_resumes_locally(tmp_path: Pat
     assert "re-run the same command to resume" in str(lost)
     assert (out / "standings.json").is_file()
     done_before, _ = stored_games(out)
-    assert 3 <= len(done_before) < 16
+    assert after_kill + 2 <= len(done_before) < 10
 
-    summary = await Tournament(plan).run()  # the same plan, here: the coordinator resumes as a local run
-    assert summary.games_done == 16 and summary.played_now == 16 - len(done_before)
+    # 3. Resumed here, without the cluster.
+    summary = await Tournament(plan).run()
+    assert summary.games_done == 10 and summary.played_now == 10 - len(done_before)
     done, records = stored_games(out)
-    assert done == list(range(1, 17))
-    assert sorted(record["game_id"] for record in records) == [f"g{n:04d}" for n in range(1, 17)]
+    assert done == list(range(1, 11))
+    assert sorted(record["game_id"] for record in records) == [f"g{n:04d}" for n in range(1, 11)]
     assert {record["worker"] is None for record in records} == {True, False}
+    assert all(record["termination"] == "normal" for record in records)
 
 
 @needs_dask
