@@ -205,6 +205,41 @@ def test_unreachable_scheduler_is_a_clear_error(tmp_path: Path, capsys: pytest.C
     assert "start it with `dask scheduler`" in err
 
 
+# --- the worker side, without Dask ------------------------------------------------------------------------
+
+
+def test_worker_games_reuse_processes_and_report_bots_that_cannot_start(tmp_path: Path, bot_spec: object) -> None:
+    """A worker's games loop keeps bot processes between games; a bot that fails to start is the worker's
+    failure (no record, no forfeit), whether its program is missing or it dies before its hello."""
+    from referee.clock import parse_time_control
+    from referee.cluster import GameJob, _WorkerGames, portable_spec
+    from referee.record import GameRecord, GameSettings
+
+    good: BotSpec = bot_spec("testbot", name="good")  # type: ignore[operator]
+    settings = GameSettings(width=4, height=4, time_control=parse_time_control("10+0"))
+    games = _WorkerGames(tmp_path / "logs")
+    try:
+        first = games.run(games.play, GameJob("g1", portable_spec(good), portable_spec(_random()), settings), "w1")
+        second = games.run(games.play, GameJob("g2", portable_spec(_random()), portable_spec(good), settings), "w1")
+        records = [GameRecord.model_validate_json(reply.record_json) for reply in (first, second)]
+        assert [record.worker for record in records] == ["w1", "w1"]
+        assert records[0].black.stderr_log == records[1].white.stderr_log  # the same process, reused
+        missing = BotSpec(name="ghost", command=[str(tmp_path / "no-such-bot")])
+        reply = games.run(games.play, GameJob("g3", missing, good, settings), "w1")
+        assert reply.record_json is None and "program" in reply.failure and "not found" in reply.failure
+        dies = BotSpec(name="dies", command=[sys.executable, "-c", "import sys; print('no luck', file=sys.stderr)"])
+        reply = games.run(games.play, GameJob("g4", good, portable_spec(dies), settings), "w1")
+        assert reply.record_json is None
+        assert reply.failure.startswith("bot 'dies' started but its handshake failed: it ")
+        assert "no luck" in reply.failure
+    finally:
+        games.close()
+
+
+def _random() -> BotSpec:
+    return BotSpec(name="random", command=[sys.executable, "-m", "sample_bots.random"])
+
+
 # --- real clusters --------------------------------------------------------------------------------------
 
 
