@@ -44,6 +44,7 @@ from referee.botspec import BotSpec
 from referee.game import run_game
 from referee.process import BotFault, BotHost, BotProcess, BotStartError, open_bot
 from referee.record import BotInfo, GameRecord, GameSettings, Termination
+from referee.schedule import ScheduledGame
 
 if TYPE_CHECKING:
     from distributed import Client, Future
@@ -443,7 +444,8 @@ def _connect(config: ClusterConfig) -> Client:
     except (OSError, TimeoutError) as error:
         raise ClusterError(
             f"cannot reach the Dask scheduler at {config.address} ({error or type(error).__name__}); start it"
-            f" with `dask scheduler`, check the address (--cluster), or run without --cluster"
+            " with `dask scheduler`, check the address (--cluster; tls:// with certificates if the scheduler"
+            " was started with them), or run without --cluster"
         ) from None
     try:
         client.wait_for_workers(1, timeout=WORKER_WAIT_S)
@@ -655,6 +657,26 @@ class Cluster:
     def summary_lines(self) -> list[str]:
         """One line per worker that played: games, void games, time per game and dispatch latency."""
         return [stat.describe() for stat in sorted(self.stats.values(), key=lambda s: s.address)]
+
+
+class ClusterSlot:
+    """A runner's worker slot whose games are played on the cluster: the interface of a local slot (`index`,
+    `running`, `play`, `close_all`), with no processes of its own."""
+
+    def __init__(self, index: int, cluster: Cluster, bots: Sequence[BotSpec]) -> None:
+        self.index = index
+        self.cluster = cluster
+        self._specs = {spec.name: spec for spec in bots}
+
+    def running(self) -> set[str]:
+        return set()  # the bots run on the workers, which choose their own slots
+
+    async def play(self, game: ScheduledGame, settings: GameSettings, on_move: object = None) -> GameRecord:
+        """Play `game` on the cluster. Moves are not streamed back (`on_move` is not called): the record is."""
+        return await self.cluster.play(game.game_id, self._specs[game.black], self._specs[game.white], settings)
+
+    def close_all(self) -> None:
+        """Nothing to close here: each worker stops its idle bots itself."""
 
 
 def _void_record(

@@ -11,6 +11,7 @@ import contextlib
 import importlib.util
 import json
 import os
+import shutil
 import signal
 import socket
 import sqlite3
@@ -70,16 +71,24 @@ class DaskCluster:
             self.kill(process)  # whatever the group still holds (a helper the nanny started)
 
 
-def start_cluster(log_dir: Path, workers: int = 2, worker_paths: list[str] | None = None) -> DaskCluster:
+def start_cluster(
+    log_dir: Path, workers: int = 2, worker_paths: list[str] | None = None, tls: Path | None = None
+) -> DaskCluster:
     """A scheduler and `workers` one-thread workers on free ports; returns once every worker has joined.
 
     `worker_paths[i]`, when given, is worker i's PATH (to make a bot program exist on one machine only).
+    `tls`: a folder with ca.pem, node.pem and node.key: everything speaks tls:// with those.
     """
     from distributed import Client
 
     log_dir.mkdir(parents=True, exist_ok=True)
     port = free_port()
-    cluster = DaskCluster(f"tcp://127.0.0.1:{port}")
+    protocol = "tls" if tls is not None else "tcp"
+    cluster = DaskCluster(f"{protocol}://127.0.0.1:{port}")
+    security: list[str] = []
+    if tls is not None:
+        security = ["--tls-ca-file", str(tls / "ca.pem"), "--tls-cert", str(tls / "node.pem")]
+        security += ["--tls-key", str(tls / "node.key"), "--protocol", "tls"]
 
     def spawn(command: list[str], name: str, path: str | None = None) -> subprocess.Popen[bytes]:
         log = (log_dir / f"{name}.log").open("wb")
@@ -92,7 +101,16 @@ def start_cluster(log_dir: Path, workers: int = 2, worker_paths: list[str] | Non
     bin_dir = Path(sys.executable).parent
     try:
         spawn(
-            [str(bin_dir / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
+            [
+                str(bin_dir / "dask"),
+                "scheduler",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--no-dashboard",
+                *security,
+            ],
             "scheduler",
         )
         for index in range(workers):
@@ -110,12 +128,24 @@ def start_cluster(log_dir: Path, workers: int = 2, worker_paths: list[str] | Non
                     "--worker-port",
                     str(worker_port),
                     "--no-dashboard",
+                    *security,
                 ],
                 f"worker{index}",
                 path,
             )
-            cluster.workers[f"tcp://127.0.0.1:{worker_port}"] = process
-        client = Client(cluster.address, timeout=30, set_as_default=False)  # type: ignore[no-untyped-call]
+            cluster.workers[f"{protocol}://127.0.0.1:{worker_port}"] = process
+        from distributed.security import Security
+
+        options = {}
+        if tls is not None:
+            options = {"tls_ca_file": str(tls / "ca.pem"), "tls_client_cert": str(tls / "node.pem")}
+            options["tls_client_key"] = str(tls / "node.key")
+        client = Client(  # type: ignore[no-untyped-call]
+            cluster.address,
+            timeout=30,
+            set_as_default=False,
+            security=Security(**options),  # type: ignore[no-untyped-call]
+        )
         try:
             client.wait_for_workers(workers, timeout=60)
         finally:
@@ -423,5 +453,58 @@ def test_a_worker_that_cannot_start_a_bot(tmp_path: Path, capsys: pytest.Capture
         assert {record["worker"] for record in records} == {good}
         assert not any(record["termination"] != "normal" for record in records)
         assert any(f"worker {bad} is taken out of this run" in message for message in messages), messages
+    finally:
+        cluster.stop()
+
+
+def make_certificates(folder: Path) -> None:
+    """A CA and one certificate for 127.0.0.1 signed by it (openssl), as a site would make for its cluster."""
+    folder.mkdir()
+
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=folder, check=True, capture_output=True)
+
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-subj", "/CN=ca")
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "node.key", "-out", "node.csr", "-subj", "/CN=127.0.0.1")
+    (folder / "ext").write_text("subjectAltName=IP:127.0.0.1\n")
+    openssl(
+        "x509",
+        "-req",
+        "-in",
+        "node.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "node.pem",
+        "-extfile",
+        "ext",
+    )
+
+
+@needs_dask
+def test_tls_cluster_from_a_config_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A tls:// scheduler with the CA, certificate and key in the config's [cluster] table."""
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed: it makes the test certificates")
+    certs = tmp_path / "certs"
+    make_certificates(certs)
+    cluster = start_cluster(tmp_path / "logs", 1, tls=certs)
+    try:
+        config = tmp_path / "league.toml"
+        config.write_text(
+            'games = 2\nsize = "5x5"\n'
+            '[[bots]]\nname = "random"\ncommand = "random"\n[[bots]]\nname = "greedy"\ncommand = "greedy"\n'
+            f'[cluster]\naddress = "{cluster.address}"\nca_file = "certs/ca.pem"\ncert = "certs/node.pem"\n'
+            'key = "certs/node.key"\n'
+        )
+        code = main(["tournament", str(config), "--out", str(tmp_path / "out")])
+        captured = capsys.readouterr()
+        assert code == 0, captured.err
+        _, records = stored_games(tmp_path / "out")
+        assert [record["worker"] for record in records] == [next(iter(cluster.workers))] * 2
+        assert "workers:\n  tls://127.0.0.1:" in captured.out
     finally:
         cluster.stop()
