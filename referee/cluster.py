@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from referee import __version__
 from referee.botspec import BotSpec
 from referee.game import run_game
 from referee.process import BotFault, BotHost, BotProcess, BotStartError, open_bot
@@ -182,6 +183,7 @@ class ProbeResult:
     bot: str
     failure: str | None
     announced: str | None = None
+    version: str = __version__  # the arena's version on the worker
 
 
 @dataclass
@@ -423,8 +425,14 @@ def _check_listening(address: str) -> None:
 
 
 def _connect(config: ClusterConfig) -> Client:
-    from distributed import Client
-    from distributed.security import Security
+    try:
+        from distributed import Client
+        from distributed.security import Security
+    except ImportError:
+        raise ClusterError(
+            "a cluster needs Dask, which is not installed here: pip install 'alternator-arena[cluster]'"
+            " (on this machine and every worker)"
+        ) from None
 
     _check_listening(config.address)
     security = None
@@ -536,8 +544,15 @@ class Cluster:
         portable = [portable_spec(spec) for spec in specs]
         results: list[ProbeResult] = await trio.to_thread.run_sync(self._probe_all, portable, abandon_on_cancel=True)
         failures = [r for r in results if r.failure is not None]
+        lines = [f"worker {r.worker}: bot {r.bot!r}: {r.failure}" for r in failures]
+        versions = {r.worker: r.version for r in results if r.version != __version__}
+        if versions:
+            raise ClusterError(
+                "workers run another version of the arena than this one"
+                f" ({__version__}): install the same everywhere:\n  "
+                + "\n  ".join(f"worker {worker}: {version}" for worker, version in sorted(versions.items()))
+            )
         if failures:
-            lines = [f"worker {r.worker}: bot {r.bot!r}: {r.failure}" for r in failures]
             raise ClusterError(
                 "not every worker can start every bot (the bots must be at the same paths on every machine:"
                 " a shared filesystem or the same checkout, see README):\n  " + "\n  ".join(lines)
