@@ -54,7 +54,7 @@ def free_port() -> int:
 def make_plan(out: Path, games: int, size: int) -> TournamentPlan:
     bots = [{"name": name, "command": [sys.executable, str(TESTBOT)]} for name in ("a", "b", "c")]
     data = {"bots": bots, "games": games, "size": size, "time_control": "60+1", "concurrency": 2}
-    return resolve_plan(parse_config(data, source="bench"), base_dir=out, source="bench", default_out=out)
+    return resolve_plan(parse_config(data, source="bench"), base_dir=ROOT, source="bench", default_out=out)
 
 
 def start_cluster(log_dir: Path, workers: int) -> tuple[str, list[subprocess.Popen[bytes]]]:
