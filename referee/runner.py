@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 import trio
 
@@ -68,7 +69,24 @@ STANDINGS_UPDATE_INTERVAL_S = 1.0
 the last game: the Elo fit runs on the thread that times every move of every game in progress."""
 STANDINGS_WRITE_INTERVAL_S = 5.0
 
+if TYPE_CHECKING:
+    from referee.cluster import Cluster
+
 OnMove = Callable[[ScheduledGame, MoveRecord, Position], None]
+
+
+class Slot(Protocol):
+    """What the runner needs of a worker slot: `GameSlot` here, `referee.cluster.ClusterSlot` on a cluster."""
+
+    index: int
+
+    def running(self) -> set[str]: ...
+
+    async def play(
+        self, game: ScheduledGame, settings: GameSettings, on_move: Callable[[MoveRecord, Position], None] | None
+    ) -> GameRecord: ...
+
+    def close_all(self) -> None: ...
 
 
 class RunError(Exception):
@@ -89,6 +107,7 @@ class RunSummary:
     statistics: MatchStatistics | None = None  # two-bot runs
     error: str | None = None
     files: list[Path] = field(default_factory=list)
+    workers: list[str] = field(default_factory=list)  # on a cluster: a line per worker
 
     @property
     def interrupted(self) -> bool:
@@ -158,9 +177,16 @@ class Runner:
     """One run of a plan. `run()` plays the missing games; `stop()` (from a signal) ends it early."""
 
     def __init__(
-        self, plan: RunPlan, *, on_event: Callable[[Event], None] | None = None, on_move: OnMove | None = None
+        self,
+        plan: RunPlan,
+        *,
+        on_event: Callable[[Event], None] | None = None,
+        on_move: OnMove | None = None,
+        cluster: Cluster | None = None,
     ) -> None:
         self.plan = plan
+        self.cluster = cluster
+        """Where games are played when not here: each slot submits its game to the cluster and waits."""
         self.on_event = on_event or (lambda event: None)
         self.on_move = on_move
         self.out_dir = plan.out_dir
@@ -225,7 +251,7 @@ class Runner:
                     bots=self.plan.bot_names,
                     games_total=len(self.schedule),
                     games_done=len(self._results),
-                    concurrency=self.plan.concurrency,
+                    concurrency=self._slots,
                     out_dir=str(self.out_dir),
                     width=self.plan.width,
                     height=self.plan.height,
@@ -235,7 +261,7 @@ class Runner:
             )
             try:
                 async with trio.open_nursery() as nursery:
-                    for index in range(min(self.plan.concurrency, len(self._pending))):
+                    for index in range(min(self._slots, len(self._pending))):
                         nursery.start_soon(self._worker, index)
             finally:
                 # Also after an error or a stop: the standings so far are written, games.jsonl is in order.
@@ -279,9 +305,19 @@ class Runner:
 
     # -- worker slots ------------------------------------------------------------------------------
 
+    @property
+    def _slots(self) -> int:
+        return self.cluster.in_flight if self.cluster is not None else self.plan.concurrency
+
     async def _worker(self, index: int) -> None:
         async with trio.open_nursery() as nursery:
-            slot = GameSlot(index, self.plan, self.log_dir, nursery)
+            slot: Slot
+            if self.cluster is not None:
+                from referee.cluster import ClusterSlot
+
+                slot = ClusterSlot(index, self.cluster, self.plan.bots)
+            else:
+                slot = GameSlot(index, self.plan, self.log_dir, nursery)
             try:
                 while self._pending and self._ended is None:
                     at = pick_next(self._pending, slot.running(), window=2 * self.plan.concurrency)
@@ -291,7 +327,7 @@ class Runner:
                 # Normal end: ask every process to quit (the nursery waits). On a stop, cancellation does it.
                 slot.close_all()
 
-    async def _play(self, slot: GameSlot, game: ScheduledGame) -> None:
+    async def _play(self, slot: Slot, game: ScheduledGame) -> None:
         store = self._require_store()
         await self._in_thread(store.mark_running, game.number)
         self.on_event(

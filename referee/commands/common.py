@@ -19,12 +19,19 @@ from typing import TYPE_CHECKING, TextIO
 from referee.cli import UsageError
 
 if TYPE_CHECKING:  # imported in the functions that need them: `--help` must not load pydantic
+    from collections.abc import AsyncIterator
+
+    from referee.cluster import Cluster
     from referee.config import RunPlan
     from referee.display import RunDisplay
     from referee.events import Event
     from referee.runner import RunSummary
 
 SPRT_KEYS = ("elo0", "elo1", "alpha", "beta")
+
+
+class RunFailed(Exception):
+    """The run stopped for a reason the message gives (the cluster was lost); exit status 1."""
 
 
 class StopRequested(BaseException):
@@ -147,6 +154,7 @@ def execute(
     (nothing was recorded); UsageError when a bot cannot start or the output directory is another run's."""
     import trio
 
+    from referee.cluster import ClusterError, ClusterLostError
     from referee.exceptions import find_exception
     from referee.process import BotStartError
     from referee.runner import Runner
@@ -169,24 +177,36 @@ def execute(
 
     async def main() -> RunSummary:
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-            async with trio.open_nursery() as nursery:
+            if plan.cluster is not None:
+                runner.cluster = await open_cluster(plan, display)
+            try:
+                summary = await play(signals)
+            finally:
+                if runner.cluster is not None:
+                    await runner.cluster.close()
+            if runner.cluster is not None:
+                summary.workers = runner.cluster.summary_lines()
+            return summary
 
-                async def tick() -> None:
-                    while True:
-                        await trio.sleep(1)
-                        display.tick()
+    async def play(signals: AsyncIterator[int]) -> RunSummary:
+        async with trio.open_nursery() as nursery:
 
-                async def watch() -> None:
-                    async for _ in signals:
-                        display.message("stopping: abandoning the games in progress and stopping the bots ...")
-                        runner.stop()
-                        return
+            async def tick() -> None:
+                while True:
+                    await trio.sleep(1)
+                    display.tick()
 
-                nursery.start_soon(watch)
-                if display.live:
-                    nursery.start_soon(tick)
-                summary = await runner.run()
-                nursery.cancel_scope.cancel()
+            async def watch() -> None:
+                async for _ in signals:
+                    display.message("stopping: abandoning the games in progress and stopping the bots ...")
+                    runner.stop()
+                    return
+
+            nursery.start_soon(watch)
+            if display.live:
+                nursery.start_soon(tick)
+            summary = await runner.run()
+            nursery.cancel_scope.cancel()
         return summary
 
     try:
@@ -194,7 +214,10 @@ def execute(
     except StopRequested:
         return None
     except BaseException as error:
-        found = find_exception(error, (BotStartError, StoreError))
+        lost = find_exception(error, ClusterLostError)
+        if lost is not None:
+            raise RunFailed(f"stopped: {lost}; the standings so far are in {plan.out_dir}") from None
+        found = find_exception(error, (BotStartError, StoreError, ClusterError))
         if found is not None:
             raise UsageError(str(found)) from None
         if find_exception(error, StopRequested) is not None:
@@ -203,6 +226,25 @@ def execute(
     finally:
         if writer is not None:
             writer.close()
+
+
+async def open_cluster(plan: RunPlan, display: RunDisplay) -> Cluster:
+    """Connect to the plan's cluster and check that every worker can start every bot (ClusterError)."""
+    from referee.cluster import Cluster
+
+    assert plan.cluster is not None
+    display.message(f"cluster: connecting to the Dask scheduler at {plan.cluster.address} ...")
+    cluster = await Cluster.connect(plan.cluster, on_message=display.message)
+    try:
+        await cluster.preflight(plan.bots)
+    except BaseException:
+        await cluster.close()
+        raise
+    workers = cluster.healthy()
+    display.message(
+        f"cluster: {len(workers)} worker(s), {cluster.slots} game(s) at once; every worker started every bot"
+    )
+    return cluster
 
 
 def exit_status(summary: RunSummary | None, display: RunDisplay, out_dir: Path, name: str) -> int:

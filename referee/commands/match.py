@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from referee.cli import UsageError, board_size, games_count, komi_value
+from referee.commands.cluster_options import CLUSTER_HELP, add_cluster_options, cluster_table
 from referee.commands.common import (
+    RunFailed,
     StopRequested,
     add_run_options,
     check_bots,
@@ -115,6 +117,8 @@ Examples:
       --tc 5+0.05 --openings-plies 4 --sprt elo0=0 elo1=5 --games 4000 --out runs/new-vs-base
 """
 
+EPILOG += "\n" + CLUSTER_HELP
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
@@ -168,6 +172,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--show-moves", action="store_true", help="print every move as it is played")
     add_run_options(parser)
+    add_cluster_options(parser)
 
 
 def unique_names(first: BotSpec, second: BotSpec) -> tuple[BotSpec, BotSpec]:
@@ -204,6 +209,8 @@ def config_data(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, str
         raise UsageError(f"--games {games}: with --sprt give an even number; the test counts pairs of games")
     if args.movetime is not None and not args.movetime > 0:
         raise UsageError(f"--movetime {args.movetime:g}: give a positive number of seconds, e.g. --movetime 2")
+    if args.margin_ms is not None and args.margin_ms < 0:
+        raise UsageError(f"--margin-ms {args.margin_ms}: give 0 or more milliseconds, e.g. --margin-ms 20")
     if args.tc is not None:
         try:
             parse_time_control(args.tc)
@@ -271,6 +278,9 @@ def config_data(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, str
             data[key], sources[key] = value, flag
     if "openings" in data:
         sources["openings"] = "--opening/--openings-plies/--openings-file"
+    table = cluster_table(args, Path.cwd())
+    if table is not None:
+        data["cluster"], sources["cluster"] = table, "--cluster"
     return data, sources
 
 
@@ -278,6 +288,9 @@ def run(args: argparse.Namespace) -> int:
     stop_on_signals()
     try:
         return _run(args)
+    except RunFailed as failure:
+        print(f"alternator match: {failure}", file=sys.stderr)
+        return 1
     except StopRequested as signal_name:
         print(f"alternator match: {signal_name}: stopped while starting; nothing was recorded", file=sys.stderr)
         return 130
@@ -303,7 +316,8 @@ def _run(args: argparse.Namespace) -> int:
         # resolve_plan names the config key; here the option is what the user wrote
         message = str(error).replace("match: openings.file: ", "--openings-file: ")
         raise UsageError(message) from None
-    check_bots(plan)
+    if plan.cluster is None:
+        check_bots(plan)  # on a cluster each worker checks them (the preflight)
     display = RunDisplay(sys.stdout, show_moves=args.show_moves)
     if plan.sprt is not None and not plan.openings:
         display.message(
@@ -343,6 +357,8 @@ def _run(args: argparse.Namespace) -> int:
             started_at=started,
             finished_at=datetime.now().astimezone(),
         )
+        for line in summary.workers:
+            display.message(f"worker {line}")
         try:
             display.message(f"summary: {write_summary(match_json, plan.out_dir)}")
         except OSError as error:

@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from referee.cli import UsageError, games_count, komi_value
+from referee.commands.cluster_options import CLUSTER_HELP, add_cluster_options, cluster_table
 from referee.commands.common import (
+    RunFailed,
     StopRequested,
     add_run_options,
     check_bots,
@@ -31,7 +33,8 @@ if TYPE_CHECKING:  # imported in the functions that need them: `--help` must not
 
 HELP = "play a tournament (round robin or gauntlet) between bots; resumable; the demo with no arguments"
 
-EPILOG = """\
+EPILOG = (
+    """\
 examples:
   alternator tournament                                   the demo: the sample bots, round robin
   alternator tournament examples/tournament.toml          a tournament from a config file
@@ -39,8 +42,12 @@ examples:
   alternator tournament --format gauntlet --bot mine=./mybot --bot random --bot alphabeta
   alternator tournament entries.toml --sandbox --memory-mb 512   bots from strangers: no network,
                                                           read-only files but /tmp, 512 MiB each
+  alternator tournament examples/tournament.toml --cluster tcp://10.0.0.5:8786   on a Dask cluster
 Re-run the same command to resume a stopped or killed tournament: only missing games are played.
+
 """
+    + CLUSTER_HELP
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -76,6 +83,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         " alpha=0.05 beta=0.05; see alternator match --help)",
     )
     add_run_options(parser)
+    add_cluster_options(parser)
 
 
 def parse_bot_option(text: str) -> BotSpec:
@@ -153,6 +161,9 @@ def build_plan(args: argparse.Namespace) -> RunPlan:
             overrides["openings"] = (flag, openings)
     if args.openings_file is not None:
         openings.pop("plies", None)
+    table = cluster_table(args, cwd, data.get("cluster"))
+    if table is not None and table != data.get("cluster"):
+        overrides["cluster"] = ("--cluster", table)
     for key, (_, value) in overrides.items():
         data[key] = value
     if "bots" not in data:
@@ -180,6 +191,9 @@ def run(args: argparse.Namespace) -> int:
     stop_on_signals()
     try:
         return _run(args)
+    except RunFailed as failure:
+        print(f"alternator tournament: {failure}", file=sys.stderr)
+        return 1
     except StopRequested as signal_name:
         print(f"alternator tournament: {signal_name}: stopped while starting; nothing was recorded", file=sys.stderr)
         return 130
@@ -190,7 +204,8 @@ def _run(args: argparse.Namespace) -> int:
     from referee.standings import to_text
 
     plan = build_plan(args)
-    check_bots(plan)
+    if plan.cluster is None:
+        check_bots(plan)  # on a cluster each worker checks them (the preflight)
     display = RunDisplay(sys.stderr)
     summary = execute(plan, display, events=args.events, name="tournament")
     if summary is not None:
@@ -198,6 +213,8 @@ def _run(args: argparse.Namespace) -> int:
         results_out = sys.stderr if args.events == "-" else sys.stdout
         results_out.write(table if table.endswith("\n") else table + "\n")
         results_out.write(f"files: {', '.join(str(p) for p in summary.files)}\n")
+        if summary.workers:
+            results_out.write("workers:\n" + "".join(f"  {line}\n" for line in summary.workers))
         results_out.flush()
         if summary.ended in ("completed", "sprt"):
             done = "decided by the SPRT" if summary.ended == "sprt" else "complete"
