@@ -200,7 +200,8 @@ def test_a_signal_during_start_up_is_a_clean_stop(tmp_path: Path) -> None:
     stdout, stderr = process.communicate(timeout=60)
     assert process.returncode == 130, (stdout, stderr)
     assert "Traceback" not in stderr
-    assert "stopped while starting; nothing was recorded" in stderr or "stopped before the first game" in stdout
+    said = ("stopped while starting; nothing was recorded" in stderr, "stopped before the first game" in stdout)
+    assert any(said) or "To resume, run the same command again" in stdout  # a fast machine may have begun
 
 
 def _record(termination: Termination, result: str, winner: str | None, loser: str | None = None) -> GameRecord:
