@@ -211,7 +211,7 @@ def test_match_takes_a_margin_and_records_it(tmp_path: Path) -> None:
     out = tmp_path / "m"
     argv = ["match", "--black", "random", "--white", "random", "--size", "3x3", "--games", "1", "--margin-ms", "25"]
     assert main([*argv, "--out", str(out)]) == 0
-    records = [GameRecord.model_validate_json(path.read_text()) for path in sorted(out.glob("game-*.json"))]
+    records = [GameRecord.model_validate_json(line) for line in (out / "games.jsonl").read_text().splitlines()]
     assert records and all(record.settings.margin_ms == 25 for record in records)
 
 
