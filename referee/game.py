@@ -241,7 +241,7 @@ class _Game:
             await bot.send_turn(line)
             infos: deque[Info] = deque(maxlen=MAX_INFOS_PER_MOVE)
             deadline = None if limit_ns is None else start + limit_ns
-            reply, infos_seen = await self._await_move(bot, start, deadline, window, waited, infos)
+            reply, infos_seen = await self._await_move(bot, start, deadline, window, infos)
             end = bot.last_line_ns if reply is not None else bot.now_ns()
             lag_ns = max(window.lag_ns(end), bot.last_line_delay_ns if reply is not None else 0)
         finally:
@@ -283,39 +283,38 @@ class _Game:
     def _late(
         self, color: Color, charge: Charge, limit_ns: int, lag_ns: int, bot_wait_ns: int, *, answered: bool
     ) -> NoReturn:
-        """A move past its deadline: a loss on time, or a void game if the host was later than the bot.
+        """A move past its deadline: a loss on time, or a void game if the referee was later than the bot.
 
         `limit_ns` is the deadline the bot was judged by (its allowance plus the margin). The bot is over it
-        by `excess`. If the referee measured more lateness of its own during the move (`lag_ns`), or the bot
-        waited longer than that for a CPU it was ready to use (`bot_wait_ns`, its run-queue time), the host
-        spoiled the move: nobody can show that the bot was late rather than the machine, and the game is void
-        (never a forfeit for the host's delay).
+        by `excess`. If the referee measured more lateness of its own during the move (`lag_ns`), it cannot
+        show that the bot was late rather than itself, and the game is void (never a forfeit for the
+        referee's or the host's delay of the referee). The bot's own wait for a CPU (`bot_wait_ns`) is only
+        reported: a bot that budgets by the wall clock absorbs being preempted while it thinks, so that wait
+        does not show that the host made it late.
         """
         clock = self.clock
         allowed = charge.allowed_ns or 0
         excess = charge.elapsed_ns - limit_ns
         margin = f" (a {_fmt_ms(clock.margin_ns)} margin was allowed)" if clock.margin_ns else ""
         what = "no move after" if not answered else "took"
-        if answered and max(lag_ns, bot_wait_ns) > excess:
+        if answered and lag_ns > excess:
             pressure = cpu_pressure()
             host = "" if pressure is None else f"; CPU pressure on the host: {pressure:g}% over the last 10 s"
-            causes = []
-            if lag_ns > excess:
-                causes.append(f"the referee measured {_fmt_ms(lag_ns)} of its own lateness during that move")
-            if bot_wait_ns > excess:
-                causes.append(f"the bot waited {_fmt_ms(bot_wait_ns)} for a CPU it was ready to use")
             raise _HostLate(
-                f"void, the host was late: {color} ({self._bot_names[color]}) {what}"
+                f"void, the referee was late itself: {color} ({self._bot_names[color]}) {what}"
                 f" {_fmt_ms(charge.elapsed_ns)}, {_fmt_ms(charge.overrun_ns)} over its {_fmt_ms(allowed)}{margin},"
-                f" but {' and '.join(causes)}{host}; the game is not scored and is played again",
+                f" but the referee measured {_fmt_ms(lag_ns)} of its own lateness during that move{host};"
+                " the game is not scored and is played again",
                 overrun_ms=charge.overrun_ns / NS_PER_MS,
-                lag_ms=max(lag_ns, bot_wait_ns) / NS_PER_MS,
+                lag_ms=lag_ns / NS_PER_MS,
             )
         bot = self.bots[color]
         reason = (
             f"lost on time: {what} {_fmt_ms(charge.elapsed_ns)}, {_fmt_ms(charge.overrun_ns)} over its "
             f"{_fmt_ms(allowed)}{margin}"
         )
+        if bot_wait_ns >= NS_PER_MS:
+            reason += f" (the host is busy: the bot waited {_fmt_ms(bot_wait_ns)} for a CPU during the move)"
         # Restarted before its next game, as after every fault but an illegal move (PROTOCOL.md): without an
         # answer, a late move would be read as the answer to the next message.
         bot.give_up(reason)
@@ -341,14 +340,12 @@ class _Game:
         start: int,
         deadline: int | None,
         window: LagWindow,
-        waited: int | None,
         infos: deque[Info],
     ) -> tuple[MoveReply | None, int]:
         """Read until the move (None: the deadline passed first) and count the infos that came before it.
 
         Times are in the bot channel's clock (ns). Past the deadline, the referee keeps listening for as long
-        as the host's measured lateness (its own, or the bot's wait for a CPU since `waited`): a reply in that
-        time is judged by `_late` (a void game, not a loss).
+        as its own measured lateness: a reply in that time is judged by `_late` (a void game, not a loss).
         Pings the bot while it thinks. `infos` keeps only the latest infos (its maxlen): a bot may send as many
         as it likes on its own clock, but the referee's memory must not grow with them.
         """
@@ -370,7 +367,7 @@ class _Game:
                     continue
                 now = bot.now_ns()
                 if deadline is not None and now >= deadline + grace:
-                    lag = max(window.lag_ns(now), _cpu_wait_since(bot, waited))
+                    lag = window.lag_ns(now)
                     if now - deadline >= lag:
                         return None, seen
                     grace = lag  # the referee was late itself: give the bot as long again
