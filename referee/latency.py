@@ -23,7 +23,8 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -40,6 +41,7 @@ __all__ = [
     "LagSource",
     "LagWindow",
     "LatencySummary",
+    "ReadWatch",
     "cpu_pressure",
     "host_lag_monitor",
     "latency_text",
@@ -53,11 +55,37 @@ VOID_WARNING_PCT = 2.0
 """More than this share of games voided for the referee's lateness gets a prominent warning."""
 
 
+@dataclass
+class ReadWatch:
+    """Watches a bot read its turn: how long the host kept it from reading (its wait for a CPU until then).
+
+    `unread()` is the number of bytes still in the bot's input pipe; `cpu_wait()` the bot's total run-queue
+    time (ns, None if unknown); `start_wait` that total at the move's start. The monitor thread sees the input
+    emptied at its next wake (within a period) and notes the bot's wait since the start.
+    """
+
+    unread: Callable[[], int]
+    cpu_wait: Callable[[], int | None]
+    start_wait: int
+    read_seen_ns: int | None = None
+    wait_before_read_ns: int = 0
+
+    def check(self, now_ns: int) -> None:
+        if self.read_seen_ns is None and self.unread() == 0:
+            total = self.cpu_wait()
+            self.read_seen_ns = now_ns
+            self.wait_before_read_ns = 0 if total is None else max(0, total - self.start_wait)
+
+
 class LagWindow(Protocol):
     """The referee's lateness measured from one instant (a move's start) on."""
 
     def lag_ns(self, end_ns: int) -> int:
         """The longest the referee was measurably late between the window's start and `end_ns`."""
+        ...
+
+    def wait_before_read_ns(self) -> int:
+        """How long the host kept the bot from reading its turn (0 if unknown or not watched)."""
         ...
 
     def close(self) -> None:
@@ -68,7 +96,7 @@ class LagWindow(Protocol):
 class LagSource(Protocol):
     """Opens a `LagWindow` at a move's start (times in the channel's clock, nanoseconds)."""
 
-    def open(self, start_ns: int) -> LagWindow: ...
+    def open(self, start_ns: int, watch: ReadWatch | None = None) -> LagWindow: ...
 
 
 class _FixedWindow:
@@ -80,6 +108,9 @@ class _FixedWindow:
     def lag_ns(self, end_ns: int) -> int:
         return self._lag_ns
 
+    def wait_before_read_ns(self) -> int:
+        return 0
+
     def close(self) -> None:
         pass
 
@@ -90,7 +121,7 @@ class ConstantLag:
     def __init__(self, lag_ns: int = 0) -> None:
         self._window = _FixedWindow(lag_ns)
 
-    def open(self, start_ns: int) -> LagWindow:
+    def open(self, start_ns: int, watch: ReadWatch | None = None) -> LagWindow:
         return self._window
 
 
@@ -101,11 +132,12 @@ NO_LAG = ConstantLag(0)
 class _MonitorWindow:
     """A window of the host monitor. Its stalls are updated by the monitor thread (under the GIL)."""
 
-    __slots__ = ("_monitor", "stalls", "start_ns")
+    __slots__ = ("_monitor", "stalls", "start_ns", "watch")
 
-    def __init__(self, monitor: HostLagMonitor, start_ns: int) -> None:
+    def __init__(self, monitor: HostLagMonitor, start_ns: int, watch: ReadWatch | None) -> None:
         self._monitor = monitor
         self.start_ns = start_ns
+        self.watch = watch
         self.stalls: list[tuple[int, int]] = []
         """(from, to) of the stalls that overlapped the window, each longer than the ones before it."""
 
@@ -116,6 +148,10 @@ class _MonitorWindow:
             overlap = min(stall_to, end_ns) - max(stall_from, start)
             worst = max(worst, overlap)
         return worst
+
+    def wait_before_read_ns(self) -> int:
+        watch = self.watch
+        return 0 if watch is None else watch.wait_before_read_ns
 
     def close(self) -> None:
         self._monitor.windows.discard(self)
@@ -138,8 +174,8 @@ class HostLagMonitor:
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
 
-    def open(self, start_ns: int) -> LagWindow:
-        window = _MonitorWindow(self, start_ns)
+    def open(self, start_ns: int, watch: ReadWatch | None = None) -> LagWindow:
+        window = _MonitorWindow(self, start_ns, watch)
         self.windows.add(window)
         return window
 
@@ -179,6 +215,12 @@ class HostLagMonitor:
             late = woke - target
             if late > 0:
                 self._note_stall(target, woke, late)
+            for window in tuple(self.windows):
+                if window.watch is not None:
+                    try:
+                        window.watch.check(woke)
+                    except OSError:  # the bot's pipe is gone: nothing to watch
+                        window.watch = None
             # The next wake is a period after this one: a long stall is not followed by catch-up wakes.
             target = max(target + period, woke + period // 2)
         self._target_ns = 0
