@@ -133,6 +133,11 @@ class GameRecord(BaseModel):
     final_position: str = Field(description="The final position string (Position.to_string).")
     started_at: datetime = Field(description="When the game started (new_game sent), with its time zone.")
     finished_at: datetime = Field(description="When it ended, with its time zone.")
+    worker: str | None = Field(
+        default=None,
+        description="The Dask worker that played the game, whose clock timed it (null: played by the referee's"
+        " own process).",
+    )
 
     def all_moves(self) -> list[str]:
         """The opening followed by the bots' moves: the full game from the empty board."""
