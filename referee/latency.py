@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+from array import array
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +42,7 @@ __all__ = [
     "LagSource",
     "LagWindow",
     "LatencySummary",
+    "LatencyTally",
     "ReadWatch",
     "cpu_pressure",
     "host_lag_monitor",
@@ -275,12 +277,12 @@ class LatencySummary(BaseModel):
     games: int = Field(ge=0, description="Games looked at (voids included).")
     void_for_lag: int = Field(
         ge=0,
-        description="Games voided because a bot would have lost on time while the referee measured itself"
-        " later than the bot's overrun: never scored, played again.",
+        description="Games voided because a bot would have lost on time by less than the host's measured delay"
+        " (the referee's own lateness, or the bot kept from reading its turn): never scored, played again.",
     )
     void_for_lag_pct: float = Field(ge=0, description="void_for_lag as a percentage of `games`.")
     warning: str | None = Field(
-        description="Set when more than a few percent of games were voided for the referee's lateness: what to do."
+        description="Set when more than a few percent of games were voided for the host's lateness: what to do."
     )
 
 
@@ -291,39 +293,55 @@ def _nearest_rank(values: Sequence[float], fraction: float) -> float:
 
 
 def is_void_for_lag(record: GameRecord) -> bool:
-    """Whether the game was voided because the referee could not show it was on time itself."""
+    """Whether the game was voided because the host was late (see `referee.game`), not for a referee error."""
     return record.termination is Termination.VOID and record.referee_lag_ms is not None
 
 
-def summarize_latency(records: Iterable[GameRecord]) -> LatencySummary:
-    """p50, p99 and max of the referee's lateness per move, and the games voided for it, with a warning."""
-    latencies: list[float] = []
-    games = voids = 0
-    for record in records:
+class LatencyTally:
+    """The moves' latencies and the games of a run, added as games end (a run keeps one; pure)."""
+
+    def __init__(self, records: Iterable[GameRecord] = ()) -> None:
+        self.latencies = array("d")
+        self.games = 0
+        self.void_for_lag = 0
+        for record in records:
+            self.add(record)
+
+    def add(self, record: GameRecord) -> None:
+        """Count one finished game (aborted games, stopped by the user, are left out)."""
         if record.termination is Termination.ABORTED:
-            continue
-        games += 1
-        voids += is_void_for_lag(record)
-        latencies.extend(move.latency_ms for move in record.moves if move.latency_ms is not None)
-    latencies.sort()
-    pct = 100.0 * voids / games if games else 0.0
-    warning = None
-    if voids and pct > VOID_WARNING_PCT:
-        warning = (
-            f"{voids} of {games} games ({pct:.1f}%) were void because the referee itself was late (the host is"
-            " overloaded): they are not scored and are played again. Lower --concurrency, raise the time control,"
-            " or add --margin-ms"
+            return
+        self.games += 1
+        self.void_for_lag += is_void_for_lag(record)
+        self.latencies.extend(move.latency_ms for move in record.moves if move.latency_ms is not None)
+
+    def summary(self) -> LatencySummary:
+        """p50, p99 and max of the referee's lateness per move, the games voided for it, and a warning."""
+        latencies = sorted(self.latencies)
+        games, voids = self.games, self.void_for_lag
+        pct = 100.0 * voids / games if games else 0.0
+        warning = None
+        if voids and pct > VOID_WARNING_PCT:
+            warning = (
+                f"{voids} of {games} games ({pct:.1f}%) were void because the host was late (the machine is"
+                " overloaded): they are not scored and are played again. Lower --concurrency, raise the time"
+                " control, or add --margin-ms"
+            )
+        return LatencySummary(
+            moves=len(latencies),
+            p50_ms=_nearest_rank(latencies, 0.5) if latencies else None,
+            p99_ms=_nearest_rank(latencies, 0.99) if latencies else None,
+            max_ms=latencies[-1] if latencies else None,
+            games=games,
+            void_for_lag=voids,
+            void_for_lag_pct=pct,
+            warning=warning,
         )
-    return LatencySummary(
-        moves=len(latencies),
-        p50_ms=_nearest_rank(latencies, 0.5) if latencies else None,
-        p99_ms=_nearest_rank(latencies, 0.99) if latencies else None,
-        max_ms=latencies[-1] if latencies else None,
-        games=games,
-        void_for_lag=voids,
-        void_for_lag_pct=pct,
-        warning=warning,
-    )
+
+
+def summarize_latency(records: Iterable[GameRecord]) -> LatencySummary:
+    """p50, p99 and max of the referee's lateness per move, and the games voided for the host, with a warning."""
+    return LatencyTally(records).summary()
 
 
 def latency_text(summary: LatencySummary) -> str:
@@ -335,7 +353,7 @@ def latency_text(summary: LatencySummary) -> str:
             f"referee latency per move: p50 {summary.p50_ms:.3f} ms, p99 {summary.p99_ms:.3f} ms,"
             f" max {summary.max_ms:.3f} ms over {summary.moves} moves"
         )
-    line += f"; games void for the referee's lateness: {summary.void_for_lag} of {summary.games}"
+    line += f"; games void for the host's lateness: {summary.void_for_lag} of {summary.games}"
     if summary.warning:
         line += f"\nWARNING: {summary.warning}"
     return line
