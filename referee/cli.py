@@ -21,6 +21,7 @@ COMMANDS = {
     "replay": "replay",
     "perft": "perft",
     "schema": "schema",
+    "report": "report",
 }
 
 

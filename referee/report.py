@@ -1,0 +1,458 @@
+"""The HTML report of a match or tournament: one self-contained file with standings, charts and a game viewer.
+
+`alternator report OUT_DIR` (and the end of every match and tournament) writes `report.html`: every
+script, style and datum inline, so the file opens anywhere, offline, forever, and makes no network
+request. The summary (standings, crosstable, LOS, progress, SPRT, the list of games) is one JSON object
+parsed at load; each game's moves, times and infos are one compact JSON line in a text block, parsed only
+when the game is opened, so a 10,000-game tournament still opens in a few seconds. The viewer replays the
+moves with a port of the rules (assets/viewer.js) and checks its final scores against the record's, which
+the engine computed. `alternator serve` (referee/serve.py) builds its live page from the same pieces.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from referee.record import GameRecord, Termination
+from referee.standings import GameResult, compute_standings
+
+REPORT_FILE = "report.html"
+GAMES_FILE = "games.jsonl"
+MATCH_FILE = "match.json"
+# Elo over the games is refitted at this many points of the run at most (each fit is a Newton solve).
+PROGRESS_POINTS = 40
+_ASSETS = ("report.css", "viewer.js", "report.js")
+
+
+class ReportError(Exception):
+    """The output directory cannot be reported on; the message says why and what to do."""
+
+
+@dataclass
+class Run:
+    """What an output directory holds: its games in playing order and what kind of run made them."""
+
+    kind: str  # "match" or "tournament"
+    out_dir: Path
+    records: list[GameRecord]
+    bots: list[str]
+    match_summary: dict[str, Any] | None = None
+    errors: list[str] = field(default_factory=list)  # lines that could not be read, kept out of the report
+
+
+# --- reading an output directory ----------------------------------------------------------------------------
+
+
+def load_run(out_dir: Path) -> Run:
+    """Read the games of the match or tournament in `out_dir`; ReportError when it holds neither."""
+    if not out_dir.is_dir():
+        raise ReportError(f"{out_dir}: no such directory; give the output directory of a match or tournament")
+    match_file = out_dir / MATCH_FILE
+    games_file = out_dir / GAMES_FILE
+    if games_file.exists():
+        records, errors = _read_jsonl(games_file)
+        return Run("tournament", out_dir, records, _bots_of(records), errors=errors)
+    match_files = sorted(out_dir.glob("game-*.json"))
+    if match_file.exists() or match_files:
+        summary: dict[str, Any] | None = None
+        if match_file.exists():
+            try:
+                summary = json.loads(match_file.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as error:
+                raise ReportError(f"{match_file}: cannot read the match summary ({error})") from None
+        names = [str(n) for n in summary.get("records", [])] if summary else []
+        paths = [out_dir / n for n in names] if names else match_files
+        # Games still being played (or written after match.json) are in the directory but not yet listed.
+        listed = set(paths)
+        paths += [p for p in match_files if p not in listed]
+        records, errors = [], []
+        for path in paths:
+            try:
+                records.append(GameRecord.model_validate_json(path.read_bytes()))
+            except (OSError, ValidationError, ValueError) as error:
+                errors.append(f"{path.name}: {_first_line(error)}")
+        bots = [str(summary["first"]), str(summary["second"])] if summary else _bots_of(records)
+        return Run("match", out_dir, records, bots, match_summary=summary, errors=errors)
+    raise ReportError(
+        f"{out_dir}: neither {GAMES_FILE} (a tournament) nor {MATCH_FILE} or game-*.json (a match) is there;"
+        " give the output directory of a match or tournament (its --out)"
+    )
+
+
+def _first_line(error: BaseException) -> str:
+    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+
+
+def _read_jsonl(path: Path) -> tuple[list[GameRecord], list[str]]:
+    records: list[GameRecord] = []
+    errors: list[str] = []
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise ReportError(f"{path}: cannot read it ({error.strerror})") from None
+    for number, line in enumerate(data.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append(GameRecord.model_validate_json(line))
+        except ValidationError as error:
+            # A half-written last line of a killed run, or a record from another version: skip, say so.
+            errors.append(f"{path.name} line {number}: not a game record ({_first_line(error)})")
+    return records, errors
+
+
+def _bots_of(records: Iterable[GameRecord]) -> list[str]:
+    names: dict[str, None] = {}
+    for record in records:
+        names.setdefault(record.black.name, None)
+        names.setdefault(record.white.name, None)
+    return list(names)
+
+
+# --- the data the page shows ------------------------------------------------------------------------------
+
+
+def describe_time_control(control: dict[str, Any]) -> str:
+    """`10+0.1`, `40/60` or `2s/move`, from a record's time_control."""
+    base, increment = control.get("base_ms"), control.get("increment_ms") or 0
+    per_move, period = control.get("move_time_ms"), control.get("moves_per_period")
+    if base is None:
+        return f"{_num(per_move / 1000)}s/move" if per_move else "no clock"
+    text = f"{period}/{_num(base / 1000)}" if period else f"{_num(base / 1000)}+{_num(increment / 1000)}"
+    return text + (f", {_num(per_move / 1000)}s/move" if per_move else "")
+
+
+def _num(x: float) -> str:
+    return f"{x:g}"
+
+
+def los(wins: int, losses: int) -> float | None:
+    """Likelihood of superiority from decisive games (draws carry no information): P(stronger)."""
+    if wins + losses == 0:
+        return None
+    return 0.5 * (1.0 + math.erf((wins - losses) / math.sqrt(2.0 * (wins + losses))))
+
+
+def _scored(record: GameRecord) -> bool:
+    return record.termination.is_scored and record.result != "*"
+
+
+def standings_data(records: Sequence[GameRecord], bots: Sequence[str]) -> dict[str, Any]:
+    """Standings, per-pair W-D-L, LOS and per-bot timing figures: the tables at the top of the page."""
+    names = list(bots)
+    for name in _bots_of(records):
+        if name not in names:
+            names.append(name)
+    results = [
+        GameResult(r.black.name, r.white.name, r.result, str(r.termination))
+        for r in records
+        if _scored(r) and r.black.name != r.white.name
+    ]
+    standings = compute_standings(results, names)
+    pair: dict[str, dict[str, list[int]]] = {a: {b: [0, 0, 0] for b in names if b != a} for a in names}
+    for result in results:
+        loser = result.loser
+        for me, other in ((result.black, result.white), (result.white, result.black)):
+            cell = pair[me][other]
+            cell[0 if loser == other else 2 if loser == me else 1] += 1
+    timing = _timing(records, names)
+    rows = []
+    for bot in standings.bots:
+        rows.append(
+            {
+                "rank": bot.rank,
+                "name": bot.name,
+                "games": bot.games,
+                "w": bot.wins,
+                "d": bot.draws,
+                "l": bot.losses,
+                "points": bot.points,
+                "pct": _round(bot.score_pct, 1),
+                "elo": _round(bot.elo, 1),
+                "margin": _round(bot.elo_margin, 1),
+                "lossKinds": {k: v for k, v in bot.losses_by_kind.items() if v},
+                **timing[bot.name],
+            }
+        )
+    order = [bot.name for bot in standings.bots]
+    los_matrix = {a: {b: _round(los(pair[a][b][0], pair[a][b][2]), 3) for b in order if b != a} for a in order}
+    return {
+        "rows": rows,
+        "order": order,
+        "pairs": {a: {b: pair[a][b] for b in order if b != a} for a in order},
+        "los": los_matrix,
+        "totals": standings.totals.model_dump(),
+    }
+
+
+def _timing(records: Sequence[GameRecord], names: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Per bot: moves timed, mean and maximum time per move (ms), and CPU seconds where records carry them."""
+    moves = dict.fromkeys(names, 0)
+    total = dict.fromkeys(names, 0.0)
+    worst = dict.fromkeys(names, 0.0)
+    for record in records:
+        side = {"black": record.black.name, "white": record.white.name}
+        for move in record.moves:
+            name = side[move.color]
+            moves[name] += 1
+            total[name] += move.elapsed_ms
+            worst[name] = max(worst[name], move.elapsed_ms)
+    cpu = _cpu_seconds(records)
+    return {
+        name: {
+            "moves": moves[name],
+            "msMean": _round(total[name] / moves[name], 2) if moves[name] else None,
+            "msMax": _round(worst[name], 1) if moves[name] else None,
+            "cpuS": _round(cpu[name], 2) if name in cpu else None,
+        }
+        for name in names
+    }
+
+
+def _cpu_seconds(records: Sequence[GameRecord]) -> dict[str, float]:
+    """CPU time by bot, from any `cpu_s`/`cpu_ms` a record's bot entry carries (newer records may)."""
+    cpu: dict[str, float] = {}
+    for record in records:
+        for info in (record.black, record.white):
+            extra = info.model_dump()
+            value = extra.get("cpu_s")
+            if value is None and extra.get("cpu_ms") is not None:
+                value = float(extra["cpu_ms"]) / 1000
+            if isinstance(value, int | float):
+                cpu[info.name] = cpu.get(info.name, 0.0) + float(value)
+    return cpu
+
+
+def _round(x: float | None, digits: int) -> float | None:
+    return None if x is None or not math.isfinite(x) else round(x, digits)
+
+
+def progress_data(records: Sequence[GameRecord], bots: Sequence[str]) -> dict[str, Any]:
+    """Each bot's score % after every scored game, and its Elo at up to PROGRESS_POINTS points of the run."""
+    scored = [r for r in records if _scored(r) and r.black.name != r.white.name]
+    names = list(bots)
+    for name in _bots_of(scored):
+        if name not in names:
+            names.append(name)
+    points = dict.fromkeys(names, 0.0)
+    games = dict.fromkeys(names, 0)
+    score: dict[str, list[float | None]] = {name: [] for name in names}
+    for record in scored:
+        black_points = {"1-0": 1.0, "0-1": 0.0}.get(record.result, 0.5)
+        for name, pts in ((record.black.name, black_points), (record.white.name, 1.0 - black_points)):
+            points[name] += pts
+            games[name] += 1
+        for name in names:
+            score[name].append(round(100 * points[name] / games[name], 1) if games[name] else None)
+    elo_at: list[int] = []
+    elo: dict[str, list[float | None]] = {name: [] for name in names}
+    n = len(scored)
+    marks = sorted({max(1, round(n * k / PROGRESS_POINTS)) for k in range(1, PROGRESS_POINTS + 1)}) if n else []
+    results = [GameResult(r.black.name, r.white.name, r.result, str(r.termination)) for r in scored]
+    for mark in marks:
+        standings = compute_standings(results[:mark], names)
+        by_name = {bot.name: bot.elo for bot in standings.bots}
+        elo_at.append(mark)
+        for name in names:
+            elo[name].append(_round(by_name.get(name), 1))
+    return {"score": score, "eloAt": elo_at, "elo": elo}
+
+
+def sprt_data(run: Run) -> dict[str, Any] | None:
+    """For a match run with an SPRT: the LLR after every finished pair, its bounds and the verdict."""
+    summary = run.match_summary
+    if summary is None or not summary.get("sprt"):
+        return None
+    from referee.sprt import SprtParameters, pentanomial, sprt_status
+
+    sprt = summary["sprt"]
+    parameters = SprtParameters(
+        elo0=float(sprt["elo0"]), elo1=float(sprt["elo1"]), alpha=float(sprt["alpha"]), beta=float(sprt["beta"])
+    )
+    first = str(summary["first"])
+    points: list[float] = []
+    for record in run.records:
+        if not _scored(record):
+            continue
+        first_black = record.black.name == first
+        black_points = {"1-0": 1.0, "0-1": 0.0}.get(record.result, 0.5)
+        points.append(black_points if first_black else 1.0 - black_points)
+    llr: list[float] = []
+    for end in range(2, len(points) + 1, 2):
+        llr.append(round(sprt_status(parameters, pentanomial(points[:end])).llr, 4))
+    return {
+        "elo0": parameters.elo0,
+        "elo1": parameters.elo1,
+        "alpha": parameters.alpha,
+        "beta": parameters.beta,
+        "lower": parameters.lower_bound,
+        "upper": parameters.upper_bound,
+        "llr": llr,
+        "verdict": sprt.get("verdict"),
+        "first": first,
+    }
+
+
+TERMINATIONS = [str(t) for t in Termination]
+_RESULT_CODE = {"1-0": 0, "0-1": 1, "1/2-1/2": 2, "*": 3}
+
+
+def game_row(number: int, record: GameRecord, bot_index: dict[str, int]) -> list[Any]:
+    """One game in the list: [number, black, white, result code, termination, moves, black score, white score]."""
+    return [
+        number,
+        bot_index[record.black.name],
+        bot_index[record.white.name],
+        _RESULT_CODE[record.result],
+        TERMINATIONS.index(str(record.termination)),
+        len(record.settings.opening) + len(record.moves),
+        record.black_score,
+        record.white_score,
+    ]
+
+
+def _info_summary(info: dict[str, Any]) -> dict[str, Any]:
+    """The fields of a bot's info the viewer shows (depth, score, pv, nodes, ...), without the tag."""
+    return {k: v for k, v in info.items() if k != "type"}
+
+
+def game_detail(number: int, record: GameRecord) -> dict[str, Any]:
+    """Everything the viewer needs for one game, compactly: moves as one string, times as integers."""
+    infos: list[list[Any]] = []
+    for ply, move in enumerate(record.moves):
+        if move.infos:
+            infos.append([ply, _info_summary(move.infos[-1]), len(move.infos) + move.infos_dropped])
+    control = record.settings.time_control
+    return {
+        "n": number,
+        "id": record.game_id,
+        "b": record.black.name,
+        "w": record.white.name,
+        "W": record.settings.width,
+        "H": record.settings.height,
+        "k": record.settings.komi,
+        "tc": describe_time_control(control.model_dump()),
+        "base": control.base_ms,
+        "o": " ".join(record.settings.opening),
+        "m": " ".join(m.move for m in record.moves),
+        "c": "".join("b" if m.color == "black" else "w" for m in record.moves),
+        # Elapsed in tenths of a millisecond: integers are a third the size of floats in JSON.
+        "t": [round(m.elapsed_ms * 10) for m in record.moves],
+        "k2": [m.clock_ms for m in record.moves] if control.base_ms is not None else None,
+        "i": infos,
+        "r": record.result,
+        "x": str(record.termination),
+        "why": record.reason,
+        "loser": record.loser,
+        "bs": record.black_score,
+        "ws": record.white_score,
+        "ov": record.overrun_ms,
+        "tail": record.stderr_tail,
+        "fp": record.final_position,
+        "s": record.started_at.isoformat(timespec="seconds"),
+        "f": record.finished_at.isoformat(timespec="seconds"),
+        "bv": _version(record.black.announced_name, record.black.version),
+        "wv": _version(record.white.announced_name, record.white.version),
+    }
+
+
+def _version(name: str | None, version: str | None) -> str:
+    return " ".join(part for part in (name, version) if part)
+
+
+def summary_data(run: Run, *, live: bool = False) -> dict[str, Any]:
+    """The summary object the page parses at load (everything but the games' details)."""
+    bots = list(run.bots)
+    for name in _bots_of(run.records):
+        if name not in bots:
+            bots.append(name)
+    bot_index = {name: i for i, name in enumerate(bots)}
+    first = run.records[0] if run.records else None
+    settings = None
+    if first is not None:
+        settings = {
+            "size": f"{first.settings.width}x{first.settings.height}",
+            "komi": first.settings.komi,
+            "tc": describe_time_control(first.settings.time_control.model_dump()),
+        }
+    title = f"{' vs '.join(bots)}" if run.kind == "match" else f"tournament {run.out_dir.name}"
+    return {
+        "kind": run.kind,
+        "title": title,
+        "outDir": str(run.out_dir),
+        "generated": datetime.now(UTC).isoformat(timespec="seconds"),
+        "live": live,
+        "settings": settings,
+        "bots": bots,
+        "terminations": TERMINATIONS,
+        "standings": standings_data(run.records, bots),
+        "progress": progress_data(run.records, bots),
+        "sprt": sprt_data(run),
+        "games": [game_row(i, r, bot_index) for i, r in enumerate(run.records, start=1)],
+        "errors": run.errors,
+    }
+
+
+# --- the page ---------------------------------------------------------------------------------------------
+
+
+def _safe_json(value: Any) -> str:
+    """JSON that cannot end the <script> element it sits in (no '<' at all) nor break a line."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return text.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+def asset(name: str) -> str:
+    """An asset file's text (referee/assets/...)."""
+    return resources.files("referee").joinpath("assets", name).read_text(encoding="utf-8")
+
+
+def render_page(summary: dict[str, Any], details: Iterable[dict[str, Any]] | None, *, live: bool = False) -> str:
+    """The whole HTML page: styles, scripts and data inline. `details`: one per game (None: fetched live)."""
+    css, viewer, report = (asset(name) for name in _ASSETS)
+    lines = "\n".join(_safe_json(d) for d in details) if details is not None else ""
+    title = _escape(f"Alternator {'live: ' if live else ''}{summary['title']}")
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        # No request of any kind, even by mistake: the page itself forbids everything but inline code.
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
+        f"script-src 'unsafe-inline'; img-src data:{'; connect-src ' + chr(39) + 'self' + chr(39) if live else ''}\">\n"
+        f"<title>{title}</title>\n<style>{css}</style>\n</head><body>\n"
+        f'<script type="application/json" id="summary">{_safe_json(summary)}</script>\n'
+        f'<script type="text/plain" id="games">{lines}</script>\n'
+        f"<script>{viewer}</script>\n<script>{report}</script>\n</body></html>\n"
+    )
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def build_report(run: Run) -> str:
+    """The report page of a run, with every game's detail inline."""
+    return render_page(summary_data(run), (game_detail(i, r) for i, r in enumerate(run.records, start=1)))
+
+
+def write_report(out_dir: Path, path: Path | None = None, *, run: Run | None = None) -> Path:
+    """Write the report of `out_dir` (to `out_dir/report.html` unless `path`), atomically; its path."""
+    from referee.files import write_text_atomic
+
+    target = path if path is not None else out_dir / REPORT_FILE
+    page = build_report(run if run is not None else load_run(out_dir))
+    try:
+        write_text_atomic(target, [page])
+    except OSError as error:
+        raise ReportError(
+            f"{target}: cannot write the report ({error.strerror}); choose another file with -o"
+        ) from None
+    return target
