@@ -22,6 +22,7 @@ COMMANDS = {
     "perft": "perft",
     "schema": "schema",
     "report": "report",
+    "serve": "serve",
 }
 
 

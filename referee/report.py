@@ -456,3 +456,14 @@ def write_report(out_dir: Path, path: Path | None = None, *, run: Run | None = N
             f"{target}: cannot write the report ({error.strerror}); choose another file with -o"
         ) from None
     return target
+
+
+def write_report_or_warn(out_dir: Path) -> str:
+    """Write `out_dir/report.html` at the end of a run; the line to print, a warning if it failed.
+
+    Never raises: the games are recorded whatever happens here, and `alternator report` can try again.
+    """
+    try:
+        return f"report: {write_report(out_dir)}"
+    except Exception as error:  # a report bug must not turn a finished run into a failed one
+        return f"warning: no report ({_first_line(error)}); the games are kept: run alternator report {out_dir}"

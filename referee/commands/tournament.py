@@ -314,6 +314,7 @@ def run(args: argparse.Namespace) -> int:
 
     from referee.exceptions import find_exception
     from referee.process import BotStartError
+    from referee.report import write_report_or_warn
     from referee.standings import to_text
     from referee.store import StoreError
     from referee.tournament import Tournament, TournamentSummary
@@ -373,6 +374,7 @@ def run(args: argparse.Namespace) -> int:
     results_out = sys.stderr if args.events == "-" else sys.stdout
     results_out.write(table if table.endswith("\n") else table + "\n")
     results_out.write(f"files: {', '.join(str(p) for p in summary.files)}\n")
+    results_out.write(write_report_or_warn(plan.out_dir) + "\n")
     results_out.flush()
     if summary.void_games:
         display.message(

@@ -1,0 +1,87 @@
+"""The live feed: one JSON line per game start, move and game end in OUT_DIR/live.jsonl, for `alternator serve`.
+
+The referee appends, the live view (a separate process, referee/serve.py) follows the file: a game in
+progress can be watched move by move without the referee serving anything. Lines carry what the viewer
+needs in its own compact form (referee/report.py `game_detail`). Writing never stops a game: a failed
+write (a full disk) turns the feed off with one warning.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from pathlib import Path
+from typing import IO, Any
+
+from referee.record import GameSettings, MoveRecord
+
+LIVE_FILE = "live.jsonl"
+
+
+class LiveFeed:
+    """Appends the live feed of one run to `out_dir/live.jsonl` (line-buffered: each line is one write)."""
+
+    def __init__(self, out_dir: Path) -> None:
+        self.path = out_dir / LIVE_FILE
+        self._file: IO[str] | None = None
+        self._failed = False
+
+    def _write(self, event: dict[str, Any]) -> None:
+        if self._failed:
+            return
+        try:
+            if self._file is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._file = self.path.open("a", encoding="utf-8", buffering=1)
+            self._file.write(json.dumps(event, separators=(",", ":")) + "\n")
+        except OSError as error:
+            self._failed = True
+            print(f"warning: {self.path}: the live feed is off ({error.strerror})", file=sys.stderr)
+
+    def run_started(self, kind: str) -> None:
+        self._write({"type": "run_started", "kind": kind})
+
+    def game_started(self, game_id: str, black: str, white: str, settings: GameSettings) -> None:
+        control = settings.time_control
+        self._write(
+            {
+                "type": "game_started",
+                "id": game_id,
+                "b": black,
+                "w": white,
+                "W": settings.width,
+                "H": settings.height,
+                "k": settings.komi,
+                "base": control.base_ms,
+                "o": " ".join(settings.opening),
+                "clock": control.base_ms is not None,
+            }
+        )
+
+    def move(self, game_id: str, move: MoveRecord) -> None:
+        info = {k: v for k, v in move.infos[-1].items() if k != "type"} if move.infos else None
+        self._write(
+            {
+                "type": "move",
+                "id": game_id,
+                "move": move.move,
+                "color": str(move.color),
+                "t": round(move.elapsed_ms * 10),
+                "clock": move.clock_ms,
+                "info": info,
+                "count": len(move.infos) + move.infos_dropped,
+            }
+        )
+
+    def game_finished(self, game_id: str) -> None:
+        self._write({"type": "game_finished", "id": game_id})
+
+    def run_finished(self) -> None:
+        self._write({"type": "run_finished"})
+
+    def close(self) -> None:
+        if self._file is not None:
+            with contextlib.suppress(OSError):
+                self._file.close()
+            self._file = None
