@@ -370,7 +370,11 @@ class Viewer {
     const li = this.moveList.querySelector(`li[data-ply="${this.ply}"]`);
     if (li) {
       li.classList.add("current");
-      if (li.scrollIntoView && this.moveList.scrollHeight > this.moveList.clientHeight) li.scrollIntoView({ block: "nearest" });
+      // Scroll the list only (scrollIntoView would scroll the whole page on a phone).
+      const list = this.moveList;
+      if (li.offsetTop < list.scrollTop || li.offsetTop + li.offsetHeight > list.scrollTop + list.clientHeight) {
+        list.scrollTop = li.offsetTop - list.clientHeight / 2;
+      }
     }
     this.container.dataset.ply = String(this.ply);
   }

@@ -1,0 +1,194 @@
+"""The HTML report: what it reads from an output directory, what it embeds, and `alternator report`.
+
+The page itself is tested in a real browser in tests/test_report_browser.py.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from referee.cli import main
+from referee.record import GameRecord
+from referee.report import (
+    ReportError,
+    build_report,
+    game_detail,
+    load_run,
+    los,
+    summary_data,
+    write_report,
+)
+from referee.standings import GameResult, compute_standings
+from tests.report_games import synthesize_tournament
+
+
+def embedded(page: str) -> tuple[dict[str, object], list[dict[str, object]]]:
+    """The summary and the game lines a report page carries."""
+    summary = re.search(r'<script type="application/json" id="summary">(.*?)</script>', page, re.S)
+    games = re.search(r'<script type="text/plain" id="games">(.*?)</script>', page, re.S)
+    assert summary is not None and games is not None
+    lines = [json.loads(line) for line in games.group(1).split("\n") if line]
+    return json.loads(summary.group(1)), lines
+
+
+def test_a_tournament_report_embeds_standings_and_every_game(tmp_path: Path) -> None:
+    records = synthesize_tournament(tmp_path, 40, seed=3)
+    page = build_report(load_run(tmp_path))
+    summary, lines = embedded(page)
+    assert summary["kind"] == "tournament"
+    assert len(lines) == len(summary["games"]) == 40  # type: ignore[arg-type]
+    expected = compute_standings(
+        [GameResult(r.black.name, r.white.name, r.result, r.termination) for r in records],
+        ["alpha", "beta", "gamma", "delta"],
+    )
+    rows = summary["standings"]["rows"]  # type: ignore[index]
+    assert [(r["name"], r["w"], r["d"], r["l"], r["points"]) for r in rows] == [
+        (b.name, b.wins, b.draws, b.losses, b.points) for b in expected.bots
+    ]
+    forfeits = sum(1 for r in records if r.termination.is_forfeit)
+    assert forfeits > 0  # the synthetic games include forfeits, so the losses by kind are exercised
+    assert sum(sum(r["lossKinds"].values()) for r in rows) == sum(b.losses for b in expected.bots)
+    # Each game's line replays to the record's final position with the engine.
+    for record, line in zip(records, lines, strict=True):
+        assert line["m"] == " ".join(m.move for m in record.moves)
+        assert line["x"] == str(record.termination)
+
+
+def test_nothing_in_the_data_can_end_the_script_element(tmp_path: Path) -> None:
+    records = synthesize_tournament(tmp_path, 60, seed=5)
+    assert any("<boom>" in line for r in records for line in r.stderr_tail)
+    page = build_report(load_run(tmp_path))
+    # The only </script> tags are the four the page is made of.
+    assert page.count("</script>") == 4
+    assert "<boom>" not in page
+    _, lines = embedded(page)
+    assert any("<boom> & done" in " ".join(line["tail"]) for line in lines)  # type: ignore[arg-type]
+
+
+def test_the_page_has_no_external_reference(tmp_path: Path) -> None:
+    synthesize_tournament(tmp_path, 5)
+    page = build_report(load_run(tmp_path))
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)
+    assert "default-src 'none'" in page  # the page forbids itself any request
+
+
+def test_a_match_report_follows_match_json_and_draws_the_sprt(tmp_path: Path) -> None:
+    records = synthesize_tournament(tmp_path / "src", 8, seed=2, bots=("new", "base"))
+    for number, record in enumerate(records, start=1):
+        (tmp_path / f"game-{number:03d}.json").write_text(record.model_dump_json())
+    sprt = {
+        "elo0": 0,
+        "elo1": 5,
+        "alpha": 0.05,
+        "beta": 0.05,
+        "llr": 0.1,
+        "lower_bound": -2.94,
+        "upper_bound": 2.94,
+        "verdict": None,
+    }
+    match = {"first": "new", "second": "base", "sprt": sprt, "records": [f"game-{n:03d}.json" for n in range(1, 9)]}
+    (tmp_path / "match.json").write_text(json.dumps(match))
+    summary = summary_data(load_run(tmp_path))
+    assert summary["kind"] == "match"
+    assert summary["bots"] == ["new", "base"]
+    assert len(summary["sprt"]["llr"]) == 4  # one LLR per finished pair
+    assert summary["sprt"]["upper"] == pytest.approx(2.944, abs=1e-3)
+
+
+def test_a_torn_line_is_left_out_and_named(tmp_path: Path) -> None:
+    synthesize_tournament(tmp_path, 3)
+    with (tmp_path / "games.jsonl").open("a") as file:
+        file.write('{"record_version": 1, "game_id": "g9')  # a killed writer's half line
+    run = load_run(tmp_path)
+    assert len(run.records) == 3
+    assert run.errors and "games.jsonl line 4" in run.errors[0]
+
+
+def test_los() -> None:
+    assert los(0, 0) is None
+    assert los(5, 5) == pytest.approx(0.5)
+    assert los(10, 0) == pytest.approx(0.9992, abs=1e-4)
+    assert los(0, 10) == pytest.approx(1 - 0.9992, abs=1e-4)
+
+
+def test_game_detail_is_compact_and_complete(tmp_path: Path) -> None:
+    record = synthesize_tournament(tmp_path, 1, seed=9)[0]
+    detail = game_detail(7, record)
+    assert detail["n"] == 7
+    assert len(detail["t"]) == len(record.moves) == len(detail["c"])
+    assert detail["t"][0] == round(record.moves[0].elapsed_ms * 10)
+    assert detail["bs"] == record.black_score and detail["ws"] == record.white_score
+
+
+def test_errors_say_what_to_do(tmp_path: Path) -> None:
+    with pytest.raises(ReportError, match="no such directory"):
+        load_run(tmp_path / "missing")
+    with pytest.raises(ReportError, match=r"neither games\.jsonl"):
+        load_run(tmp_path)
+
+
+def test_report_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    synthesize_tournament(tmp_path, 12)
+    assert main(["report", str(tmp_path)]) == 0
+    assert (tmp_path / "report.html").stat().st_size > 10_000
+    assert "report: " in capsys.readouterr().out
+    target = tmp_path / "elsewhere" / "r.html"
+    assert main(["report", str(tmp_path), "-o", str(target)]) == 0
+    assert target.read_text().startswith("<!DOCTYPE html>")
+    assert main(["report", str(tmp_path / "nope")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no such directory" in err
+
+
+def test_write_report_refuses_an_unwritable_target(tmp_path: Path) -> None:
+    synthesize_tournament(tmp_path, 2)
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises((ReportError, OSError)):
+        write_report(tmp_path, blocker / "report.html")
+
+
+def test_a_real_match_writes_its_report_and_live_feed(tmp_path: Path) -> None:
+    out = tmp_path / "m"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "referee",
+            "match",
+            "--black",
+            "random",
+            "--white",
+            "greedy",
+            "--games",
+            "2",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"report: {out / 'report.html'}" in done.stdout
+    _, lines = embedded((out / "report.html").read_text())
+    assert len(lines) == 2
+    records = [GameRecord.model_validate_json((out / f"game-00{n}.json").read_text()) for n in (1, 2)]
+    feed = [json.loads(line) for line in (out / "live.jsonl").read_text().splitlines()]
+    assert [e["type"] for e in feed if e["type"] != "move"] == [
+        "run_started",
+        "game_started",
+        "game_finished",
+        "game_started",
+        "game_finished",
+        "run_finished",
+    ]
+    moves = [e["move"] for e in feed if e["type"] == "move"]
+    assert moves == [m.move for r in records for m in r.moves]
