@@ -30,6 +30,7 @@ GAMES_FILE = "games.jsonl"
 MATCH_FILE = "match.json"
 # Elo over the games is refitted at this many points of the run at most (each fit is a Newton solve).
 PROGRESS_POINTS = 40
+SCORE_POINTS = 500  # the score % chart: a 10,000-game run needs no more points than the chart has pixels
 _ASSETS = ("report.css", "viewer.js", "report.js")
 
 
@@ -237,34 +238,40 @@ def _round(x: float | None, digits: int) -> float | None:
 
 
 def progress_data(records: Sequence[GameRecord], bots: Sequence[str]) -> dict[str, Any]:
-    """Each bot's score % after every scored game, and its Elo at up to PROGRESS_POINTS points of the run."""
+    """Each bot's score % over the run (at up to SCORE_POINTS points) and its Elo (at up to PROGRESS_POINTS)."""
     scored = [r for r in records if _scored(r) and r.black.name != r.white.name]
     names = list(bots)
     for name in _bots_of(scored):
         if name not in names:
             names.append(name)
+    n = len(scored)
+    score_marks = set(_marks(n, SCORE_POINTS))
     points = dict.fromkeys(names, 0.0)
     games = dict.fromkeys(names, 0)
+    score_at: list[int] = []
     score: dict[str, list[float | None]] = {name: [] for name in names}
-    for record in scored:
+    for done, record in enumerate(scored, start=1):
         black_points = {"1-0": 1.0, "0-1": 0.0}.get(record.result, 0.5)
         for name, pts in ((record.black.name, black_points), (record.white.name, 1.0 - black_points)):
             points[name] += pts
             games[name] += 1
-        for name in names:
-            score[name].append(round(100 * points[name] / games[name], 1) if games[name] else None)
-    elo_at: list[int] = []
+        if done in score_marks:
+            score_at.append(done)
+            for name in names:
+                score[name].append(round(100 * points[name] / games[name], 1) if games[name] else None)
+    elo_at = _marks(n, PROGRESS_POINTS)
     elo: dict[str, list[float | None]] = {name: [] for name in names}
-    n = len(scored)
-    marks = sorted({max(1, round(n * k / PROGRESS_POINTS)) for k in range(1, PROGRESS_POINTS + 1)}) if n else []
     results = [GameResult(r.black.name, r.white.name, r.result, str(r.termination)) for r in scored]
-    for mark in marks:
-        standings = compute_standings(results[:mark], names)
-        by_name = {bot.name: bot.elo for bot in standings.bots}
-        elo_at.append(mark)
+    for mark in elo_at:
+        by_name = {bot.name: bot.elo for bot in compute_standings(results[:mark], names).bots}
         for name in names:
             elo[name].append(_round(by_name.get(name), 1))
-    return {"score": score, "eloAt": elo_at, "elo": elo}
+    return {"scoreAt": score_at, "score": score, "eloAt": elo_at, "elo": elo}
+
+
+def _marks(n: int, count: int) -> list[int]:
+    """Up to `count` game counts spread evenly over 1..n, n included."""
+    return sorted({max(1, round(n * k / count)) for k in range(1, count + 1)}) if n else []
 
 
 def sprt_data(run: Run) -> dict[str, Any] | None:
