@@ -60,8 +60,7 @@ def load_run(out_dir: Path) -> Run:
     match_file = out_dir / MATCH_FILE
     games_file = out_dir / GAMES_FILE
     if games_file.exists():
-        records, errors = _read_jsonl(games_file)
-        return Run("tournament", out_dir, records, _bots_of(records), errors=errors)
+        return tournament_run(out_dir, *_read_jsonl(games_file))
     match_files = sorted(out_dir.glob("game-*.json"))
     if match_file.exists() or match_files:
         summary: dict[str, Any] | None = None
@@ -94,21 +93,30 @@ def _first_line(error: BaseException) -> str:
 
 
 def _read_jsonl(path: Path) -> tuple[list[GameRecord], list[str]]:
-    records: list[GameRecord] = []
-    errors: list[str] = []
     try:
         data = path.read_bytes()
     except OSError as error:
         raise ReportError(f"{path}: cannot read it ({error.strerror})") from None
-    for number, line in enumerate(data.splitlines(), start=1):
+    return parse_jsonl(data, path.name)
+
+
+def parse_jsonl(data: bytes, name: str, first_line: int = 1) -> tuple[list[GameRecord], list[str]]:
+    """The game records in lines of games.jsonl, and a note for each line that is not one."""
+    records: list[GameRecord] = []
+    errors: list[str] = []
+    for number, line in enumerate(data.splitlines(), start=first_line):
         if not line.strip():
             continue
         try:
             records.append(GameRecord.model_validate_json(line))
         except ValidationError as error:
             # A half-written last line of a killed run, or a record from another version: skip, say so.
-            errors.append(f"{path.name} line {number}: not a game record ({_first_line(error)})")
+            errors.append(f"{name} line {number}: not a game record ({_first_line(error)})")
     return records, errors
+
+
+def tournament_run(out_dir: Path, records: list[GameRecord], errors: list[str]) -> Run:
+    return Run("tournament", out_dir, records, _bots_of(records), errors=errors)
 
 
 def _bots_of(records: Iterable[GameRecord]) -> list[str]:

@@ -27,8 +27,10 @@ from referee.report import (
     Run,
     game_detail,
     load_run,
+    parse_jsonl,
     render_page,
     summary_data,
+    tournament_run,
 )
 
 Scope = MutableMapping[str, Any]
@@ -54,6 +56,7 @@ class LiveState:
     feed_offset: int = 0
     feed_id: tuple[int, int] | None = None
     files_seen: tuple[Any, ...] | None = None
+    games_file: tuple[int, int] | None = None  # games.jsonl's inode and the end of what was read
     last_reload: float = -math.inf
 
     def broadcast(self, event: str, data: Any) -> None:
@@ -82,13 +85,50 @@ class LiveState:
         return tuple(signature)
 
     def load(self) -> None:
-        """Re-read the finished games (in a worker thread: it can take a while)."""
-        try:
-            run = load_run(self.out_dir)
-        except ReportError:
-            run = Run("tournament", self.out_dir, [], [])  # nothing finished yet
-        self.run = run
+        """Re-read the finished games (in a worker thread: it can take a while).
+
+        A tournament's games.jsonl only grows while it runs: then only the new lines are read. A new file
+        (the tournament rewrites it whole at its start and end) is read from the start.
+        """
+        run = self._appended() or self._read_all()
         self.summary = summary_data(run, live=True)
+        self.run = run  # one assignment: the trio thread sees the old run or the new one
+
+    def _read_all(self) -> Run:
+        self.games_file = None
+        path = self.out_dir / GAMES_FILE
+        try:
+            # A tournament: read once, remember where the complete lines end, follow from there.
+            stat = path.stat()
+            data = path.read_bytes()
+        except OSError:
+            try:
+                return load_run(self.out_dir)
+            except ReportError:
+                return Run("tournament", self.out_dir, [], [])  # nothing finished yet
+        complete = data.rfind(b"\n") + 1
+        self.games_file = (stat.st_ino, complete)
+        return tournament_run(self.out_dir, *parse_jsonl(data[:complete], GAMES_FILE))
+
+    def _appended(self) -> Run | None:
+        """The run with the lines appended to games.jsonl since the last read; None: read it all again."""
+        if self.run is None or self.games_file is None:
+            return None
+        path = self.out_dir / GAMES_FILE
+        try:
+            stat = path.stat()
+            inode, offset = self.games_file
+            if stat.st_ino != inode or stat.st_size < offset:
+                return None
+            with path.open("rb") as file:
+                file.seek(offset)
+                data = file.read(stat.st_size - offset)
+        except OSError:
+            return None
+        complete = data.rfind(b"\n") + 1
+        records, errors = parse_jsonl(data[:complete], GAMES_FILE)
+        self.games_file = (inode, offset + complete)
+        return tournament_run(self.out_dir, [*self.run.records, *records], [*self.run.errors, *errors])
 
     def detail(self, number: int) -> dict[str, Any] | None:
         if self.run is None or not 1 <= number <= len(self.run.records):
@@ -172,10 +212,16 @@ class LiveState:
             self.broadcast("done", {"id": game_id})
 
 
-async def follow(state: LiveState) -> None:
-    """Look at the feed and the finished games every POLL_S; tell the browsers what changed."""
+async def follow_feed(state: LiveState) -> None:
+    """Look at the live feed every POLL_S: moves reach the browsers while finished games are being read."""
     while True:
         state.read_feed()
+        await trio.sleep(POLL_S)
+
+
+async def follow_games(state: LiveState) -> None:
+    """Re-read the finished games when their files change (at most every RELOAD_MIN_S); send the summary."""
+    while True:
         signature = state.files_signature()
         if signature != state.files_seen and time.monotonic() - state.last_reload >= RELOAD_MIN_S:
             state.files_seen = signature
@@ -278,6 +324,7 @@ async def serve(out_dir: Path, host: str, port: int, *, on_ready: Callable[[str]
     config.errorlog = None
     config.graceful_timeout = 1.0
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(follow, state)
+        nursery.start_soon(follow_feed, state)
+        nursery.start_soon(follow_games, state)
         binds = await nursery.start(hypercorn_serve, make_app(state), config)
         on_ready(str(binds[0]) if binds else f"http://{host}:{port}")

@@ -342,8 +342,8 @@ def test_the_live_page_follows_games_in_progress_and_finished(page: Any, served:
     feed(out, {"type": "game_finished", "id": record.game_id})
     with (out / "games.jsonl").open("a") as file:
         file.write(record.model_dump_json() + "\n")
-    page.wait_for_function("() => document.querySelectorAll('tr.game').length === 5", timeout=10_000)
-    assert page.locator("#livegames .livecard").count() == 0
+    page.wait_for_function("() => document.querySelectorAll('tr.game').length === 5", timeout=60_000)
+    page.wait_for_function("() => document.querySelectorAll('#livegames .livecard').length === 0", timeout=60_000)
     games = sum(
         int(page.text_content(f"table.standings tbody tr:nth-child({i}) td:nth-child(3)")) for i in (1, 2, 3, 4)
     )
