@@ -62,7 +62,7 @@ def browser_figures(page_path: Path, games: int, rounds: int) -> dict[str, float
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             page.goto(page_path.as_uri(), wait_until="commit")
             page.wait_for_selector("body[data-ready]", timeout=120_000)
-            usable.append(int(page.get_attribute("body", "data-ready")) / 1000)  # the page's own clock
+            usable.append(int(page.get_attribute("body", "data-ready") or 0) / 1000)  # the page's own clock
             opened.append(page.evaluate(OPEN_GAME, games) / 1000)
             page.close()
             page = browser.new_page()
@@ -92,9 +92,9 @@ def main() -> None:
             out = Path(temp) / f"t{games}"
             synthesize_tournament(out, games, seed=games)
             lines = (out / "games.jsonl").read_bytes().splitlines()
-            t_json, _ = timed(lambda lines=lines: [json.loads(line) for line in lines], args.rounds)
-            t_read, run = timed(lambda out=out: load_run(out), args.rounds)
-            t_summary, _ = timed(lambda run=run: summary_data(run), args.rounds)
+            t_json, _ = timed(lambda: [json.loads(line) for line in lines], args.rounds)  # noqa: B023
+            t_read, run = timed(lambda: load_run(out), args.rounds)  # noqa: B023
+            t_summary, _ = timed(lambda: summary_data(run), args.rounds)  # noqa: B023
 
             def whole(out: Path = out) -> int:
                 page = build_report(load_run(out))

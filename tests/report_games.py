@@ -10,10 +10,11 @@ import itertools
 import random
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from protocol import rules
 from protocol.messages import TimeControl
-from referee.record import BotInfo, GameRecord, GameSettings, MoveRecord, Termination, color_name, result_for
+from referee.record import BotInfo, GameRecord, GameSettings, MoveRecord, Termination
 
 BOTS = ("alpha", "beta", "gamma", "delta")
 TIME_CONTROL = TimeControl(base_ms=10_000, increment_ms=100)
@@ -30,7 +31,7 @@ def random_game(
     forfeit = number % 10 == 2  # games 2, 12, 22, ...: on time, by a crash, by an illegal move, in turn
     stop_at = rng.randrange(4, 40) if forfeit else -1
     while not position.is_over() and len(moves) != stop_at:
-        color = color_name(position.turn)
+        color = side(position.turn)
         placement = position.random_placement_id(rng)
         move = rules.PASS if placement == rules.PASS_ID or rng.random() < 0.03 else position.move_of(placement)
         elapsed = rng.lognormvariate(1.0, 1.0)
@@ -39,11 +40,15 @@ def random_game(
         if color == "black":
             pv = [str(m) for m in position.legal_moves()[:3]]
             infos = [{"type": "info", "depth": rng.randrange(1, 9), "score": round(rng.uniform(-20, 20), 1), "pv": pv}]
-        moves.append(MoveRecord(color=color, move=str(move), elapsed_ms=elapsed, clock_ms=clocks[color], infos=infos))
+        moves.append(
+            MoveRecord.model_validate(
+                {"color": color, "move": str(move), "elapsed_ms": elapsed, "clock_ms": clocks[color], "infos": infos}
+            )
+        )
         position.push(move)
     black_total, white_total = position.scores()
     started = datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=number)
-    common = {
+    fields: dict[str, Any] = {
         "game_id": f"g{number:05d}",
         "black": BotInfo(name=black, command=[black]),
         "white": BotInfo(name=white, command=[white]),
@@ -52,36 +57,36 @@ def random_game(
         "final_position": position.to_string(),
         "started_at": started,
         "finished_at": started + timedelta(seconds=1),
+        "black_score": float(black_total),
+        "white_score": white_total + 3.5,
     }
     if forfeit:
-        loser = color_name(position.turn)
+        loser = side(position.turn)
         kind = (Termination.TIME, Termination.CRASH, Termination.ILLEGAL_MOVE)[number // 10 % 3]
-        winner = "white" if loser == "black" else "black"
-        return GameRecord(
-            **common,
-            result=result_for(winner),
-            winner=winner,
-            termination=kind,
-            reason=f"{loser} forfeits: {kind}",
-            loser=loser,
-            black_score=float(black_total),
-            white_score=white_total + 3.5,
-            overrun_ms=12.5 if kind is Termination.TIME else None,
-            stderr_tail=["Traceback (most recent call last):", "RuntimeError: <boom> & done"]
-            if kind is Termination.CRASH
-            else [],
-        )
-    outcome = position.score_outcome()
-    winner_color = None if outcome.winner is None else color_name(outcome.winner)
-    return GameRecord(
-        **common,
-        result=result_for(winner_color),
-        winner=winner_color,
-        termination=Termination.NORMAL,
-        reason="two passes in a row",
-        black_score=outcome.black_score,
-        white_score=outcome.white_score,
-    )
+        tail = ["Traceback (most recent call last):", "RuntimeError: <boom> & done"] if kind == "crash" else []
+        fields |= {
+            "result": "0-1" if loser == "black" else "1-0",
+            "winner": "white" if loser == "black" else "black",
+            "termination": kind,
+            "reason": f"{loser} forfeits: {kind}",
+            "loser": loser,
+            "overrun_ms": 12.5 if kind == "time" else None,
+            "stderr_tail": tail,
+        }
+    else:
+        outcome = position.score_outcome()
+        winner = None if outcome.winner is None else side(outcome.winner)
+        fields |= {
+            "result": {"black": "1-0", "white": "0-1", None: "1/2-1/2"}[winner],
+            "winner": winner,
+            "termination": Termination.NORMAL,
+            "reason": "two passes in a row",
+        }
+    return GameRecord.model_validate(fields)
+
+
+def side(color: rules.Color) -> str:
+    return "black" if color is rules.BLACK else "white"
 
 
 def synthesize_tournament(
