@@ -11,9 +11,11 @@ the engine computed. `alternator serve` (referee/serve.py) builds its live page 
 
 from __future__ import annotations
 
+import base64
 import json
 import math
-from collections.abc import Iterable, Sequence
+import zlib
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import resources
@@ -30,6 +32,7 @@ GAMES_FILE = "games.jsonl"
 MATCH_FILE = "match.json"
 # Elo over the games is refitted at this many points of the run at most (each fit is a Newton solve).
 PROGRESS_POINTS = 40
+CHUNK_GAMES = 64  # games per deflated chunk of details: opening a game inflates 64 games' data
 SCORE_POINTS = 500  # the score % chart: a 10,000-game run needs no more points than the chart has pixels
 _ASSETS = ("report.css", "viewer.js", "report.js")
 
@@ -431,10 +434,40 @@ def asset(name: str) -> str:
     return resources.files("referee").joinpath("assets", name).read_text(encoding="utf-8")
 
 
+def encode_chunks(details: Iterable[dict[str, Any]]) -> Iterator[str]:
+    """The games' details, CHUNK_GAMES at a time: JSON lines, deflated (zlib), in base64.
+
+    JSON of moves and times deflates to about a fifth; the page inflates only the chunk of the game opened
+    (DecompressionStream), so neither the file's size nor the time to open grows with every game's detail.
+    """
+    chunk: list[str] = []
+    for detail in details:
+        chunk.append(json.dumps(detail, separators=(",", ":"), ensure_ascii=False, allow_nan=False))
+        if len(chunk) == CHUNK_GAMES:
+            yield _deflate("\n".join(chunk))
+            chunk = []
+    if chunk:
+        yield _deflate("\n".join(chunk))
+
+
+def _deflate(text: str) -> str:
+    return base64.b64encode(zlib.compress(text.encode("utf-8"), 6)).decode("ascii")
+
+
+def decode_chunks(text: str) -> list[dict[str, Any]]:
+    """The details `encode_chunks` wrote (for tests and tools)."""
+    details: list[dict[str, Any]] = []
+    for chunk in text.split("\n"):
+        if chunk:
+            inflated = zlib.decompress(base64.b64decode(chunk)).decode("utf-8")
+            details += [json.loads(line) for line in inflated.split("\n")]
+    return details
+
+
 def render_page(summary: dict[str, Any], details: Iterable[dict[str, Any]] | None, *, live: bool = False) -> str:
     """The whole HTML page: styles, scripts and data inline. `details`: one per game (None: fetched live)."""
     css, viewer, report = (asset(name) for name in _ASSETS)
-    lines = "\n".join(_safe_json(d) for d in details) if details is not None else ""
+    chunks = "\n".join(encode_chunks(details)) if details is not None else ""
     title = _escape(f"Alternator {'live: ' if live else ''}{summary['title']}")
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n'
@@ -444,7 +477,7 @@ def render_page(summary: dict[str, Any], details: Iterable[dict[str, Any]] | Non
         f"script-src 'unsafe-inline'; img-src data:{'; connect-src ' + chr(39) + 'self' + chr(39) if live else ''}\">\n"
         f"<title>{title}</title>\n<style>{css}</style>\n</head><body>\n"
         f'<script type="application/json" id="summary">{_safe_json(summary)}</script>\n'
-        f'<script type="text/plain" id="games">{lines}</script>\n'
+        f'<script type="text/plain" id="games" data-chunk="{CHUNK_GAMES}">{chunks}</script>\n'
         f"<script>{viewer}</script>\n<script>{report}</script>\n</body></html>\n"
     )
 

@@ -18,6 +18,7 @@ from referee.record import GameRecord
 from referee.report import (
     ReportError,
     build_report,
+    decode_chunks,
     game_detail,
     load_run,
     los,
@@ -31,10 +32,9 @@ from tests.report_games import synthesize_tournament
 def embedded(page: str) -> tuple[dict[str, object], list[dict[str, object]]]:
     """The summary and the game lines a report page carries."""
     summary = re.search(r'<script type="application/json" id="summary">(.*?)</script>', page, re.S)
-    games = re.search(r'<script type="text/plain" id="games">(.*?)</script>', page, re.S)
+    games = re.search(r'<script type="text/plain" id="games"[^>]*>(.*?)</script>', page, re.S)
     assert summary is not None and games is not None
-    lines = [json.loads(line) for line in games.group(1).split("\n") if line]
-    return json.loads(summary.group(1)), lines
+    return json.loads(summary.group(1)), decode_chunks(games.group(1))
 
 
 def test_a_tournament_report_embeds_standings_and_every_game(tmp_path: Path) -> None:

@@ -15,9 +15,20 @@ const state = {
   viewerGame: null,
 };
 
-function gameLines() {
-  if (state.lines === null) state.lines = document.getElementById("games").textContent.split("\n");
-  return state.lines;
+/* The games' details are deflated chunks in base64, one a line; a chunk is inflated when one of its games
+   is opened, and kept. */
+const chunkCache = new Map();
+
+async function chunkLines(index) {
+  if (!chunkCache.has(index)) {
+    if (state.lines === null) state.lines = document.getElementById("games").textContent.split("\n");
+    const base64 = state.lines[index];
+    if (!base64) throw new Error("this game is not in the report");
+    const bytes = Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
+    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate"));
+    chunkCache.set(index, (await new Response(stream).text()).split("\n"));
+  }
+  return chunkCache.get(index);
 }
 
 /* A finished game's detail: from the page itself, or from the server in the live view. */
@@ -27,7 +38,8 @@ async function gameDetail(n) {
     if (!response.ok) throw new Error(`game ${n}: ${response.status} ${await response.text()}`);
     return response.json();
   }
-  const line = gameLines()[n - 1];
+  const size = Number(document.getElementById("games").dataset.chunk);
+  const line = (await chunkLines(Math.floor((n - 1) / size)))[(n - 1) % size];
   if (!line) throw new Error(`game ${n} is not in this report`);
   return JSON.parse(line);
 }
