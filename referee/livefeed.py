@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from referee.record import GameSettings, MoveRecord
+from referee.report import describe_time_control
 
 LIVE_FILE = "live.jsonl"
 
@@ -53,6 +54,7 @@ class LiveFeed:
                 "W": settings.width,
                 "H": settings.height,
                 "k": settings.komi,
+                "tc": describe_time_control(control.model_dump()),
                 "base": control.base_ms,
                 "o": " ".join(settings.opening),
                 "clock": control.base_ms is not None,

@@ -63,7 +63,9 @@ def load_run(out_dir: Path) -> Run:
     match_file = out_dir / MATCH_FILE
     games_file = out_dir / GAMES_FILE
     if games_file.exists():
-        return tournament_run(out_dir, *_read_jsonl(games_file))
+        run = tournament_run(out_dir, *_read_jsonl(games_file))
+        run.bots = _merge(_field_of(out_dir), run.bots)  # bots that have not played yet are in the standings
+        return run
     match_files = sorted(out_dir.glob("game-*.json"))
     if match_file.exists() or match_files:
         summary: dict[str, Any] | None = None
@@ -120,6 +122,19 @@ def parse_jsonl(data: bytes, name: str, first_line: int = 1) -> tuple[list[GameR
 
 def tournament_run(out_dir: Path, records: list[GameRecord], errors: list[str]) -> Run:
     return Run("tournament", out_dir, records, _bots_of(records), errors=errors)
+
+
+def _field_of(out_dir: Path) -> list[str]:
+    """The bots of a tournament in the order its standings.json lists them ([] when there is none)."""
+    try:
+        standings = json.loads((out_dir / "standings.json").read_text(encoding="utf-8"))
+        return [str(bot["name"]) for bot in standings["bots"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+
+
+def _merge(first: list[str], second: list[str]) -> list[str]:
+    return list(dict.fromkeys([*first, *second]))
 
 
 def _bots_of(records: Iterable[GameRecord]) -> list[str]:
@@ -375,7 +390,6 @@ def game_detail(number: int, record: GameRecord) -> dict[str, Any]:
         "ws": record.white_score,
         "ov": record.overrun_ms,
         "tail": record.stderr_tail,
-        "fp": record.final_position,
         "s": record.started_at.isoformat(timespec="seconds"),
         "f": record.finished_at.isoformat(timespec="seconds"),
         "bv": _version(record.black.announced_name, record.black.version),

@@ -176,7 +176,7 @@ class LiveState:
                 "W": event["W"],
                 "H": event["H"],
                 "k": event["k"],
-                "tc": "",
+                "tc": event.get("tc", ""),
                 "base": event.get("base"),
                 "o": event.get("o", ""),
                 "m": "",
