@@ -13,6 +13,7 @@ Deadlines are the caller's: every await here can be cancelled by a cancel scope 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import os
@@ -43,7 +44,7 @@ from protocol.messages import (
     parse_bot_line,
 )
 from referee import __version__
-from referee.botspec import BotSpec
+from referee.botspec import BotSpec, script_start_problem
 from referee.exceptions import single_exception
 from referee.record import BotInfo, Termination
 from referee.sandbox import SandboxError, launch_command, sandbox_environment
@@ -483,6 +484,14 @@ def _log_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", name) or "bot"
 
 
+def _script_problem(spec: BotSpec) -> str | None:
+    """Why the system refused to start an existing file: a missing `#!` interpreter or no `#!` line at all."""
+    path = Path(spec.command[0])
+    if spec.dir is not None and not path.is_absolute():
+        path = spec.dir / path
+    return script_start_problem(path) if os.sep in spec.command[0] and path.is_file() else None
+
+
 @asynccontextmanager
 async def open_bot(
     spec: BotSpec,
@@ -523,8 +532,11 @@ async def open_bot(
             start_new_session=True,
         )
     except FileNotFoundError:
+        problem = _script_problem(spec)
         raise BotStartError(
-            f"cannot start bot {spec.name!r}: program {program!r} not found (command: {shown});"
+            f"cannot start bot {spec.name!r}: {program!r} {problem} (command: {shown})"
+            if problem
+            else f"cannot start bot {spec.name!r}: program {program!r} not found (command: {shown});"
             " give a path to an existing program, or put it on PATH"
         ) from None
     except PermissionError:
@@ -533,8 +545,11 @@ async def open_bot(
             f" run chmod +x on it, or start it through its interpreter (e.g. python3 {program})"
         ) from None
     except OSError as error:
+        problem = _script_problem(spec) if error.errno == errno.ENOEXEC else None
         raise BotStartError(
-            f"cannot start bot {spec.name!r} with {shown}: {error.strerror or error}; check the command"
+            f"cannot start bot {spec.name!r}: {program!r} {problem} (command: {shown})"
+            if problem
+            else f"cannot start bot {spec.name!r} with {shown}: {error.strerror or error}; check the command"
         ) from None
     assert process.stderr is not None
     bot = BotProcess(spec, process, log_dir / f"{_log_name(spec.name)}-{process.pid}.stderr.log", argv=command)

@@ -25,7 +25,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from referee.record import GameRecord, Termination
-from referee.standings import GameResult, compute_standings
+from referee.standings import ScoredGame, compute_standings
 
 REPORT_FILE = "report.html"
 GAMES_FILE = "games.jsonl"
@@ -180,7 +180,7 @@ def standings_data(records: Sequence[GameRecord], bots: Sequence[str]) -> dict[s
         if name not in names:
             names.append(name)
     results = [
-        GameResult(r.black.name, r.white.name, r.result, str(r.termination))
+        ScoredGame(r.black.name, r.white.name, r.result, r.termination)
         for r in records
         if _scored(r) and r.black.name != r.white.name
     ]
@@ -287,7 +287,7 @@ def progress_data(records: Sequence[GameRecord], bots: Sequence[str]) -> dict[st
                 score[name].append(round(100 * points[name] / games[name], 1) if games[name] else None)
     elo_at = _marks(n, PROGRESS_POINTS)
     elo: dict[str, list[float | None]] = {name: [] for name in names}
-    results = [GameResult(r.black.name, r.white.name, r.result, str(r.termination)) for r in scored]
+    results = [ScoredGame(r.black.name, r.white.name, r.result, r.termination) for r in scored]
     for mark in elo_at:
         by_name = {bot.name: bot.elo for bot in compute_standings(results[:mark], names).bots}
         for name in names:

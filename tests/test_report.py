@@ -25,7 +25,7 @@ from referee.report import (
     summary_data,
     write_report,
 )
-from referee.standings import GameResult, compute_standings
+from referee.standings import ScoredGame, compute_standings
 from tests.report_games import synthesize_tournament
 
 
@@ -44,7 +44,7 @@ def test_a_tournament_report_embeds_standings_and_every_game(tmp_path: Path) -> 
     assert summary["kind"] == "tournament"
     assert len(lines) == len(summary["games"]) == 40  # type: ignore[arg-type]
     expected = compute_standings(
-        [GameResult(r.black.name, r.white.name, r.result, r.termination) for r in records],
+        [ScoredGame(r.black.name, r.white.name, r.result, r.termination) for r in records],
         ["alpha", "beta", "gamma", "delta"],
     )
     rows = summary["standings"]["rows"]  # type: ignore[index]

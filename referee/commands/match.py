@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from referee.cli import UsageError, board_size
+from referee.cli import UsageError, board_size, games_count, komi_value
 
 if TYPE_CHECKING:
     from referee.sprt import SprtParameters
@@ -109,7 +109,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="N|WxH",
         help="board size: 8 for 8x8, or WxH like 9x7, 2 to 26 each (default 8x8)",
     )
-    parser.add_argument("--komi", type=float, default=3.5, help="points added to White's score (default 3.5)")
+    parser.add_argument("--komi", type=komi_value, default=3.5, help="points added to White's score (default 3.5)")
     parser.add_argument(
         "--opening", default="", metavar="MOVES", help='moves to play before the bots in every game, e.g. "d5d4 d4e4"'
     )
@@ -124,7 +124,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--games",
-        type=int,
+        type=games_count,
         metavar="N",
         help=f"games to play, colours alternating (default {DEFAULT_GAMES}); with --sprt the most to play"
         f" (default {DEFAULT_SPRT_GAMES})",

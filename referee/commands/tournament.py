@@ -9,7 +9,6 @@ how to resume.
 from __future__ import annotations
 
 import argparse
-import re
 import shutil
 import signal
 import sys
@@ -17,7 +16,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from referee.cli import UsageError
+from referee.cli import UsageError, games_count, komi_value
 from referee.commands.match import add_sandbox_options, check_memory_mb
 
 if TYPE_CHECKING:  # imported in the functions that need them: `--help` must not load pydantic
@@ -26,8 +25,6 @@ if TYPE_CHECKING:  # imported in the functions that need them: `--help` must not
     from referee.events import Event
 
 HELP = "play a tournament (round robin or gauntlet) between bots; resumable; the demo with no arguments"
-
-_NAMED_BOT = re.compile(r"^([A-Za-z0-9._+-]{1,64})=(.+)$", re.DOTALL)
 
 EPILOG = """\
 examples:
@@ -58,7 +55,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         " replaces the config file's bots",
     )
     parser.add_argument("--format", choices=["round-robin", "gauntlet"], help="pairings (default: round-robin)")
-    parser.add_argument("--games", type=int, metavar="N", help="games per pairing (default: 2; the demo: 4)")
+    parser.add_argument("--games", type=games_count, metavar="N", help="games per pairing (default: 2; the demo: 4)")
     parser.add_argument(
         "--tc",
         metavar="BASE+INC",
@@ -66,7 +63,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--movetime", type=float, metavar="SECONDS", help="a fixed time per move instead of a clock")
     parser.add_argument("--size", metavar="N|WxH", help="board size: 8 for 8x8, or WxH like 9x7 (default: 8x8)")
-    parser.add_argument("--komi", type=float, help="points added to White's score (default: 3.5)")
+    parser.add_argument("--komi", type=komi_value, help="points added to White's score (default: 3.5)")
     parser.add_argument("--margin-ms", type=int, metavar="MS", help="grace before a bot loses on time")
     parser.add_argument("--openings-plies", type=int, metavar="N", help="random legal placements to start each pair")
     parser.add_argument("--openings-seed", metavar="SEED", help="seed of the random openings")
@@ -76,12 +73,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def parse_bot_option(text: str) -> BotSpec:
     """`--bot NAME=CMD` (a name for any bot form), or any form `parse_bot_arg` accepts."""
-    from referee.botspec import is_field_form, parse_bot_arg
+    from referee.botspec import parse_bot_arg
 
-    match = _NAMED_BOT.match(text.strip())
-    if match and not is_field_form(text):
-        spec = parse_bot_arg(match.group(2))
-        return spec.model_copy(update={"name": match.group(1)})
     return parse_bot_arg(text)
 
 
@@ -117,7 +110,7 @@ def build_plan(args: argparse.Namespace) -> TournamentPlan:
                 "name": s.name,
                 "command": s.command,
                 "env": s.env,
-                **({"dir": str(s.dir)} if s.dir else {}),
+                "dir": str(s.dir or cwd),  # relative paths on the command line are the current directory's
                 **({"sandbox": True} if s.sandbox else {}),
                 **({"memory_mb": s.memory_mb} if s.memory_mb is not None else {}),
             }
