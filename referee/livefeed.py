@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import IO, Any
 
+from protocol.messages import TimeControl
 from referee.record import GameSettings, MoveRecord
 from referee.report import describe_time_control
 
@@ -27,6 +28,8 @@ class LiveFeed:
         self.path = out_dir / LIVE_FILE
         self._file: IO[str] | None = None
         self._failed = False
+        self._board: dict[str, Any] = {}
+        self._time_control: TimeControl | None = None
 
     def _write(self, event: dict[str, Any]) -> None:
         if self._failed:
@@ -42,6 +45,25 @@ class LiveFeed:
 
     def run_started(self, kind: str) -> None:
         self._write({"type": "run_started", "kind": kind})
+
+    def on_event(self, event: Any) -> None:
+        """Follow a runner's events (referee/events.py): starts and ends of the run and of its games."""
+        kind = getattr(event, "type", None)
+        if kind == "tournament_started":
+            self._board = {"width": event.width, "height": event.height, "komi": event.komi}
+            self._time_control = event.time_control
+            self.run_started(getattr(event, "kind", "tournament"))
+        elif kind == "game_started" and self._time_control is not None:
+            settings = GameSettings(time_control=self._time_control, opening=list(event.opening), **self._board)
+            self.game_started(event.game_id, event.black, event.white, settings)
+        elif kind == "game_finished":
+            self.game_finished(event.game_id)
+        elif kind == "tournament_finished":
+            self.run_finished()
+
+    def on_move(self, game: Any, move: MoveRecord, position: object) -> None:
+        """A runner's per-move callback: `game` is the scheduled game (it has a `game_id`)."""
+        self.move(game.game_id, move)
 
     def game_started(self, game_id: str, black: str, white: str, settings: GameSettings) -> None:
         control = settings.time_control

@@ -192,3 +192,48 @@ def test_a_real_match_writes_its_report_and_live_feed(tmp_path: Path) -> None:
     ]
     moves = [e["move"] for e in feed if e["type"] == "move"]
     assert moves == [m.move for r in records for m in r.moves]
+
+
+def test_the_feed_follows_a_runners_events_and_the_live_state_follows_the_feed(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from protocol.messages import TimeControl
+    from referee.livefeed import LiveFeed
+    from referee.serve import LiveState
+
+    record = synthesize_tournament(tmp_path / "src", 1, seed=4)[0]
+    feed = LiveFeed(tmp_path)
+    state = LiveState(tmp_path)
+    control = TimeControl(base_ms=10_000, increment_ms=100)
+    feed.on_event(
+        SimpleNamespace(type="tournament_started", kind="match", width=8, height=8, komi=3.5, time_control=control)
+    )
+    feed.on_event(SimpleNamespace(type="game_started", game_id="g1", black="alpha", white="beta", opening=[]))
+    game = SimpleNamespace(game_id="g1")
+    for move in record.moves[:5]:
+        feed.on_move(game, move, None)
+    state.read_feed()
+    live = state.live["g1"]
+    assert live["m"].split() == [m.move for m in record.moves[:5]]
+    assert live["tc"] == "10+0.1" and live["k2"] == [m.clock_ms for m in record.moves[:5]]
+    for move in record.moves[5:]:
+        feed.on_move(game, move, None)
+    state.read_feed()
+    assert len(state.live["g1"]["t"]) == len(record.moves)
+    feed.on_event(SimpleNamespace(type="game_finished", game_id="g1"))
+    state.read_feed()
+    assert state.live == {}
+    feed.on_event(SimpleNamespace(type="game_started", game_id="g2", black="alpha", white="beta", opening=["d5d4"]))
+    feed.on_event(SimpleNamespace(type="tournament_finished"))  # a run that ends takes its games with it
+    feed.close()
+    state.read_feed()
+    assert state.live == {}
+    # A half-written line waits for the rest.
+    with (tmp_path / "live.jsonl").open("a") as file:
+        file.write('{"type": "game_started", "id": "g3", "b": "x", "w": "y", "W": 8, "H": 8, "k": 3.5')
+    state.read_feed()
+    assert state.live == {}
+    with (tmp_path / "live.jsonl").open("a") as file:
+        file.write("}\n")
+    state.read_feed()
+    assert list(state.live) == ["g3"]
