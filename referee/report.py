@@ -222,41 +222,45 @@ def standings_data(records: Sequence[GameRecord], bots: Sequence[str]) -> dict[s
 
 
 def _timing(records: Sequence[GameRecord], names: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """Per bot: moves timed, mean and maximum time per move (ms), and CPU seconds where records carry them."""
-    moves = dict.fromkeys(names, 0)
-    total = dict.fromkeys(names, 0.0)
-    worst = dict.fromkeys(names, 0.0)
+    """Per bot: time per move (mean, 95th percentile, maximum; ms), CPU seconds on and off its turns and the
+    referee's own lateness during its moves, where the records carry them (newer records do)."""
+    elapsed: dict[str, list[float]] = {name: [] for name in names}
+    cpu_on: dict[str, float | None] = dict.fromkeys(names)
+    cpu_off: dict[str, float | None] = dict.fromkeys(names)
+    lag: dict[str, list[float]] = {name: [] for name in names}
     for record in records:
+        for info in (record.black, record.white):
+            # Per game and bot: CPU during its own turns and during its opponent's (pondering or stealing).
+            for total, value in (
+                (cpu_on, getattr(info, "cpu_ms", None)),
+                (cpu_off, getattr(info, "off_turn_cpu_ms", None)),
+            ):
+                if value is not None:
+                    total[info.name] = (total[info.name] or 0.0) + float(value)
         side = {"black": record.black.name, "white": record.white.name}
         for move in record.moves:
             name = side[move.color]
-            moves[name] += 1
-            total[name] += move.elapsed_ms
-            worst[name] = max(worst[name], move.elapsed_ms)
-    cpu = _cpu_seconds(records)
-    return {
-        name: {
-            "moves": moves[name],
-            "msMean": _round(total[name] / moves[name], 2) if moves[name] else None,
-            "msMax": _round(worst[name], 1) if moves[name] else None,
-            "cpuS": _round(cpu[name], 2) if name in cpu else None,
+            elapsed[name].append(move.elapsed_ms)
+            late = getattr(move, "latency_ms", None)
+            if late is not None:
+                lag[name].append(float(late))
+    rows: dict[str, dict[str, Any]] = {}
+    for name in names:
+        times = sorted(elapsed[name])
+        rows[name] = {
+            "moves": len(times),
+            "msMean": _round(sum(times) / len(times), 2) if times else None,
+            "msP95": _round(times[min(len(times) - 1, int(0.95 * len(times)))], 1) if times else None,
+            "msMax": _round(times[-1], 1) if times else None,
+            "cpuS": _seconds(cpu_on[name]),
+            "offCpuS": _seconds(cpu_off[name]),
+            "lagMs": _round(sum(lag[name]) / len(lag[name]), 3) if lag[name] else None,
         }
-        for name in names
-    }
+    return rows
 
 
-def _cpu_seconds(records: Sequence[GameRecord]) -> dict[str, float]:
-    """CPU time by bot, from any `cpu_s`/`cpu_ms` a record's bot entry carries (newer records may)."""
-    cpu: dict[str, float] = {}
-    for record in records:
-        for info in (record.black, record.white):
-            extra = info.model_dump()
-            value = extra.get("cpu_s")
-            if value is None and extra.get("cpu_ms") is not None:
-                value = float(extra["cpu_ms"]) / 1000
-            if isinstance(value, int | float):
-                cpu[info.name] = cpu.get(info.name, 0.0) + float(value)
-    return cpu
+def _seconds(ms: float | None) -> float | None:
+    return None if ms is None else _round(ms / 1000, 2)
 
 
 def _round(x: float | None, digits: int) -> float | None:
@@ -381,6 +385,9 @@ def game_detail(number: int, record: GameRecord) -> dict[str, Any]:
         # Elapsed in tenths of a millisecond: integers are a third the size of floats in JSON.
         "t": [round(m.elapsed_ms * 10) for m in record.moves],
         "k2": [m.clock_ms for m in record.moves] if control.base_ms is not None else None,
+        # Newer records measure the mover's CPU and the referee's own lateness per move.
+        "u": _per_move(record, "cpu_ms"),
+        "lt": _per_move(record, "latency_ms"),
         "i": infos,
         "r": record.result,
         "x": str(record.termination),
@@ -395,6 +402,14 @@ def game_detail(number: int, record: GameRecord) -> dict[str, Any]:
         "bv": _version(record.black.announced_name, record.black.version),
         "wv": _version(record.white.announced_name, record.white.version),
     }
+
+
+def _per_move(record: GameRecord, field: str) -> list[int | None] | None:
+    """A per-move figure in tenths of a millisecond, or None when no move carries it."""
+    values = [getattr(move, field, None) for move in record.moves]
+    if all(value is None for value in values):
+        return None
+    return [None if value is None else round(float(value) * 10) for value in values]
 
 
 def _version(name: str | None, version: str | None) -> str:

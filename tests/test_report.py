@@ -237,3 +237,27 @@ def test_the_feed_follows_a_runners_events_and_the_live_state_follows_the_feed(t
         file.write("}\n")
     state.read_feed()
     assert list(state.live) == ["g3"]
+
+
+def test_cpu_and_latency_figures_where_records_carry_them(tmp_path: Path) -> None:
+    records = synthesize_tournament(tmp_path, 4, bots=("alpha", "beta"))
+    # Newer records carry these fields; set them the way a record read from such a file would have them.
+    for record in records:
+        object.__setattr__(record.black, "cpu_ms", 1500.0)
+        object.__setattr__(record.black, "off_turn_cpu_ms", 250.0)
+        for move in record.moves:
+            object.__setattr__(move, "cpu_ms", 2.5)
+            object.__setattr__(move, "latency_ms", 0.125)
+    run = load_run(tmp_path)
+    run.records = records
+    rows = {row["name"]: row for row in summary_data(run)["standings"]["rows"]}
+    blacks = [r.black.name for r in records]
+    assert rows["alpha"]["cpuS"] == 1.5 * blacks.count("alpha")
+    assert rows["alpha"]["offCpuS"] == 0.25 * blacks.count("alpha")
+    assert rows["alpha"]["lagMs"] == 0.125
+    detail = game_detail(1, records[0])
+    assert detail["u"] == [25] * len(records[0].moves)
+    assert detail["lt"] == [1] * len(records[0].moves)
+    plain = synthesize_tournament(tmp_path / "plain", 2)
+    assert game_detail(1, plain[0])["u"] is None
+    assert summary_data(load_run(tmp_path / "plain"))["standings"]["rows"][0]["cpuS"] is None

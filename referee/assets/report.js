@@ -70,17 +70,22 @@ function renderHeader() {
 function renderStandings() {
   const st = state.summary.standings;
   const kinds = [...new Set(st.rows.flatMap((r) => Object.keys(r.lossKinds)))];
-  const hasCpu = st.rows.some((r) => r.cpuS !== null);
+  const hasCpu = st.rows.some((r) => r.cpuS !== null || r.offCpuS !== null);
+  const hasLag = st.rows.some((r) => r.lagMs !== null);
+  const num = (x) => el("td", {}, x === null || x === undefined ? "–" : fmtNum(x));
   const head = el("tr", {}, ...["#", "bot", "games", "W", "D", "L", "score", "%", "Elo", "±"].map((h) => el("th", {}, h)),
     el("th", { title: "losses by how the game ended" }, "losses by kind"),
-    el("th", { title: "mean time per move" }, "ms/move"), el("th", { title: "longest move" }, "max ms"),
-    hasCpu ? el("th", {}, "CPU s") : null);
+    el("th", { title: "mean time per move, as the referee measured it" }, "ms/move"),
+    el("th", { title: "95th percentile of the time per move" }, "p95 ms"), el("th", { title: "longest move" }, "max ms"),
+    hasCpu ? el("th", { title: "CPU time during its own turns" }, "CPU s") : null,
+    hasCpu ? el("th", { title: "CPU time during its opponent's turns (pondering)" }, "off-turn CPU s") : null,
+    hasLag ? el("th", { title: "the referee's own mean lateness during its moves (not charged)" }, "referee lag ms") : null);
   const rows = st.rows.map((r) => el("tr", { "data-bot": r.name },
     el("td", {}, r.rank), el("td", { class: "name" }, r.name), el("td", {}, r.games), el("td", {}, r.w), el("td", {}, r.d), el("td", {}, r.l),
     el("td", {}, fmtNum(r.points)), el("td", {}, pct(r.pct)), el("td", {}, signed(r.elo)), el("td", {}, r.margin === null ? "–" : r.margin.toFixed(1)),
     el("td", { class: "kinds" }, kinds.filter((k) => r.lossKinds[k]).map((k) => `${k} ${r.lossKinds[k]}`).join(", ") || "–"),
-    el("td", {}, r.msMean === null ? "–" : fmtNum(r.msMean)), el("td", {}, r.msMax === null ? "–" : fmtNum(r.msMax)),
-    hasCpu ? el("td", {}, r.cpuS === null ? "–" : fmtNum(r.cpuS)) : null));
+    num(r.msMean), num(r.msP95), num(r.msMax),
+    hasCpu ? num(r.cpuS) : null, hasCpu ? num(r.offCpuS) : null, hasLag ? num(r.lagMs) : null));
   return section("standings", "Standings", el("div", { class: "scroll" }, el("table", { class: "standings" }, el("thead", {}, head), el("tbody", {}, ...rows))),
     el("p", { class: "muted small" }, "Elo: Bradley–Terry maximum likelihood over all games, relative to the field mean, ± the 95% margin. Times are as the referee measured them."));
 }

@@ -196,7 +196,9 @@ function decodeGame(detail) {
     if (j !== null && detail.k2) clocks = { ...clocks, [mover]: detail.k2[j] };
     plies.push({
       move: text, color: mover, opening: j === null, p: played.p, q: played.q,
-      ms: j === null ? null : detail.t[j] / 10, clocks, info: j === null ? null : infos.get(j) || null,
+      ms: j === null ? null : detail.t[j] / 10, clocks,
+      cpu: j === null || !detail.u || detail.u[j] === null ? null : detail.u[j] / 10,
+      lag: j === null || !detail.lt || detail.lt[j] === null ? null : detail.lt[j] / 10, info: j === null ? null : infos.get(j) || null,
     });
     margins.push(marginOf(board));
     color = mover === "black" ? "white" : "black";
@@ -382,7 +384,9 @@ class Viewer {
   describeMove(ply) {
     if (!ply) return [el("div", { class: "muted" }, "Start: the empty board. Black moves first.")];
     const head = el("div", { class: "mv" }, el("b", {}, `${this.ply}. ${ply.move}`), ` by ${ply.color}`,
-      ply.opening ? el("span", { class: "muted" }, " (opening)") : el("span", { class: "took", "data-took": "" }, ` · took ${fmtMs(ply.ms)}`));
+      ply.opening ? el("span", { class: "muted" }, " (opening)") : el("span", { class: "took", "data-took": "" }, ` · took ${fmtMs(ply.ms)}`),
+      ply.cpu === null || ply.cpu === undefined ? null : el("span", { class: "muted" }, ` · CPU ${fmtMs(ply.cpu)}`),
+      ply.lag ? el("span", { class: "muted", title: "the referee's own lateness during the move, not charged" }, ` · referee late ${fmtMs(ply.lag)}`) : null);
     const out = [head];
     if (ply.info) {
       const info = ply.info.info;
