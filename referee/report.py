@@ -57,23 +57,20 @@ class Run:
 
 
 def load_run(out_dir: Path) -> Run:
-    """Read the games of the match or tournament in `out_dir`; ReportError when it holds neither."""
+    """Read the games of the match or tournament in `out_dir`; ReportError when it holds neither.
+
+    A match has match.json (and its games in games.jsonl, or in game-NNN.json files from older versions);
+    a tournament has games.jsonl (and standings.json).
+    """
     if not out_dir.is_dir():
         raise ReportError(f"{out_dir}: no such directory; give the output directory of a match or tournament")
     match_file = out_dir / MATCH_FILE
     games_file = out_dir / GAMES_FILE
-    if games_file.exists():
-        run = tournament_run(out_dir, *_read_jsonl(games_file))
-        run.bots = _merge(_field_of(out_dir), run.bots)  # bots that have not played yet are in the standings
-        return run
     match_files = sorted(out_dir.glob("game-*.json"))
-    if match_file.exists() or match_files:
-        summary: dict[str, Any] | None = None
-        if match_file.exists():
-            try:
-                summary = json.loads(match_file.read_text(encoding="utf-8"))
-            except (OSError, ValueError) as error:
-                raise ReportError(f"{match_file}: cannot read the match summary ({error})") from None
+    summary = _read_match_summary(match_file) if match_file.exists() else None
+    if games_file.exists():
+        records, errors = _read_jsonl(games_file)
+    elif summary is not None or match_files:
         names = [str(n) for n in summary.get("records", [])] if summary else []
         paths = [out_dir / n for n in names] if names else match_files
         # Games still being played (or written after match.json) are in the directory but not yet listed.
@@ -85,12 +82,29 @@ def load_run(out_dir: Path) -> Run:
                 records.append(GameRecord.model_validate_json(path.read_bytes()))
             except (OSError, ValidationError, ValueError) as error:
                 errors.append(f"{path.name}: {_first_line(error)}")
-        bots = [str(summary["first"]), str(summary["second"])] if summary else _bots_of(records)
-        return Run("match", out_dir, records, bots, match_summary=summary, errors=errors)
-    raise ReportError(
-        f"{out_dir}: neither {GAMES_FILE} (a tournament) nor {MATCH_FILE} or game-*.json (a match) is there;"
-        " give the output directory of a match or tournament (its --out)"
-    )
+    else:
+        raise ReportError(
+            f"{out_dir}: neither {GAMES_FILE} nor {MATCH_FILE} nor game-*.json is there; give the output"
+            " directory of a match or tournament (its --out)"
+        )
+    if summary is not None or (match_files and not games_file.exists()):
+        first_two = [str(summary["first"]), str(summary["second"])] if summary and "first" in summary else []
+        return Run("match", out_dir, records, _merge(first_two, _bots_of(records)), summary, errors)
+    run = tournament_run(out_dir, records, errors)
+    run.bots = _merge(_field_of(out_dir), run.bots)  # bots that have not played yet are in the standings
+    return run
+
+
+def _read_match_summary(path: Path) -> dict[str, Any]:
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise ReportError(
+            f"{path}: cannot read the match summary ({error}); run the match again to rewrite it"
+        ) from None
+    if not isinstance(summary, dict):
+        raise ReportError(f"{path}: not a match summary (a JSON object was expected)")
+    return summary
 
 
 def _first_line(error: BaseException) -> str:
@@ -307,11 +321,12 @@ def _marks(n: int, count: int) -> list[int]:
 def sprt_data(run: Run) -> dict[str, Any] | None:
     """For a match run with an SPRT: the LLR after every finished pair, its bounds and the verdict."""
     summary = run.match_summary
-    if summary is None or not summary.get("sprt"):
+    # match.json v1 has it at the top, v2 in its statistics.
+    sprt = None if summary is None else summary.get("sprt") or (summary.get("statistics") or {}).get("sprt")
+    if summary is None or not sprt:
         return None
     from referee.sprt import SprtParameters, pentanomial, sprt_status
 
-    sprt = summary["sprt"]
     parameters = SprtParameters(
         elo0=float(sprt["elo0"]), elo1=float(sprt["elo1"]), alpha=float(sprt["alpha"]), beta=float(sprt["beta"])
     )
@@ -324,8 +339,11 @@ def sprt_data(run: Run) -> dict[str, Any] | None:
         black_points = {"1-0": 1.0, "0-1": 0.0}.get(record.result, 0.5)
         points.append(black_points if first_black else 1.0 - black_points)
     llr: list[float] = []
-    for end in range(2, len(points) + 1, 2):
-        llr.append(round(sprt_status(parameters, pentanomial(points[:end])).llr, 4))
+    counts = [0] * 5
+    for i in range(0, len(points) - 1, 2):
+        pair = pentanomial(points[i : i + 2])  # one pair: a count of 1 at its total
+        counts = [a + b for a, b in zip(counts, pair, strict=True)]
+        llr.append(round(sprt_status(parameters, counts).llr, 4))
     return {
         "elo0": parameters.elo0,
         "elo1": parameters.elo1,

@@ -261,3 +261,24 @@ def test_cpu_and_latency_figures_where_records_carry_them(tmp_path: Path) -> Non
     plain = synthesize_tournament(tmp_path / "plain", 2)
     assert game_detail(1, plain[0])["u"] is None
     assert summary_data(load_run(tmp_path / "plain"))["standings"]["rows"][0]["cpuS"] is None
+
+
+def test_a_match_with_games_jsonl_and_its_sprt_in_statistics(tmp_path: Path) -> None:
+    from referee.sprt import SprtParameters, pentanomial, sprt_status
+
+    records = synthesize_tournament(tmp_path, 10, seed=6, bots=("new", "base"))
+    sprt = {"elo0": 0, "elo1": 10, "alpha": 0.05, "beta": 0.05, "verdict": None}
+    (tmp_path / "match.json").write_text(json.dumps({"first": "new", "second": "base", "statistics": {"sprt": sprt}}))
+    run = load_run(tmp_path)
+    assert run.kind == "match" and run.bots == ["new", "base"] and len(run.records) == 10
+    data = summary_data(run)["sprt"]
+    points = [
+        {"1-0": 1.0, "0-1": 0.0}.get(r.result, 0.5)
+        if r.black.name == "new"
+        else {"1-0": 0.0, "0-1": 1.0}.get(r.result, 0.5)
+        for r in records
+    ]
+    parameters = SprtParameters(elo0=0, elo1=10, alpha=0.05, beta=0.05)
+    assert len(data["llr"]) == 5
+    assert data["llr"][-1] == pytest.approx(sprt_status(parameters, pentanomial(points)).llr, abs=1e-4)
+    assert data["llr"][1] == pytest.approx(sprt_status(parameters, pentanomial(points[:4])).llr, abs=1e-4)
