@@ -246,8 +246,8 @@ def _timing(records: Sequence[GameRecord], names: Sequence[str]) -> dict[str, di
         for info in (record.black, record.white):
             # Per game and bot: CPU during its own turns and during its opponent's (pondering or stealing).
             for total, value in (
-                (cpu_on, getattr(info, "cpu_ms", None)),
-                (cpu_off, getattr(info, "off_turn_cpu_ms", None)),
+                (cpu_on, info.__dict__.get("cpu_ms")),
+                (cpu_off, info.__dict__.get("off_turn_cpu_ms")),
             ):
                 if value is not None:
                     total[info.name] = (total[info.name] or 0.0) + float(value)
@@ -255,7 +255,7 @@ def _timing(records: Sequence[GameRecord], names: Sequence[str]) -> dict[str, di
         for move in record.moves:
             name = side[move.color]
             elapsed[name].append(move.elapsed_ms)
-            late = getattr(move, "latency_ms", None)
+            late = move.__dict__.get("latency_ms")
             if late is not None:
                 lag[name].append(float(late))
     rows: dict[str, dict[str, Any]] = {}
@@ -424,7 +424,8 @@ def game_detail(number: int, record: GameRecord) -> dict[str, Any]:
 
 def _per_move(record: GameRecord, field: str) -> list[int | None] | None:
     """A per-move figure in tenths of a millisecond, or None when no move carries it."""
-    values = [getattr(move, field, None) for move in record.moves]
+    # __dict__, not getattr: on a pydantic model a missing attribute costs an exception (older records).
+    values = [move.__dict__.get(field) for move in record.moves]
     if all(value is None for value in values):
         return None
     return [None if value is None else round(float(value) * 10) for value in values]
