@@ -84,7 +84,7 @@ class LiveFeed:
         )
 
     def move(self, game_id: str, move: MoveRecord) -> None:
-        info = {k: v for k, v in move.infos[-1].items() if k != "type"} if move.infos else None
+        info = move.infos[-1] if move.infos else None
         self._write(
             {
                 "type": "move",

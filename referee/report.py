@@ -375,17 +375,13 @@ def game_row(number: int, record: GameRecord, bot_index: dict[str, int]) -> list
     ]
 
 
-def _info_summary(info: dict[str, Any]) -> dict[str, Any]:
-    """The fields of a bot's info the viewer shows (depth, score, pv, nodes, ...), without the tag."""
-    return {k: v for k, v in info.items() if k != "type"}
-
-
 def game_detail(number: int, record: GameRecord) -> dict[str, Any]:
     """Everything the viewer needs for one game, compactly: moves as one string, times as integers."""
     infos: list[list[Any]] = []
     for ply, move in enumerate(record.moves):
         if move.infos:
-            infos.append([ply, _info_summary(move.infos[-1]), len(move.infos) + move.infos_dropped])
+            # The last info as the bot sent it (the viewer leaves out its `type` tag).
+            infos.append([ply, move.infos[-1], len(move.infos) + move.infos_dropped])
     control = record.settings.time_control
     return {
         "n": number,

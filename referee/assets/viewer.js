@@ -395,7 +395,7 @@ class Viewer {
         if (info[key] !== undefined) parts.push(el("span", { class: "kv" }, `${key} `, el("b", {}, String(info[key]))));
       }
       for (const [key, value] of Object.entries(info)) {
-        if (!["depth", "score", "nodes", "nps", "time_ms", "pv"].includes(key)) parts.push(el("span", { class: "kv" }, `${key} `, el("b", {}, typeof value === "string" ? value : JSON.stringify(value))));
+        if (!["type", "depth", "score", "nodes", "nps", "time_ms", "pv"].includes(key)) parts.push(el("span", { class: "kv" }, `${key} `, el("b", {}, typeof value === "string" ? value : JSON.stringify(value))));
       }
       out.push(el("div", { class: "info" }, ...parts));
       if (info.pv) out.push(el("div", { class: "pv" }, "pv ", el("code", {}, Array.isArray(info.pv) ? info.pv.join(" ") : String(info.pv))));
