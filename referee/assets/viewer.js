@@ -139,6 +139,16 @@ function drawBoard(board, lastMove, opts) {
       const px = x(parent) + S / 2;
       const py = y(parent) + S / 2;
       stems.append(svgEl("line", { x1: cx, y1: cy, x2: px, y2: py, class: "stem", "data-from": cellName(i, W), "data-to": cellName(parent, W) }));
+      // An arrowhead on the cell edge, pointing from the pit to its parent: the stem's direction at a glance.
+      const dx = Math.sign(px - cx);
+      const dy = Math.sign(py - cy);
+      const mx = (cx + px) / 2;
+      const my = (cy + py) / 2;
+      const a = S * 0.13;
+      const tip = `${mx + dx * a},${my + dy * a}`;
+      const left = `${mx - dx * a * 0.6 - dy * a},${my - dy * a * 0.6 + dx * a}`;
+      const right = `${mx - dx * a * 0.6 + dy * a},${my - dy * a * 0.6 - dx * a}`;
+      stems.append(svgEl("polygon", { points: `${tip} ${left} ${right}`, class: "arrow" }));
       pits.append(svgEl("circle", { cx, cy, r: S * 0.13, class: "pit", "data-cell": cellName(i, W) }));
     } else if (board.size[i] > 1) {
       const g = svgEl("g", { class: `root ${dark ? "black" : "white"}`, "data-cell": cellName(i, W), "data-size": board.size[i], "data-owner": dark ? "black" : "white" });
