@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,7 +30,7 @@ from referee.standings import ScoredGame, compute_standings
 from tests.report_games import synthesize_tournament
 
 
-def embedded(page: str) -> tuple[dict[str, object], list[dict[str, object]]]:
+def embedded(page: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The summary and the game lines a report page carries."""
     summary = re.search(r'<script type="application/json" id="summary">(.*?)</script>', page, re.S)
     games = re.search(r'<script type="text/plain" id="games"[^>]*>(.*?)</script>', page, re.S)
@@ -42,12 +43,12 @@ def test_a_tournament_report_embeds_standings_and_every_game(tmp_path: Path) -> 
     page = build_report(load_run(tmp_path))
     summary, lines = embedded(page)
     assert summary["kind"] == "tournament"
-    assert len(lines) == len(summary["games"]) == 40  # type: ignore[arg-type]
+    assert len(lines) == len(summary["games"]) == 40
     expected = compute_standings(
         [ScoredGame(r.black.name, r.white.name, r.result, r.termination) for r in records],
         ["alpha", "beta", "gamma", "delta"],
     )
-    rows = summary["standings"]["rows"]  # type: ignore[index]
+    rows = summary["standings"]["rows"]
     assert [(r["name"], r["w"], r["d"], r["l"], r["points"]) for r in rows] == [
         (b.name, b.wins, b.draws, b.losses, b.points) for b in expected.bots
     ]
@@ -68,7 +69,7 @@ def test_nothing_in_the_data_can_end_the_script_element(tmp_path: Path) -> None:
     assert page.count("</script>") == 4
     assert "<boom>" not in page
     _, lines = embedded(page)
-    assert any("<boom> & done" in " ".join(line["tail"]) for line in lines)  # type: ignore[arg-type]
+    assert any("<boom> & done" in " ".join(line["tail"]) for line in lines)
 
 
 def test_the_page_has_no_external_reference(tmp_path: Path) -> None:
@@ -282,3 +283,37 @@ def test_a_match_with_games_jsonl_and_its_sprt_in_statistics(tmp_path: Path) -> 
     assert len(data["llr"]) == 5
     assert data["llr"][-1] == pytest.approx(sprt_status(parameters, pentanomial(points)).llr, abs=1e-4)
     assert data["llr"][1] == pytest.approx(sprt_status(parameters, pentanomial(points[:4])).llr, abs=1e-4)
+
+
+def test_a_real_tournament_writes_its_report_and_live_feed(tmp_path: Path) -> None:
+    out = tmp_path / "t"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "referee",
+            "tournament",
+            "--bot",
+            "random",
+            "--bot",
+            "greedy",
+            "--games",
+            "2",
+            "--concurrency",
+            "1",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"report: {out / 'report.html'}" in done.stdout + done.stderr
+    summary, lines = embedded((out / "report.html").read_text())
+    assert summary["kind"] == "tournament" and len(lines) == 2
+    feed = [json.loads(line) for line in (out / "live.jsonl").read_text().splitlines()]
+    assert feed[0]["type"] == "run_started" and feed[-1]["type"] == "run_finished"
+    assert sum(1 for e in feed if e["type"] == "game_finished") == 2
+    assert sum(1 for e in feed if e["type"] == "move") == sum(len(line["t"]) for line in lines)
