@@ -353,3 +353,26 @@ def test_the_live_page_follows_games_in_progress_and_finished(page: Any, served:
     assert shown_ply(page) == len(record.moves)
     assert float(page.text_content('#viewer [data-score="black"]')) == record.black_score
     assert len(load_run(out).records) == 5
+
+
+def test_boards_of_other_sizes(page: Any, tmp_path: Path) -> None:
+    import random
+
+    rng = random.Random(7)
+    records = [
+        random_game(1, "alpha", "beta", rng, width=9, height=7),
+        random_game(3, "beta", "alpha", rng, width=3, height=5),
+    ]
+    with (tmp_path / "games.jsonl").open("w") as file:
+        for record in records:
+            file.write(record.model_dump_json() + "\n")
+    write_report(tmp_path)
+    page.goto((tmp_path / "report.html").as_uri())
+    page.wait_for_selector("body[data-ready]")
+    for number, record in enumerate(records, start=1):
+        open_game(page, number)
+        total = len(record.all_moves())
+        for plies in (total // 2, total):
+            page.locator("#viewer .scrub-range").fill(str(plies))
+            assert board_dom(page) == expected_board(engine_position(record, plies))
+        page.keyboard.press("Escape")
