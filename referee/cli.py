@@ -23,6 +23,8 @@ COMMANDS = {
     "replay": "replay",
     "perft": "perft",
     "schema": "schema",
+    "report": "report",
+    "serve": "serve",
 }
 
 

@@ -207,6 +207,7 @@ def run(args: argparse.Namespace) -> int:
     from referee.botspec import BotSpecError, check_bot_command, parse_bot_arg
     from referee.clock import movetime_control, parse_time_control
     from referee.display import MatchDisplay, format_match_report, format_statistics
+    from referee.livefeed import LiveFeed
     from referee.match import (
         Ended,
         Match,
@@ -219,6 +220,7 @@ def run(args: argparse.Namespace) -> int:
     )
     from referee.process import BotStartError
     from referee.record import GameSettings
+    from referee.report import write_report_or_warn
     from referee.schedule import OpeningsFileError, random_openings, read_openings_file
 
     width, height = board_size(args.size)
@@ -305,6 +307,8 @@ def run(args: argparse.Namespace) -> int:
     match = Match(
         first, second, settings, games, out_dir, match_id=match_id, observer=display, openings=openings, sprt=sprt
     )
+    match.feed = feed = LiveFeed(out_dir)
+    feed.run_started("match")
     plan = f"at most {games} games until the SPRT decides" if sprt else f"{games} game(s)"
     display.message(f"{first.name} vs {second.name}: {plan}, records in {out_dir}")
     if sprt is not None and used.kind in ("none", "fixed"):
@@ -328,6 +332,8 @@ def run(args: argparse.Namespace) -> int:
             display.message(f"summary: {write_summary(summary, out_dir)}")
         except MatchError as error:
             print(f"alternator match: error: {error}", file=sys.stderr)
+        feed.run_finished()
+        display.message(write_report_or_warn(out_dir))
 
     try:
         trio.run(match.run)

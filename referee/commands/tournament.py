@@ -339,6 +339,7 @@ def run(args: argparse.Namespace) -> int:
     from referee.cluster import ClusterError, ClusterLostError
     from referee.exceptions import find_exception
     from referee.process import BotStartError
+    from referee.report import write_report_or_warn
     from referee.standings import to_text
     from referee.store import StoreError
     from referee.tournament import Tournament, TournamentSummary
@@ -415,6 +416,7 @@ def run(args: argparse.Namespace) -> int:
     results_out.write(f"files: {', '.join(str(p) for p in summary.files)}\n")
     if tournament.cluster is not None:
         results_out.write("workers:\n" + "".join(f"  {line}\n" for line in tournament.cluster.summary_lines()))
+    results_out.write(write_report_or_warn(plan.out_dir) + "\n")
     results_out.flush()
     if summary.void_games:
         display.message(
