@@ -2,8 +2,16 @@
 
 Pure and synchronous: `choose_move(position, seconds)` searches a copy of the position with iterative
 deepening, a principal-variation search, a transposition table keyed on an incremental Zobrist hash
-of the stems, capture-first move ordering with killers, and a quiescence search over captures.
+of the stems, capture-first move ordering with killers, and a quiescence search over captures. Once
+few roots are left in play it hands the position to the exact solver (sample_bots/solver.py).
 `budget(...)` turns the clock fields of a turn into the seconds to spend on it.
+
+Scores are final margins from the mover's side, komi included: a finished game scores its margin and
+an unfinished line its margin so far, on one scale, so the search maximises the margin rather than
+settling for the first win it can prove. Whether a score is *proven* is tracked apart from its size:
+a node is exact only when every move there was searched (or a proven move refuted the window) and
+every child was exact, so a line that forward pruning, the horizon or the quiescence search cut
+short never makes a proof. Iterative deepening stops early only on a proven root.
 
 Why this shape: a placement (p, q) moves 2·size(p) points to the owner of q's colour, and adjacent
 cells always have opposite colours, so each pair of adjacent roots offers exactly one *capture* to
@@ -24,11 +32,14 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from protocol.rules import BLACK, PASS, Cell, Move, Position
+from sample_bots.solver import SolveAborted, live_roots, solve
 
-__all__ = ["WIN", "SearchInfo", "Searcher", "budget", "choose_move"]
+__all__ = ["SOLVE_LIVE_ROOTS", "SearchInfo", "Searcher", "budget", "choose_move"]
 
-WIN = 10_000.0
-"""Added to the final margin of a finished game, so a sure win beats any unfinished lead."""
+SOLVE_LIVE_ROOTS = 14
+"""Positions with at most this many roots still in play go to the exact solver first."""
+_SOLVE_SHARE = 0.5  # of the turn's time the solver may take before the search takes over
+_SOLVE_TT_LIMIT = 400_000
 
 _INF = 1e9
 _PASS = -1
@@ -41,6 +52,8 @@ _NULL_WINDOW = 1e-3
 _Q_WIDTH = 2  # captures tried at each quiescence node
 _CAP_WIDTH = 5  # captures tried at each interior node
 _QUIET_WIDTH = 2  # other placements tried at each interior node (narrow and deep measured best)
+_FULL_WIDTH = 8  # with no more legal placements than this, a node searches them all (no pruning)
+_EXACT_DEPTH = 1 << 20  # the depth a proven table entry is stored with: good for any search depth
 
 
 class _Timeout(Exception):
@@ -49,7 +62,11 @@ class _Timeout(Exception):
 
 @dataclass(frozen=True)
 class SearchInfo:
-    """What one finished (or cut short) iteration found, from the mover's point of view."""
+    """What one finished (or cut short) iteration found, from the mover's point of view.
+
+    `score` is the final margin (komi included) the mover expects; `proven` says it is the exact value
+    of the position, found by searching every line to the end of the game.
+    """
 
     move: Move
     score: float
@@ -57,6 +74,7 @@ class SearchInfo:
     nodes: int
     pv: list[Move]
     seconds: float
+    proven: bool = False
 
 
 class _Board:
@@ -123,7 +141,9 @@ class Searcher:
         if self.stm < 0:
             h ^= self.zturn
         self.hash = h
-        self.tt: dict[int, tuple[int, int, float, int]] = {}
+        self.tt: dict[int, tuple[int, int, float, int, bool]] = {}
+        # Whether the value the last negamax or quiesce call returned is proven (see the module docstring).
+        self.exact = False
         self.killers: dict[int, list[int]] = {}
         self.history: dict[int, int] = {}
         self.nodes = 0
@@ -146,12 +166,9 @@ class Searcher:
         return self.stm * (self.margin - self.komi)
 
     def terminal(self) -> float:
-        d = self.stm * (self.margin - self.komi)
-        if d > 0:
-            return WIN + d
-        if d < 0:
-            return -WIN + d
-        return 0.0
+        """The final margin of a finished game, from the mover's side; a proven value."""
+        self.exact = True
+        return self.stm * (self.margin - self.komi)
 
     def generate(self) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
         """Legal placements split into captures and the rest, each as (ordering key, move id), best first.
@@ -237,14 +254,13 @@ class Searcher:
             return self.terminal()
         # Standing pat at the bare margin: charging the mover for the opponent's biggest capture
         # (half of it) measured weaker in self-play, 25% against this.
-        stand = self.static()
-        if stand >= beta:
-            return stand
         caps, rest = self.generate()
         if not caps and not rest:
             # Nobody can place any more: the game is decided as it stands.
             return self.terminal()
-        if qdepth <= 0:
+        self.exact = False  # the quiescence search never sees every move
+        stand = self.static()
+        if stand >= beta or qdepth <= 0:
             return stand
         if stand > alpha:
             alpha = stand
@@ -253,6 +269,7 @@ class Searcher:
             token = self._make(m)
             value = -self.quiesce(-beta, -alpha, qdepth - 1)
             self._unmake(m, token)
+            self.exact = False
             if value > best:
                 best = value
                 if value > alpha:
@@ -271,8 +288,9 @@ class Searcher:
         entry = self.tt.get(key)
         tt_move = _NONE
         if entry is not None:
-            e_depth, e_flag, e_value, tt_move = entry
+            e_depth, e_flag, e_value, tt_move, e_exact = entry
             if e_depth >= depth:
+                self.exact = e_exact
                 if e_flag == _EXACT:
                     return e_value
                 if e_flag == _LOWER:
@@ -284,6 +302,8 @@ class Searcher:
         if not caps and not rest:
             return self.terminal()
         order = self._order(caps, rest, tt_move, ply)
+        # Proven only if no legal move is left out (a pass is always legal) and every child is proven.
+        exact = len(order) == len(caps) + len(rest) + 1
         alpha0 = alpha
         best = -_INF
         best_move = order[0]
@@ -298,6 +318,8 @@ class Searcher:
                 if alpha < value < beta:
                     value = -self.negamax(depth - 1, -beta, -alpha, ply + 1)
             self._unmake(m, token)
+            child_exact = self.exact
+            exact = exact and child_exact
             if value > best:
                 best = value
                 best_move = m
@@ -306,11 +328,14 @@ class Searcher:
                     if value >= beta:
                         if m != _PASS and self.dark[m % self.n] != (self.stm > 0):
                             self._remember_cutoff(m, ply, depth)
+                        # The bound is this move's value alone: proven if it is, whatever was skipped.
+                        exact = child_exact
                         break
         flag = _EXACT if alpha0 < best < beta else (_LOWER if best >= beta else _UPPER)
         if len(self.tt) >= _TT_LIMIT:
             self.tt.clear()
-        self.tt[key] = (depth, flag, best, best_move)
+        self.tt[key] = (_EXACT_DEPTH if exact else depth, flag, best, best_move, exact)
+        self.exact = exact
         return best
 
     def _remember_cutoff(self, m: int, ply: int, depth: int) -> None:
@@ -324,10 +349,14 @@ class Searcher:
         """Inside the tree: the TT move, the best captures, killers, a few other moves, then pass.
 
         Only the most promising moves are searched below the root (forward pruning): early in the
-        game there are over two hundred legal placements, most of them alike.
+        game there are over two hundred legal placements, most of them alike. With few legal
+        placements left, all of them are searched, so that endgames can be proven.
         """
-        order = [m for _k, m in caps[:_CAP_WIDTH]]
-        if rest:
+        if len(caps) + len(rest) <= _FULL_WIDTH:
+            order = [m for _k, m in caps] + [m for _k, m in rest]
+        else:
+            order = [m for _k, m in caps[:_CAP_WIDTH]]
+        if rest and len(order) < len(caps) + len(rest):
             killers = self.killers.get(ply, ())
             history = self.history
             quiet = [m for _k, m in rest]
@@ -388,7 +417,7 @@ class Searcher:
             raise ValueError("the game is over: there is no move to choose")
         caps, rest = self.generate()
         if not caps and not rest:
-            return SearchInfo(PASS, self.terminal(), 0, 0, [PASS], 0.0)
+            return SearchInfo(PASS, self.terminal(), 0, 0, [PASS], 0.0, proven=True)
         if self.rng is not None:
             # Shuffle within equal ordering keys only (the sorts are stable), so play varies
             # without weakening the order.
@@ -402,7 +431,7 @@ class Searcher:
         scores: dict[int, float] = {}
         for depth in range(1, max_depth + 1):
             try:
-                iteration_best, iteration_score = self._root(root, depth, scores)
+                iteration_best, iteration_score, proven = self._root(root, depth, scores)
             except _Timeout:
                 # A move that beat the previous best in the cut-short iteration was fully searched.
                 # (Root move 0 is the previous best, so the partial best is never a worse choice.)
@@ -411,21 +440,23 @@ class Searcher:
                     result = self._info(best_move, best_score, depth - 1, start)
                 break
             best_move, best_score = iteration_best, iteration_score
-            result = self._info(best_move, best_score, depth, start)
+            result = self._info(best_move, best_score, depth, start, proven)
             if on_iteration is not None:
                 on_iteration(result)
             root.sort(key=lambda m: scores.get(m, -_INF), reverse=True)
             elapsed = time.perf_counter() - start
-            if abs(best_score) >= WIN or (elapsed > 0.5 * seconds and not use_all):
+            if proven or (elapsed > 0.5 * seconds and not use_all):
                 # A proven result needs no deeper look; another iteration would likely not finish.
                 break
         return result
 
     _partial: tuple[int, float] | None = None
 
-    def _root(self, root: list[int], depth: int, scores: dict[int, float]) -> tuple[int, float]:
+    def _root(self, root: list[int], depth: int, scores: dict[int, float]) -> tuple[int, float, bool]:
+        """One iteration over every root move: the best move, its score, and whether that is proven."""
         alpha, beta = -_INF, _INF
         best_move, best = root[0], -_INF
+        proven = True
         self._partial = None
         for i, m in enumerate(root):
             token = self._make(m)
@@ -438,14 +469,15 @@ class Searcher:
                         value = -self.negamax(depth - 1, -beta, -alpha, 1)
             finally:
                 self._unmake(m, token)
+            proven = proven and self.exact
             scores[m] = value if value > alpha or i == 0 else alpha - 1e-6 * i
             if value > best:
                 best, best_move = value, m
                 alpha = max(alpha, value)
                 self._partial = (m, value)
-        return best_move, best
+        return best_move, best, proven
 
-    def _info(self, m: int, score: float, depth: int, start: float) -> SearchInfo:
+    def _info(self, m: int, score: float, depth: int, start: float, proven: bool = False) -> SearchInfo:
         return SearchInfo(
             self.to_move(m),
             score,
@@ -453,6 +485,7 @@ class Searcher:
             self.nodes,
             [self.to_move(x) for x in self.pv(m, depth)],
             time.perf_counter() - start,
+            proven,
         )
 
 
@@ -472,18 +505,54 @@ def choose_move(
     seed: int | None = None,
     on_iteration: Callable[[SearchInfo], None] | None = None,
     use_all: bool = False,
+    solve_live_roots: int = SOLVE_LIVE_ROOTS,
+    solver_nodes: int | None = None,
 ) -> SearchInfo:
-    """Search `position` for at most about `seconds` and return the best move found, checked legal."""
+    """Search `position` for at most about `seconds` and return the best move found, checked legal.
+
+    With at most `solve_live_roots` roots in play, the exact solver tries first, within a share of the
+    time (and `solver_nodes`, if given, so that tests need not depend on the machine's speed).
+    """
     # The search makes no reference cycles, so the cyclic collector has nothing to find; a full
     # collection over a large transposition table could stall a move by tens of milliseconds.
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        info = Searcher(position, seed).search(seconds, max_depth, on_iteration, use_all)
+        start = time.perf_counter()
+        info = None
+        if not position.is_over() and live_roots(position) <= solve_live_roots:
+            info = _solve(position, start + _SOLVE_SHARE * max(seconds, 0.0), solver_nodes, on_iteration)
+        if info is None:
+            left = seconds - (time.perf_counter() - start)
+            info = Searcher(position, seed).search(left, max_depth, on_iteration, use_all)
     finally:
         if was_enabled:
             gc.enable()
     position.check(info.move)
+    return info
+
+
+def _solve(
+    position: Position, deadline: float, max_nodes: int | None, on_iteration: Callable[[SearchInfo], None] | None
+) -> SearchInfo | None:
+    """The solver's exact answer as a SearchInfo, or None when it could not finish in time."""
+    start = time.perf_counter()
+    try:
+        solution = solve(position, deadline, max_nodes, tt_limit=_SOLVE_TT_LIMIT)
+    except SolveAborted:
+        return None
+    sign = 1 if position.turn is BLACK else -1
+    info = SearchInfo(
+        solution.best_move,
+        sign * solution.score,
+        live_roots(position),
+        solution.nodes,
+        [solution.best_move],
+        time.perf_counter() - start,
+        proven=True,
+    )
+    if on_iteration is not None:
+        on_iteration(info)
     return info
 
 
