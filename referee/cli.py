@@ -20,6 +20,7 @@ COMMANDS = {
     "match": "match",
     "replay": "replay",
     "perft": "perft",
+    "solve": "solve",
     "schema": "schema",
 }
 

@@ -24,11 +24,21 @@ from dataclasses import dataclass
 
 from protocol.rules import BLACK, PASS, PASS_ID, Cell, Move, Position
 
-__all__ = ["Solution", "SolveAborted", "Solver", "live_roots", "solve"]
+__all__ = ["Solution", "SolveAborted", "Solver", "estimate_nodes", "live_roots", "solve"]
 
 _INF = 1 << 30
 _CHECK_EVERY = 2048  # nodes between looks at the clock and the node limit
 _TT_LIMIT = 2_000_000  # entries; past this the table keeps what it has (about 0.3 GB at the limit)
+_PROGRESS_EVERY_S = 1.0
+# Measured from the empty boards 2x5 (10 live roots), 3x4 (12) and 3x5 (15): the nodes a solve takes
+# grow about this much with each extra live root. An estimate for planning, not a promise.
+_NODES_AT_12 = 300_000
+_GROWTH_PER_ROOT = 3.4
+
+
+def estimate_nodes(live: int) -> float:
+    """About how many nodes solving a position with `live` roots in play takes (order of magnitude)."""
+    return _NODES_AT_12 * _GROWTH_PER_ROOT ** (live - 12)
 
 
 class SolveAborted(Exception):
@@ -132,6 +142,8 @@ class Solver:
         self.deadline = float("inf")
         self.max_nodes = _INF * _INF
         self.countdown = _CHECK_EVERY
+        self.on_progress: Callable[[int, float], None] | None = None
+        self._started = self._reported = time.perf_counter()
 
     def _build_hashing(self, position: Position, neighbours: Callable[[int], list[int]]) -> None:
         """Zobrist keys per placement for each symmetry that maps the starting position onto itself."""
@@ -291,12 +303,18 @@ class Solver:
 
     def _check(self) -> None:
         self.countdown = _CHECK_EVERY
-        if self.nodes >= self.max_nodes or time.perf_counter() >= self.deadline:
-            raise SolveAborted(f"gave up after {self.nodes} nodes")
+        now = time.perf_counter()
+        if self.nodes >= self.max_nodes or now >= self.deadline:
+            raise SolveAborted(f"gave up after {self.nodes:,} nodes and {now - self._started:.1f} s")
+        if self.on_progress is not None and now - self._reported >= _PROGRESS_EVERY_S:
+            self._reported = now
+            self.on_progress(self.nodes, now - self._started)
 
     # -- the public side ----------------------------------------------------------------------------
 
     def _limit(self, deadline: float | None, max_nodes: int | None) -> None:
+        if self.nodes == 0:
+            self._started = self._reported = time.perf_counter()
         self.deadline = float("inf") if deadline is None else deadline
         self.max_nodes = _INF * _INF if max_nodes is None else self.nodes + max_nodes
         self.countdown = 1 if deadline is not None and deadline <= time.perf_counter() else _CHECK_EVERY
