@@ -34,11 +34,8 @@ from typing import ClassVar
 from protocol.rules import BLACK, PASS, Cell, Move, Position
 from sample_bots.solver import SolveAborted, live_roots, solve
 
-__all__ = ["SOLVE_LIVE_ROOTS", "SearchInfo", "Searcher", "budget", "choose_move"]
+__all__ = ["DEFAULT", "SearchInfo", "Searcher", "Settings", "budget", "choose_move"]
 
-SOLVE_LIVE_ROOTS = 14
-"""Positions with at most this many roots still in play go to the exact solver first."""
-_SOLVE_SHARE = 0.5  # of the turn's time the solver may take before the search takes over
 _SOLVE_TT_LIMIT = 400_000
 
 _INF = 1e9
@@ -49,11 +46,30 @@ _TT_LIMIT = 400_000  # entries before the table is cleared, to bound memory
 _EXACT, _LOWER, _UPPER = 0, 1, 2
 _NONE = -2  # no move
 _NULL_WINDOW = 1e-3
-_Q_WIDTH = 2  # captures tried at each quiescence node
-_CAP_WIDTH = 5  # captures tried at each interior node
-_QUIET_WIDTH = 2  # other placements tried at each interior node (narrow and deep measured best)
-_FULL_WIDTH = 8  # with no more legal placements than this, a node searches them all (no pruning)
 _EXACT_DEPTH = 1 << 20  # the depth a proven table entry is stored with: good for any search depth
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How wide the search looks and when the exact solver takes over: the search bots differ only here."""
+
+    cap_width: int = 5
+    """Captures tried at each interior node."""
+    quiet_width: int = 2
+    """Other placements tried at each interior node (narrow and deep measured best)."""
+    q_width: int = 2
+    """Captures tried at each quiescence node."""
+    full_width: int = 8
+    """With no more legal placements than this, a node searches them all, so endgames can be proven."""
+    solve_live_roots: int = 14
+    """Positions with at most this many roots still in play go to the exact solver first."""
+    solve_share: float = 0.5
+    """The share of the turn's time the solver may take before the search takes over."""
+    root_width: int = 0
+    """After the first iteration, search only this many root moves, the best of the last one (0: all)."""
+
+
+DEFAULT = Settings()
 
 
 class _Timeout(Exception):
@@ -115,8 +131,13 @@ class _Board:
 class Searcher:
     """Searches one position. Create one per move; `search` may be called once."""
 
-    def __init__(self, position: Position, seed: int | None = None) -> None:
+    def __init__(self, position: Position, seed: int | None = None, settings: Settings = DEFAULT) -> None:
         width, height = position.width, position.height
+        self.cap_width = settings.cap_width
+        self.quiet_width = settings.quiet_width
+        self.q_width = settings.q_width
+        self.full_width = settings.full_width
+        self.root_width = settings.root_width
         n = self.n = width * height
         self.width = width
         self.komi = position.komi
@@ -254,18 +275,21 @@ class Searcher:
             return self.terminal()
         # Standing pat at the bare margin: charging the mover for the opponent's biggest capture
         # (half of it) measured weaker in self-play, 25% against this.
+        # Standing pat needs no move list (the cheap, common case); it is never a proof.
+        self.exact = False
+        stand = self.static()
+        if stand >= beta:
+            return stand
         caps, rest = self.generate()
         if not caps and not rest:
             # Nobody can place any more: the game is decided as it stands.
             return self.terminal()
-        self.exact = False  # the quiescence search never sees every move
-        stand = self.static()
-        if stand >= beta or qdepth <= 0:
+        if qdepth <= 0:
             return stand
         if stand > alpha:
             alpha = stand
         best = stand
-        for _key, m in caps[:_Q_WIDTH]:
+        for _key, m in caps[: self.q_width]:
             token = self._make(m)
             value = -self.quiesce(-beta, -alpha, qdepth - 1)
             self._unmake(m, token)
@@ -352,10 +376,10 @@ class Searcher:
         game there are over two hundred legal placements, most of them alike. With few legal
         placements left, all of them are searched, so that endgames can be proven.
         """
-        if len(caps) + len(rest) <= _FULL_WIDTH:
+        if len(caps) + len(rest) <= self.full_width:
             order = [m for _k, m in caps] + [m for _k, m in rest]
         else:
-            order = [m for _k, m in caps[:_CAP_WIDTH]]
+            order = [m for _k, m in caps[: self.cap_width]]
         if rest and len(order) < len(caps) + len(rest):
             killers = self.killers.get(ply, ())
             history = self.history
@@ -363,8 +387,9 @@ class Searcher:
             for k in killers:
                 if k in quiet:
                     order.append(k)
-            ranked = sorted(quiet[: 4 * _QUIET_WIDTH], key=lambda m: history.get(m, 0), reverse=True)
-            for m in ranked[:_QUIET_WIDTH]:
+            width = self.quiet_width
+            ranked = sorted(quiet[: 4 * width], key=lambda m: history.get(m, 0), reverse=True)
+            for m in ranked[:width]:
                 if m not in order:
                     order.append(m)
         order.append(_PASS)
@@ -430,8 +455,10 @@ class Searcher:
         result = SearchInfo(self.to_move(best_move), self.static(), 0, 0, [self.to_move(best_move)], 0.0)
         scores: dict[int, float] = {}
         for depth in range(1, max_depth + 1):
+            searched = root[: self.root_width] if self.root_width and depth > 1 else root
             try:
-                iteration_best, iteration_score, proven = self._root(root, depth, scores)
+                iteration_best, iteration_score, proven = self._root(searched, depth, scores)
+                proven = proven and len(searched) == len(root)
             except _Timeout:
                 # A move that beat the previous best in the cut-short iteration was fully searched.
                 # (Root move 0 is the previous best, so the partial best is never a worse choice.)
@@ -505,13 +532,13 @@ def choose_move(
     seed: int | None = None,
     on_iteration: Callable[[SearchInfo], None] | None = None,
     use_all: bool = False,
-    solve_live_roots: int = SOLVE_LIVE_ROOTS,
+    settings: Settings = DEFAULT,
     solver_nodes: int | None = None,
 ) -> SearchInfo:
     """Search `position` for at most about `seconds` and return the best move found, checked legal.
 
-    With at most `solve_live_roots` roots in play, the exact solver tries first, within a share of the
-    time (and `solver_nodes`, if given, so that tests need not depend on the machine's speed).
+    With few roots in play (`settings.solve_live_roots`), the exact solver tries first, within a share
+    of the time (and `solver_nodes`, if given, so that tests need not depend on the machine's speed).
     """
     # The search makes no reference cycles, so the cyclic collector has nothing to find; a full
     # collection over a large transposition table could stall a move by tens of milliseconds.
@@ -520,11 +547,12 @@ def choose_move(
     try:
         start = time.perf_counter()
         info = None
-        if not position.is_over() and live_roots(position) <= solve_live_roots:
-            info = _solve(position, start + _SOLVE_SHARE * max(seconds, 0.0), solver_nodes, on_iteration)
+        if not position.is_over() and live_roots(position) <= settings.solve_live_roots:
+            deadline = start + settings.solve_share * max(seconds, 0.0)
+            info = _solve(position, deadline, solver_nodes, on_iteration)
         if info is None:
             left = seconds - (time.perf_counter() - start)
-            info = Searcher(position, seed).search(left, max_depth, on_iteration, use_all)
+            info = Searcher(position, seed, settings).search(left, max_depth, on_iteration, use_all)
     finally:
         if was_enabled:
             gc.enable()
