@@ -105,8 +105,8 @@ def report(out: Path, baseline: str) -> None:
         print(f"  {upper:>9} vs {lower:<20} {head_to_head(table[upper, lower])}")
     for bot in ("alphabeta", "strong"):
         print(f"  {bot:>9} vs {baseline:<20} {head_to_head(table[bot, baseline])}")
-    elo: dict[str, float] = {bot["name"]: bot["elo"] for bot in standings["bots"] if bot.get("elo") is not None}
-    ordered = all(a in elo and b in elo and elo[a] < elo[b] for a, b in itertools.pairwise(LADDER))
+    ratings: dict[str, float] = {b["name"]: b["elo"] for b in standings["bots"] if b.get("elo") is not None}
+    ordered = all(a in ratings and b in ratings and ratings[a] < ratings[b] for a, b in itertools.pairwise(LADDER))
     print(f"ladder {' < '.join(LADDER)}: {'holds' if ordered else 'does NOT hold'} by the Elo point estimates")
 
 
