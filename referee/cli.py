@@ -22,6 +22,7 @@ COMMANDS = {
     "match": "match",
     "replay": "replay",
     "perft": "perft",
+    "solve": "solve",
     "schema": "schema",
     "report": "report",
     "serve": "serve",
