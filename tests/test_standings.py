@@ -101,7 +101,8 @@ def test_losses_by_kind_come_from_the_forfeiting_side() -> None:
     for bot in s.bots:
         assert list(bot.losses_by_kind)[: len(LOSS_KINDS)] == list(LOSS_KINDS)
         assert sum(bot.losses_by_kind.values()) == bot.losses
-    assert rows["A"].forfeit_losses == 2 and rows["B"].forfeit_losses == 1 and rows["C"].forfeit_losses == 1
+    forfeit_losses = {name: row.losses - row.losses_by_kind["normal"] for name, row in rows.items()}
+    assert forfeit_losses == {"A": 2, "B": 1, "C": 1}
     assert s.totals.forfeits == 4
 
 
@@ -432,3 +433,15 @@ def test_a_rating_a_hair_below_zero_prints_as_plus_zero() -> None:
     bots = [bot.model_copy(update={"elo": -1e-9}) for bot in standings.bots]
     text = to_text(standings.model_copy(update={"bots": bots}))
     assert "-0 ±" not in text and "+0 ±" in text
+
+
+def test_text_and_markdown_print_the_fitted_elo_and_margin() -> None:
+    # The 75% table of the closed-form test above: +95.42 / -95.42, margins 39.32 (no prior to speak of).
+    results = games("A", "B", "1-0", 75) + games("B", "A", "1-0", 25)
+    standings = compute_standings(results, ["A", "B"], prior_draws=TINY_PRIOR)
+    for rendered in (to_text(standings), to_markdown(standings)):
+        assert "+95 ± 39" in rendered and "-95 ± 39" in rendered
+        assert "+0 ±" not in rendered
+    rows = {row["name"]: row for row in csv.DictReader(io.StringIO(to_csv(standings)))}
+    assert (rows["A"]["elo"], rows["A"]["elo_margin"]) == ("95.42", "39.32")
+    assert (rows["B"]["elo"], rows["B"]["elo_margin"]) == ("-95.42", "39.32")
