@@ -224,3 +224,41 @@ def test_clock_invariants(base: int, inc: int, period: int | None, margin: int, 
         assert clock.remaining_ns("white") == base * MS
         if period is not None:
             assert clock.moves_to_go("black") == period - made % period
+
+
+# -- the smallest values accepted ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "fields"),
+    [
+        ("0.001", (1, 0, None, None)),  # 1 ms
+        ("0.001+0.001", (1, 1, None, None)),
+        (".0015", (2, 0, None, None)),  # rounded to whole ms
+        ("1/0.001", (1, 0, 1, None)),  # a one-move period of 1 ms
+        ("1/0.001+0.001", (1, 1, 1, None)),
+        ("movetime:0.001", (None, 0, None, 1)),
+        ("0.001/move", (None, 0, None, 1)),
+    ],
+)
+def test_the_smallest_time_controls_are_accepted(text: str, fields: tuple[int | None, ...]) -> None:
+    control = parse_time_control(text)
+    assert (control.base_ms, control.increment_ms, control.moves_per_period, control.move_time_ms) == fields
+    assert parse_time_control(describe_time_control(control)) == control
+
+
+@pytest.mark.parametrize("text", ["0.0004", "1/0.0004", "movetime:0.0004", "0.0004/move"])
+def test_below_one_millisecond_rounds_to_nothing_and_is_refused(text: str) -> None:
+    with pytest.raises(ValueError, match="more than 0 ms"):
+        parse_time_control(text)
+
+
+def test_a_one_move_period_refills_every_move() -> None:
+    clock = GameClock(parse_time_control("1/0.001"))
+    for _ in range(3):
+        assert clock.moves_to_go("white") == 1
+        assert clock.allowed_ns("white") == 1 * MS
+        assert clock.charge("white", 1 * MS).in_time  # exactly the period: in time, and refilled
+    assert clock.remaining_ns("white") == 1 * MS
+    charge = clock.charge("white", 1 * MS + 1)
+    assert not charge.in_time and charge.overrun_ns == 1
