@@ -21,7 +21,7 @@ import random
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import ClassVar, NamedTuple
+from typing import ClassVar, Literal, NamedTuple
 
 __all__ = [
     "BLACK",
@@ -39,8 +39,10 @@ __all__ = [
     "Move",
     "Outcome",
     "Position",
+    "Result",
     "parse_size",
     "perft",
+    "result_for",
 ]
 
 MIN_SIZE = 2
@@ -50,8 +52,11 @@ FILES = "abcdefghijklmnopqrstuvwxyz"
 PASS_ID = -1
 
 
-class Color(enum.Enum):
-    """A player, named after the colour of the cells they own."""
+class Color(enum.StrEnum):
+    """A player, named after the colour of the cells they own: the one colour type of the whole tree.
+
+    A `StrEnum`, so that messages and records carry it as the plain strings "black" and "white".
+    """
 
     BLACK = "black"
     WHITE = "white"
@@ -140,6 +145,16 @@ class Move(NamedTuple):
 
 PASS = Move(None, None)
 
+Result = Literal["1-0", "0-1", "1/2-1/2", "*"]
+"""A game's result as chess writes it: 1-0 Black won, 0-1 White won, 1/2-1/2 a draw, * no result (void, aborted)."""
+
+
+def result_for(winner: Color | None) -> Result:
+    """The result of a game `winner` won (None: a draw): the one place result strings are built."""
+    if winner is None:
+        return "1/2-1/2"
+    return "1-0" if winner is BLACK else "0-1"
+
 
 @dataclass(frozen=True)
 class Outcome:
@@ -154,11 +169,9 @@ class Outcome:
         """How many points the winner won by (0 for a draw)."""
         return abs(self.black_score - self.white_score)
 
-    def result(self) -> str:
+    def result(self) -> Result:
         """`1-0` (Black wins), `0-1` (White wins) or `1/2-1/2`."""
-        if self.winner is None:
-            return "1/2-1/2"
-        return "1-0" if self.winner is BLACK else "0-1"
+        return result_for(self.winner)
 
     def __str__(self) -> str:
         scores = f"{_num(self.black_score)}-{_num(self.white_score)}"

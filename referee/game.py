@@ -25,8 +25,8 @@ from typing import Any
 
 import trio
 
-from protocol.messages import Color, GameOver, Info, MoveReply, NewGame, Pong, Ready
-from protocol.rules import IllegalMoveError, InvalidMoveError, Move, Position
+from protocol.messages import GameOver, Info, MoveReply, NewGame, Pong, Ready
+from protocol.rules import BLACK, WHITE, Color, IllegalMoveError, InvalidMoveError, Move, Position, Result, result_for
 from referee.clock import NS_PER_MS, GameClock
 from referee.hints import with_hint
 from referee.process import (
@@ -37,22 +37,13 @@ from referee.process import (
     BotTimeout,
     BotUnresponsive,
 )
-from referee.record import (
-    GameRecord,
-    GameSettings,
-    MoveRecord,
-    Result,
-    Termination,
-    color_name,
-    other_color,
-    result_for,
-)
+from referee.record import GameRecord, GameSettings, MoveRecord, Termination
 
 __all__ = ["Limits", "run_game"]
 
 log = logging.getLogger(__name__)
 
-COLORS: tuple[Color, Color] = ("black", "white")
+COLORS: tuple[Color, Color] = (BLACK, WHITE)
 
 MAX_INFOS_PER_MOVE = 16
 """Info messages kept per move: the last ones (the deepest search); the earlier ones are only counted."""
@@ -108,7 +99,7 @@ class _Game:
         limits: Limits,
     ) -> None:
         self.game_id = game_id
-        self.bots: dict[Color, BotChannel] = {"black": black, "white": white}
+        self.bots: dict[Color, BotChannel] = {BLACK: black, WHITE: white}
         self.settings = settings
         self.on_move = on_move
         self.limits = limits
@@ -171,7 +162,7 @@ class _Game:
             height=settings.height,
             komi=settings.komi,
             time_control=settings.time_control,
-            opponent=self._bot_names[other_color(color)],
+            opponent=self._bot_names[color.other],
         )
         try:
             with trio.move_on_after(limits.ready_s) as scope:
@@ -202,7 +193,7 @@ class _Game:
     async def play(self) -> None:
         position = self.position
         while not position.is_over():
-            color = color_name(position.turn)
+            color = position.turn
             try:
                 await self._turn(color)
             except BotFault as fault:
@@ -217,8 +208,8 @@ class _Game:
             b",".join(self._history),
             b'"clock":{"black_ms":%s,"white_ms":%s,"increment_ms":%d,"move_limit_ms":%s,"moves_to_go":%s}'
             % (
-                _json_int(clock.remaining_ns("black"), NS_PER_MS),
-                _json_int(clock.remaining_ns("white"), NS_PER_MS),
+                _json_int(clock.remaining_ns(BLACK), NS_PER_MS),
+                _json_int(clock.remaining_ns(WHITE), NS_PER_MS),
                 control.increment_ms,
                 _json_int(control.move_time_ms),
                 _json_int(clock.moves_to_go(color)),
@@ -375,8 +366,8 @@ class _Game:
     ) -> GameRecord:
         return GameRecord(
             game_id=self.game_id,
-            black=self.bots["black"].info(),
-            white=self.bots["white"].info(),
+            black=self.bots[BLACK].info(),
+            white=self.bots[WHITE].info(),
             settings=self.settings,
             moves=self.moves,
             result=result,
@@ -420,7 +411,7 @@ async def run_game(
             offender = game.bots[loser]
             with trio.CancelScope(shield=True):
                 await offender.settle()
-            winner = other_color(loser)
+            winner = loser.other
             record = game.record(
                 result=result_for(winner),
                 winner=winner,
@@ -433,7 +424,7 @@ async def run_game(
             )
         else:
             outcome = game.position.score_outcome()
-            scored_winner = None if outcome.winner is None else color_name(outcome.winner)
+            scored_winner = outcome.winner
             record = game.record(
                 result=result_for(scored_winner),
                 winner=scored_winner,

@@ -13,8 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from protocol import rules
-from protocol.messages import Color, TimeControl
+from protocol.messages import TimeControl
+from protocol.rules import Color, Result
 
 RECORD_VERSION: Literal[1] = 1
 
@@ -38,25 +38,6 @@ class Termination(enum.StrEnum):
     @property
     def is_scored(self) -> bool:
         return self not in (Termination.VOID, Termination.ABORTED)
-
-
-Result = Literal["1-0", "0-1", "1/2-1/2", "*"]
-
-
-def color_name(color: rules.Color) -> Color:
-    """The name records and messages use for a colour of the rules engine."""
-    return "black" if color is rules.BLACK else "white"
-
-
-def other_color(color: Color) -> Color:
-    return "white" if color == "black" else "black"
-
-
-def result_for(winner: Color | None) -> Result:
-    """The result of a game `winner` won (None: a draw)."""
-    if winner is None:
-        return "1/2-1/2"
-    return "1-0" if winner == "black" else "0-1"
 
 
 class BotInfo(BaseModel):

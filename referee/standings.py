@@ -1,6 +1,6 @@
 """Tournament standings: points, score, Elo with error margins, losses by kind and a crosstable.
 
-Everything here is pure arithmetic over finished game results (`GameResult`), except `write_standings`,
+Everything here is pure arithmetic over finished, scored games (`ScoredGame`), except `write_standings`,
 which only writes files. `compute_standings` gives a `Standings` model (its JSON
 Schema is published as `referee/schema/standings.json`); `to_text`, `to_markdown` and `to_csv` render it.
 
@@ -27,16 +27,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from protocol.rules import Result
 from referee.files import write_text_atomic
 from referee.record import Termination
 
 STANDINGS_VERSION: Literal[1] = 1
 
-RESULTS = ("1-0", "0-1", "1/2-1/2")
-NORMAL = Termination.NORMAL.value
-# Always listed, in this order, even when zero; any other termination kind seen follows, sorted.
-LOSS_KINDS = tuple(kind.value for kind in Termination if kind.is_scored)
-UNSCORED = tuple(kind.value for kind in Termination if not kind.is_scored)
+RESULTS: tuple[Result, ...] = ("1-0", "0-1", "1/2-1/2")
+NORMAL = Termination.NORMAL
+# Always listed, in this order, even when zero.
+LOSS_KINDS = tuple(kind for kind in Termination if kind.is_scored)
 
 _K = math.log(10.0) / 400.0  # d(log-odds)/d(Elo)
 _Z95 = 1.959963984540054
@@ -44,35 +44,40 @@ _MAX_NEWTON_STEPS = 200
 
 
 @dataclass(frozen=True)
-class GameResult:
-    """One finished, scored game.
+class ScoredGame:
+    """One finished, scored game, as the standings count it.
 
     `result` is "1-0" (Black won), "0-1" (White won) or "1/2-1/2". `termination` is how it ended:
-    "normal" (scored from the board) or a forfeit kind ("time", "illegal_move", "protocol", "crash",
-    "unresponsive", or any other string), in which case the side that lost is the one that forfeited.
-    Void and aborted games are never scored: leave them out.
+    NORMAL (scored from the board) or a forfeit kind, in which case the side that lost is the one that
+    forfeited (a plain string such as "time" is accepted and converted). Void and aborted games are
+    never scored: leave them out.
     """
 
     black: str
     white: str
-    result: str
-    termination: str = NORMAL
+    result: Result
+    termination: Termination = Termination.NORMAL
 
     def __post_init__(self) -> None:
-        # A StrEnum (referee.record.Termination) is accepted; keep the plain string.
-        object.__setattr__(self, "termination", str(self.termination))
+        try:
+            object.__setattr__(self, "termination", Termination(self.termination))
+        except ValueError:
+            kinds = ", ".join(kind.value for kind in Termination)
+            raise ValueError(
+                f"game {self.black} vs {self.white}: termination {self.termination!r} is not one of {kinds}"
+            ) from None
         if self.result not in RESULTS:
             raise ValueError(
                 f"game {self.black} vs {self.white}: result {self.result!r} is not one of {', '.join(RESULTS)}; "
                 "leave void and aborted games out of the standings"
             )
-        if self.termination in UNSCORED:
+        if not self.termination.is_scored:
             raise ValueError(
                 f"game {self.black} vs {self.white}: a {self.termination} game is not scored; leave it out"
             )
         if self.black == self.white:
             raise ValueError(f"game {self.black} vs {self.white}: a bot cannot play itself in the standings")
-        if self.termination != NORMAL and self.result == "1/2-1/2":
+        if self.termination is not NORMAL and self.result == "1/2-1/2":
             raise ValueError(
                 f"game {self.black} vs {self.white}: a forfeit ({self.termination}) cannot be a draw; "
                 "give the forfeiting side the loss"
@@ -106,7 +111,9 @@ class BotStanding(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    rank: int = Field(ge=1, description="1 is first: by points, then Elo, then name.")
+    rank: int = Field(
+        ge=1, description="1 is first: by points, then Elo; bots equal on both share a rank (listed by name)."
+    )
     name: str
     games: int = Field(ge=0)
     wins: int = Field(ge=0)
@@ -152,7 +159,7 @@ class Standings(BaseModel):
 # --- computing ----------------------------------------------------------------------------------------------
 
 
-def compute_standings(results: Iterable[GameResult], bots: Sequence[str], *, prior_draws: float = 1.0) -> Standings:
+def compute_standings(results: Iterable[ScoredGame], bots: Sequence[str], *, prior_draws: float = 1.0) -> Standings:
     """The standings of `bots` (every bot of the field, played or not) after `results`."""
     if not (math.isfinite(prior_draws) and prior_draws > 0):
         raise ValueError(f"prior_draws must be a positive number, got {prior_draws}; the default 1 is usual")
@@ -174,7 +181,7 @@ def compute_standings(results: Iterable[GameResult], bots: Sequence[str], *, pri
     cross: dict[str, dict[str, list[float]]] = {a: {b: [0, 0.0] for b in names if b != a} for a in names}
     wins = dict.fromkeys(names, 0)
     draws = dict.fromkeys(names, 0)
-    losses: dict[str, dict[str, int]] = {name: dict.fromkeys(LOSS_KINDS, 0) for name in names}
+    losses: dict[str, dict[Termination, int]] = {name: dict.fromkeys(LOSS_KINDS, 0) for name in names}
     black_wins = white_wins = n_draws = forfeits = 0
     for game in games:
         b_points = game.black_points
@@ -191,18 +198,17 @@ def compute_standings(results: Iterable[GameResult], bots: Sequence[str], *, pri
         winner = game.white if loser == game.black else game.black
         wins[winner] += 1
         kinds = losses[loser]
-        kinds[game.termination] = kinds.get(game.termination, 0) + 1
+        kinds[game.termination] += 1
         if game.result == "1-0":
             black_wins += 1
         else:
             white_wins += 1
-        if game.termination != NORMAL:
+        if game.termination is not NORMAL:
             forfeits += 1
 
     played = [name for name in names if any(cell[0] for cell in cross[name].values())]
     ratings = _fit_elo(played, cross, prior_draws)
 
-    extra_kinds = sorted({kind for kinds in losses.values() for kind in kinds} - set(LOSS_KINDS))
     rows: list[dict[str, Any]] = []
     for name in names:
         n_games = int(sum(cell[0] for cell in cross[name].values()))
@@ -217,13 +223,17 @@ def compute_standings(results: Iterable[GameResult], bots: Sequence[str], *, pri
                 "losses": n_games - wins[name] - draws[name],
                 "points": points,
                 "score_pct": 100.0 * points / n_games if n_games else None,
-                "elo": elo,
+                "elo": None if elo is None else elo + 0.0,  # + 0.0: never a -0.0 in the JSON
                 "elo_margin": margin,
-                "losses_by_kind": {kind: losses[name].get(kind, 0) for kind in (*LOSS_KINDS, *extra_kinds)},
+                "losses_by_kind": {str(kind): count for kind, count in losses[name].items()},
             }
         )
     rows.sort(key=_rank_key)
-    ranked = [BotStanding(rank=i, **row) for i, row in enumerate(rows, start=1)]
+    ranked: list[BotStanding] = []
+    for index, row in enumerate(rows):
+        # Tied bots (the same points and Elo) share a rank, as in "1, 2, 2, 4".
+        tied = index > 0 and _rank_key(row)[:2] == _rank_key(rows[index - 1])[:2]
+        ranked.append(BotStanding(rank=ranked[-1].rank if tied else index + 1, **row))
     order = [row.name for row in ranked]
     crosstable = {
         a: {b: CrosstableCell(games=int(cross[a][b][0]), points=cross[a][b][1]) for b in order if b != a} for a in order

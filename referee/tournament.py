@@ -40,7 +40,7 @@ from referee.game import run_game
 from referee.process import BotHost, BotProcess
 from referee.record import GameRecord, GameSettings, Termination
 from referee.schedule import ScheduledGame, make_schedule, pick_next
-from referee.standings import GameResult, Standings, compute_standings, write_standings
+from referee.standings import ScoredGame, Standings, compute_standings, write_standings
 from referee.store import DB_NAME, TournamentStore
 
 GAMES_FILE = "games.jsonl"
@@ -94,7 +94,7 @@ class Tournament:
         self._by_number = {game.number: game for game in self.schedule}
         self._scope = trio.CancelScope()
         self._stopped = False
-        self._results: list[GameResult] = []
+        self._results: list[ScoredGame] = []
         self._pending: list[ScheduledGame] = []
         self._void_tries: dict[int, int] = {}
         self._played_now = 0
@@ -118,7 +118,7 @@ class Tournament:
         with TournamentStore(self.out_dir / DB_NAME) as store:
             self._store = store
             store.start(self.plan.fingerprint, self.schedule)
-            self._results = [GameResult(b, w, r, t) for _, b, w, r, t in store.finished()]
+            self._results = [ScoredGame(b, w, r, Termination(t)) for _, b, w, r, t in store.finished()]
             self._rewrite_games_file()
             self._pending = [self._by_number[n] for n in store.pending()]
             self.on_event(
@@ -249,7 +249,7 @@ class Tournament:
         scored = record.termination.is_scored
         if scored:
             self._played_now += 1
-            self._results.append(GameResult(game.black, game.white, record.result, str(record.termination)))
+            self._results.append(ScoredGame(game.black, game.white, record.result, record.termination))
         else:
             self._voids_now += 1
             tries = self._void_tries[game.number] = self._void_tries.get(game.number, 0) + 1
