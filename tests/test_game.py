@@ -20,7 +20,7 @@ import trio.testing
 
 from protocol.framing import LineBuffer
 from protocol.messages import TimeControl, Turn, encode, parse_referee_line
-from protocol.rules import Position
+from protocol.rules import BLACK, Position
 from referee.clock import parse_time_control
 from referee.game import INFO_BUDGET_CHARS, MAX_INFOS_PER_MOVE, Limits, _Game, run_game
 from referee.process import BotChannel, open_bot
@@ -426,9 +426,9 @@ def test_hand_built_turn_line_is_the_protocol_turn() -> None:
         referee_end, _ = trio.testing.memory_stream_pair()
         channel = BotChannel("x", referee_end, referee_end)
         game = _Game('g"1', channel, channel, settings, None, Limits())
-        game.clock.charge("black", 1_234_567)
-        line = game._turn_line("black")
-        expected = Turn(type="turn", game_id='g"1', moves=["a1b1", "pass"], clock=game.clock.message("black"))
+        game.clock.charge(BLACK, 1_234_567)
+        line = game._turn_line(BLACK)
+        expected = Turn(type="turn", game_id='g"1', moves=["a1b1", "pass"], clock=game.clock.message(BLACK))
         assert line.endswith(b"\n") and line.count(b"\n") == 1
         assert parse_referee_line(line) == expected
         assert json.loads(line) == json.loads(encode(expected))

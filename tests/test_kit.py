@@ -42,7 +42,7 @@ def game_over(game_id: str) -> m.GameOver:
         type="game_over",
         game_id=game_id,
         result="1-0",
-        winner="black",
+        winner=BLACK,
         reason="two passes",
         black_score=5.0,
         white_score=4.5,
