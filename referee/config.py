@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from protocol.messages import TimeControl
 from protocol.rules import parse_size
 from referee.botspec import BotName, BotSpec, BotSpecError, resolve_command
+from referee.cluster import ClusterConfig
 from referee.files import InputFileError, read_input_text
 from referee.limits import MAX_BOTS, MAX_CONFIG_BYTES, MAX_GAMES_PER_PAIRING
 from referee.schedule import Format, OpeningsFileError, random_openings, read_openings_file
@@ -121,6 +122,16 @@ class TournamentConfig(BaseModel):
         description="Limit every bot's address space (virtual memory) to this many MiB (a bot's own `memory_mb`"
         " overrides).",
     )
+    cluster: ClusterConfig | None = Field(
+        None,
+        description="Play the games on a Dask cluster: its scheduler's address (tcp://host:8786), or a"
+        " [cluster] table with address, ca_file, cert and key for a tls:// scheduler (see README).",
+    )
+
+    @field_validator("cluster", mode="before")
+    @classmethod
+    def _cluster(cls, value: object) -> object:
+        return {"address": value} if isinstance(value, str) else value
 
     @field_validator("time_control", mode="before")
     @classmethod
@@ -164,6 +175,7 @@ _KNOWN_KEYS = {
     "": sorted(TournamentConfig.model_fields),
     "bots": sorted(BotConfig.model_fields),
     "openings": sorted(OpeningsConfig.model_fields),
+    "cluster": sorted(ClusterConfig.model_fields),
 }
 
 
@@ -173,7 +185,8 @@ def _message(error: Any) -> str:
     if kind == "missing":
         return "field required"
     if kind == "extra_forbidden":
-        parent = "bots" if loc[:1] == ("bots",) and len(loc) == 3 else ("openings" if loc[:1] == ("openings",) else "")
+        tables = (("openings",), ("cluster",))
+        parent = "bots" if loc[:1] == ("bots",) and len(loc) == 3 else (str(loc[0]) if loc[:1] in tables else "")
         hint = ""
         if parent and str(loc[-1]) in _KNOWN_KEYS[""]:
             # A TOML trap: a key written after a [table] belongs to that table.
@@ -267,6 +280,7 @@ class TournamentPlan:
     concurrency: int
     out_dir: Path
     fingerprint: dict[str, Any]  # what must not change on resume (the store compares it)
+    cluster: ClusterConfig | None = None  # where the games are played; not in the fingerprint (resume anywhere)
 
     @property
     def bot_names(self) -> list[str]:
@@ -371,6 +385,7 @@ def resolve_plan(config: TournamentConfig, *, base_dir: Path, source: str, defau
         concurrency=config.concurrency or _cores(),
         out_dir=out_dir,
         fingerprint=fingerprint,
+        cluster=config.cluster.resolved(base_dir) if config.cluster is not None else None,
     )
 
 

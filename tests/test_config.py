@@ -109,7 +109,7 @@ def test_the_example_config_is_valid() -> None:
         ),
         (
             'gmaes = 2\n[[bots]]\nname = "a"\ncommand = "x"\n[[bots]]\nname = "b"\ncommand = "y"\n',
-            "tournament.toml: gmaes: unknown key; the keys here are bots, concurrency,",
+            "tournament.toml: gmaes: unknown key; the keys here are bots, cluster, concurrency,",
         ),
         (
             '[openings]\nplys = 2\n[[bots]]\nname = "a"\ncommand = "x"\n[[bots]]\nname = "b"\ncommand = "y"\n',

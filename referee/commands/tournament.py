@@ -13,20 +13,24 @@ import shutil
 import signal
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from referee.cli import UsageError, games_count, komi_value
+from referee.commands.cluster_options import CLUSTER_HELP, add_cluster_options, cluster_table
 from referee.commands.match import add_sandbox_options, check_memory_mb
 
 if TYPE_CHECKING:  # imported in the functions that need them: `--help` must not load pydantic
     from referee.botspec import BotSpec
+    from referee.cluster import Cluster
     from referee.config import TournamentPlan
     from referee.events import Event
 
 HELP = "play a tournament (round robin or gauntlet) between bots; resumable; the demo with no arguments"
 
-EPILOG = """\
+EPILOG = (
+    """\
 examples:
   alternator tournament                                   the demo: the sample bots, round robin
   alternator tournament examples/tournament.toml          a tournament from a config file
@@ -34,8 +38,12 @@ examples:
   alternator tournament --format gauntlet --bot mine=./mybot --bot random --bot alphabeta
   alternator tournament entries.toml --sandbox --memory-mb 512   bots from strangers: no network,
                                                           read-only files but /tmp, 512 MiB each
+  alternator tournament examples/tournament.toml --cluster tcp://10.0.0.5:8786   on a Dask cluster
 Re-run the same command to resume a stopped or killed tournament: only missing games are played.
+
 """
+    + CLUSTER_HELP
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -70,6 +78,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--openings-seed", metavar="SEED", help="seed of the random openings")
     parser.add_argument("--openings-file", type=Path, metavar="FILE", help="one opening (a move list) per line")
     add_sandbox_options(parser)
+    add_cluster_options(parser)
 
 
 def parse_bot_option(text: str) -> BotSpec:
@@ -145,6 +154,9 @@ def build_plan(args: argparse.Namespace) -> TournamentPlan:
             overrides["openings"] = (flag, openings)
     if args.openings_file is not None:
         openings.pop("plies", None)
+    table = cluster_table(args, cwd, data.get("cluster"))
+    if table is not None and table != data.get("cluster"):
+        overrides["cluster"] = ("--cluster", table)
     for key, (_, value) in overrides.items():
         data[key] = value
     if "bots" not in data:
@@ -176,6 +188,25 @@ def _check_bots(plan: TournamentPlan) -> None:
             check_bot_command(spec)
         except BotSpecError as error:
             raise UsageError(str(error)) from None
+
+
+async def _open_cluster(plan: TournamentPlan, display: TournamentDisplay) -> Cluster:
+    """Connect to the plan's cluster and check that every worker can start every bot (ClusterError)."""
+    from referee.cluster import Cluster
+
+    assert plan.cluster is not None
+    display.message(f"cluster: connecting to the Dask scheduler at {plan.cluster.address} ...")
+    cluster = await Cluster.connect(plan.cluster, on_message=display.message)
+    try:
+        await cluster.preflight(plan.bots)
+    except BaseException:
+        await cluster.close()
+        raise
+    workers = cluster.healthy()
+    display.message(
+        f"cluster: {len(workers)} worker(s), {cluster.slots} game(s) at once; every worker started every bot"
+    )
+    return cluster
 
 
 def _duration(seconds: float) -> str:
@@ -306,6 +337,7 @@ class _EventWriter:
 def run(args: argparse.Namespace) -> int:
     import trio
 
+    from referee.cluster import ClusterError, ClusterLostError
     from referee.exceptions import find_exception
     from referee.process import BotStartError
     from referee.standings import to_text
@@ -313,7 +345,8 @@ def run(args: argparse.Namespace) -> int:
     from referee.tournament import Tournament, TournamentSummary
 
     plan = build_plan(args)
-    _check_bots(plan)
+    if plan.cluster is None:
+        _check_bots(plan)  # on a cluster each worker checks them (the preflight)
     try:
         plan.out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as error:
@@ -332,30 +365,44 @@ def run(args: argparse.Namespace) -> int:
 
     async def main() -> TournamentSummary:
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-            async with trio.open_nursery() as nursery:
+            if plan.cluster is not None:
+                tournament.cluster = await _open_cluster(plan, display)
+            try:
+                return await play(signals)
+            finally:
+                if tournament.cluster is not None:
+                    await tournament.cluster.close()
 
-                async def tick() -> None:
-                    while True:
-                        await trio.sleep(1)
-                        display.tick()
+    async def play(signals: AsyncIterator[int]) -> TournamentSummary:
+        async with trio.open_nursery() as nursery:
 
-                async def watch() -> None:
-                    async for _ in signals:
-                        display.message("stopping: abandoning the games in progress and stopping the bots ...")
-                        tournament.stop()
-                        return
+            async def tick() -> None:
+                while True:
+                    await trio.sleep(1)
+                    display.tick()
 
-                nursery.start_soon(watch)
-                if display.live:
-                    nursery.start_soon(tick)
-                summary = await tournament.run()
-                nursery.cancel_scope.cancel()
+            async def watch() -> None:
+                async for _ in signals:
+                    display.message("stopping: abandoning the games in progress and stopping the bots ...")
+                    tournament.stop()
+                    return
+
+            nursery.start_soon(watch)
+            if display.live:
+                nursery.start_soon(tick)
+            summary = await tournament.run()
+            nursery.cancel_scope.cancel()
         return summary
 
     try:
         summary = trio.run(main)
     except BaseException as error:
-        found = find_exception(error, (BotStartError, StoreError))
+        lost = find_exception(error, ClusterLostError)
+        if lost is not None:
+            display.message(f"stopped: {lost}")
+            display.message(f"the standings so far are in {plan.out_dir}")
+            return 1
+        found = find_exception(error, (BotStartError, StoreError, ClusterError))
         if found is not None:
             raise UsageError(str(found)) from None
         raise
@@ -367,6 +414,8 @@ def run(args: argparse.Namespace) -> int:
     results_out = sys.stderr if args.events == "-" else sys.stdout
     results_out.write(table if table.endswith("\n") else table + "\n")
     results_out.write(f"files: {', '.join(str(p) for p in summary.files)}\n")
+    if tournament.cluster is not None:
+        results_out.write("workers:\n" + "".join(f"  {line}\n" for line in tournament.cluster.summary_lines()))
     results_out.flush()
     if summary.void_games:
         display.message(
