@@ -140,6 +140,8 @@ def test_a_signal_outside_a_commands_own_handling_is_one_line(sig: int, status: 
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # A shell's background job starts with SIGINT ignored, and a child inherits that: give it the default.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         assert process.stdout is not None
