@@ -86,6 +86,12 @@ class MoveRecord(BaseModel):
     move: str = Field(description="The move in RULES.md notation.")
     elapsed_ms: float = Field(description="Time charged, from writing the turn line to the complete reply line.")
     clock_ms: int | None = Field(description="The mover's remaining game time after the move (null: no game clock).")
+    latency_ms: float | None = Field(
+        default=None,
+        description="The referee's own measured lateness during the move (its monitor's late wake-ups, its reader's"
+        " scheduling delay), not charged to the bot; a loss on time needs an overrun larger than this (null: not"
+        " measured).",
+    )
     infos: list[dict[str, Any]] = Field(
         default_factory=list, description="The bot's last info messages for this move (at most 16 are kept)."
     )
@@ -116,6 +122,12 @@ class GameRecord(BaseModel):
         default=None,
         description="On a loss on time: how far past its allowance (its clock or per-move limit, the safety margin"
         " not counted) the bot was.",
+    )
+    referee_lag_ms: float | None = Field(
+        default=None,
+        description="On a game voided because the host was late: its measured lateness during the move (the referee's"
+        " own, or the bot's wait for a CPU it was ready to use), larger than the bot's overrun (`overrun_ms`), so the"
+        " loss on time could not be shown to be the bot's.",
     )
     stderr_tail: list[str] = Field(default_factory=list, description="The last lines of the offender's stderr.")
     final_position: str = Field(description="The final position string (Position.to_string).")

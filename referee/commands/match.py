@@ -104,6 +104,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     clock.add_argument("--movetime", metavar="S", type=float, help="a fixed limit of S seconds per move instead")
     parser.add_argument(
+        "--margin-ms",
+        type=int,
+        default=0,
+        metavar="MS",
+        help="grace added to every deadline before a bot loses on time (default 0; for busy machines)",
+    )
+    parser.add_argument(
         "--size",
         default="8x8",
         metavar="N|WxH",
@@ -236,7 +243,11 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--opening: it ends the game (two passes); leave moves for the bots")
     except (InvalidMoveError, IllegalMoveError) as error:
         raise UsageError(f"--opening: {error}") from None
-    settings = GameSettings(width=width, height=height, komi=args.komi, time_control=time_control, opening=opening)
+    if args.margin_ms < 0:
+        raise UsageError(f"--margin-ms {args.margin_ms}: give 0 or more milliseconds, e.g. --margin-ms 20")
+    settings = GameSettings(
+        width=width, height=height, komi=args.komi, time_control=time_control, opening=opening, margin_ms=args.margin_ms
+    )
 
     # Openings per pair of games: seeded random ones, or the lines of a file; or one fixed opening for all.
     if args.openings_plies is not None and args.openings_file is not None:
