@@ -335,7 +335,7 @@ async def test_tournament_survives_a_worker_killed_mid_game(
         }
         assert len(survivor_logs) == 1, (name, logs)
     lines = cluster.summary_lines()
-    assert any(line.startswith(f"{survivor}: ") and " games" in line for line in lines)
+    assert any(line.startswith(f"{survivor}: ") and " games" in line and "latency p50" in line for line in lines)
 
 
 def done_count(out: Path) -> int:
