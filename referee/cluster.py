@@ -362,9 +362,18 @@ def _worker_address() -> str:
 
 
 def play_game(job: GameJob) -> WorkerReply:
-    """The Dask task: play one game on this worker (in its games loop) and send back the record."""
-    games = _worker_games()
-    reply: WorkerReply = games.run(games.play, job, _worker_address())
+    """The Dask task: play one game on this worker (in its games loop) and send back the record.
+
+    A failure of the worker itself is sent back too, with the worker's address, so the coordinator can
+    take that worker out of the run (an exception would not say which worker raised it).
+    """
+    address = _worker_address()
+    try:
+        games = _worker_games()
+        reply: WorkerReply = games.run(games.play, job, address)
+    except Exception as error:
+        log.exception("game %s: the worker failed", job.game_id)
+        return WorkerReply(address, None, failure=f"the worker failed ({type(error).__name__}: {error})")
     return reply
 
 
@@ -631,8 +640,7 @@ class Cluster:
         stat.game_s += reply.duration_s
         if reply.record_json is None:
             stat.void += 1
-            why = f"it cannot start a bot ({reply.failure})"
-            self._remove(reply.worker, why)
+            self._remove(reply.worker, reply.failure or "it could not play a game")
             return _void_record(
                 game_id, black, white, settings, f"worker {reply.worker}: {reply.failure}", reply.worker
             )
