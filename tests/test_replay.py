@@ -50,7 +50,7 @@ def played_record(seed: int = 1, *, stop_after: int | None = None, settings: Gam
     return GameRecord(
         **common,
         result=outcome.result(),
-        winner=None if outcome.winner is None else str(outcome.winner),  # type: ignore[arg-type]
+        winner=outcome.winner,
         termination=Termination.NORMAL,
         reason="both passed",
         black_score=outcome.black_score,

@@ -21,11 +21,14 @@ from referee.cli import UsageError
 if TYPE_CHECKING:  # imported in the functions that need them: `--help` must not load pydantic
     from collections.abc import AsyncIterator
 
+    from protocol.rules import Position
     from referee.cluster import Cluster
     from referee.config import RunPlan
     from referee.display import RunDisplay
     from referee.events import Event
+    from referee.record import MoveRecord
     from referee.runner import RunSummary
+    from referee.schedule import ScheduledGame
 
 SPRT_KEYS = ("elo0", "elo1", "alpha", "beta")
 
@@ -156,6 +159,7 @@ def execute(
 
     from referee.cluster import ClusterError, ClusterLostError
     from referee.exceptions import find_exception
+    from referee.livefeed import LiveFeed
     from referee.process import BotStartError
     from referee.runner import Runner
     from referee.store import StoreError
@@ -167,13 +171,19 @@ def execute(
             f"cannot create the output directory {plan.out_dir}: {error.strerror}; choose another with --out DIR"
         ) from None
     writer = EventWriter(events) if events else None
+    feed = LiveFeed(plan.out_dir)  # every move, for the live view (`alternator serve`)
 
     def on_event(event: Event) -> None:
         display(event)
+        feed.on_event(event)
         if writer is not None:
             writer(event)
 
-    runner = Runner(plan, on_event=on_event, on_move=display.move_played if display.show_moves else None)
+    def on_move(game: ScheduledGame, move: MoveRecord, position: Position) -> None:
+        feed.on_move(game, move, position)
+        display.move_played(game, move, position)
+
+    runner = Runner(plan, on_event=on_event, on_move=on_move)
 
     async def main() -> RunSummary:
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
@@ -224,6 +234,7 @@ def execute(
             return None
         raise
     finally:
+        feed.close()
         if writer is not None:
             writer.close()
 

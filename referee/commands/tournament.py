@@ -67,7 +67,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--tc",
         metavar="BASE+INC",
-        help="time control: BASE+INC in seconds like 10+0.1 (the default), or MOVES/BASE like 40/60",
+        help="time control: BASE+INC in seconds like 10+0.1 (the default), or MOVES/BASE[+INC] like 40/60 or"
+        " 40/60+1 (60 s for every 40 moves, plus 1 s after each)",
     )
     parser.add_argument("--movetime", type=float, metavar="SECONDS", help="a fixed time per move instead of a clock")
     parser.add_argument("--size", metavar="N|WxH", help="board size: 8 for 8x8, or WxH like 9x7 (default: 8x8)")
@@ -201,6 +202,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from referee.display import RunDisplay
+    from referee.report import write_report_or_warn
     from referee.standings import to_text
 
     plan = build_plan(args)
@@ -215,6 +217,7 @@ def _run(args: argparse.Namespace) -> int:
         results_out.write(f"files: {', '.join(str(p) for p in summary.files)}\n")
         if summary.workers:
             results_out.write("workers:\n" + "".join(f"  {line}\n" for line in summary.workers))
+        results_out.write(write_report_or_warn(plan.out_dir) + "\n")
         results_out.flush()
         if summary.ended in ("completed", "sprt"):
             done = "decided by the SPRT" if summary.ended == "sprt" else "complete"
