@@ -317,3 +317,30 @@ def test_a_real_tournament_writes_its_report_and_live_feed(tmp_path: Path) -> No
     assert feed[0]["type"] == "run_started" and feed[-1]["type"] == "run_finished"
     assert sum(1 for e in feed if e["type"] == "game_finished") == 2
     assert sum(1 for e in feed if e["type"] == "move") == sum(len(line["t"]) for line in lines)
+
+
+def test_serve_says_when_it_cannot_listen(tmp_path: Path) -> None:
+    import socket
+
+    synthesize_tournament(tmp_path, 1)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "referee", "serve", str(tmp_path), "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "choose another --port" in done.stderr
+    missing = subprocess.run(
+        [sys.executable, "-m", "referee", "serve", str(tmp_path / "nope")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert missing.returncode == 2 and "no such directory" in missing.stderr
