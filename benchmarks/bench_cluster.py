@@ -61,9 +61,10 @@ def start_cluster(log_dir: Path, workers: int) -> tuple[str, list[subprocess.Pop
     """A scheduler and `workers` one-thread workers, each in its own process group."""
     port = free_port()
     address = f"tcp://127.0.0.1:{port}"
-    dask = str(Path(sys.executable).parent / "dask")
-    commands = [[dask, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"]]
-    commands += [[dask, "worker", address, "--nthreads", "1", "--host", "127.0.0.1", "--no-dashboard"]] * workers
+    scheduler = [sys.executable, "-m", "distributed.cli.dask_scheduler"]  # `dask scheduler`
+    worker = [sys.executable, "-m", "distributed.cli.dask_worker"]  # `dask worker`
+    commands = [[*scheduler, "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"]]
+    commands += [[*worker, address, "--nthreads", "1", "--host", "127.0.0.1", "--no-dashboard"]] * workers
     processes = []
     for index, command in enumerate(commands):
         with (log_dir / f"dask-{index}.log").open("wb") as log:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import logging
+import math
 import os
 import re
 import socket
@@ -31,6 +32,7 @@ import tempfile
 import threading
 import time
 import uuid
+from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -360,9 +362,18 @@ def _worker_address() -> str:
 
 
 def play_game(job: GameJob) -> WorkerReply:
-    """The Dask task: play one game on this worker (in its games loop) and send back the record."""
-    games = _worker_games()
-    reply: WorkerReply = games.run(games.play, job, _worker_address())
+    """The Dask task: play one game on this worker (in its games loop) and send back the record.
+
+    A failure of the worker itself is sent back too, with the worker's address, so the coordinator can
+    take that worker out of the run (an exception would not say which worker raised it).
+    """
+    address = _worker_address()
+    try:
+        games = _worker_games()
+        reply: WorkerReply = games.run(games.play, job, address)
+    except Exception as error:
+        log.exception("game %s: the worker failed", job.game_id)
+        return WorkerReply(address, None, failure=f"the worker failed ({type(error).__name__}: {error})")
     return reply
 
 
@@ -387,8 +398,23 @@ class WorkerStats:
     overhead_s: float = 0.0  # submit to result, minus the game: queueing, scheduling, transfer
     move_ms: float = 0.0  # sum of the bots' move times (elapsed_ms), to average per move
     moves: int = 0
+    latencies_ms: array[float] = field(default_factory=lambda: array("d"))  # the worker's own lateness per move
+    void_for_lag: int = 0  # games the worker voided because it was late itself (an overloaded machine)
     consecutive_failures: int = 0
     removed: str | None = None  # why it was taken out of the run
+
+    def add(self, record: GameRecord) -> None:
+        """Count a game this worker played (void or not)."""
+        self.latencies_ms.extend(move.latency_ms for move in record.moves if move.latency_ms is not None)
+        if record.termination is Termination.VOID:
+            self.void += 1
+            self.consecutive_failures += 1
+            self.void_for_lag += record.referee_lag_ms is not None
+        else:
+            self.games += 1
+            self.consecutive_failures = 0
+            self.moves += len(record.moves)
+            self.move_ms += sum(move.elapsed_ms for move in record.moves)
 
     def describe(self) -> str:
         games = f"{self.games} game{'s' if self.games != 1 else ''}"
@@ -401,6 +427,12 @@ class WorkerStats:
             parts.append(f"queue+dispatch {self.overhead_s / played * 1000:.0f} ms per game")
         if self.moves:
             parts.append(f"{self.move_ms / self.moves:.1f} ms per move")
+        if self.latencies_ms:
+            ordered = sorted(self.latencies_ms)
+            p50, p99 = ordered[(len(ordered) - 1) // 2], ordered[max(0, math.ceil(0.99 * len(ordered)) - 1)]
+            parts.append(f"latency p50 {p50:.3f} ms, p99 {p99:.3f} ms, max {ordered[-1]:.3f} ms")
+        if self.void_for_lag:
+            parts.append(f"{self.void_for_lag} void for the worker's own lateness")
         if self.removed:
             parts.append(f"taken out: {self.removed}")
         return ", ".join(parts)
@@ -608,22 +640,15 @@ class Cluster:
         stat.game_s += reply.duration_s
         if reply.record_json is None:
             stat.void += 1
-            why = f"it cannot start a bot ({reply.failure})"
-            self._remove(reply.worker, why)
+            self._remove(reply.worker, reply.failure or "it could not play a game")
             return _void_record(
                 game_id, black, white, settings, f"worker {reply.worker}: {reply.failure}", reply.worker
             )
         record = GameRecord.model_validate_json(reply.record_json)
-        if record.termination is Termination.VOID:
-            stat.void += 1
-            stat.consecutive_failures += 1
-            if stat.consecutive_failures >= WORKER_FAILURE_LIMIT:
-                self._remove(reply.worker, f"its last {stat.consecutive_failures} games failed (last: {record.reason})")
-        else:
-            stat.games += 1
-            stat.consecutive_failures = 0
-            stat.moves += len(record.moves)
-            stat.move_ms += sum(move.elapsed_ms for move in record.moves)
+        stat.add(record)
+        if record.termination is Termination.VOID and stat.consecutive_failures >= WORKER_FAILURE_LIMIT:
+            why = f"its last {stat.consecutive_failures} games failed (last: {record.reason})"
+            self._remove(reply.worker, why)
         return record
 
     def _submit(self, job: GameJob, attempt: int) -> Future[WorkerReply]:

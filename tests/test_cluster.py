@@ -36,7 +36,9 @@ from referee.tournament import Tournament, TournamentSummary
 HAVE_DASK = importlib.util.find_spec("distributed") is not None
 needs_dask = pytest.mark.skipif(not HAVE_DASK, reason="dask is not installed (pip install 'alternator-arena[cluster]')")
 REPO = Path(__file__).resolve().parent.parent
-DASK = [sys.executable, "-m", "distributed.cli.dask_scheduler"]
+# `dask scheduler` and `dask worker`, run by this Python wherever its scripts were installed.
+DASK_SCHEDULER = [sys.executable, "-m", "distributed.cli.dask_scheduler"]
+DASK_WORKER = [sys.executable, "-m", "distributed.cli.dask_worker"]
 
 
 def free_port() -> int:
@@ -98,12 +100,10 @@ def start_cluster(
         cluster.processes.append(process)
         return process
 
-    bin_dir = Path(sys.executable).parent
     try:
         spawn(
             [
-                str(bin_dir / "dask"),
-                "scheduler",
+                *DASK_SCHEDULER,
                 "--host",
                 "127.0.0.1",
                 "--port",
@@ -118,8 +118,7 @@ def start_cluster(
             path = worker_paths[index] if worker_paths is not None else None
             process = spawn(
                 [
-                    str(bin_dir / "dask"),
-                    "worker",
+                    *DASK_WORKER,
                     cluster.address,
                     "--nthreads",
                     "1",
@@ -335,7 +334,7 @@ async def test_tournament_survives_a_worker_killed_mid_game(
         }
         assert len(survivor_logs) == 1, (name, logs)
     lines = cluster.summary_lines()
-    assert any(line.startswith(f"{survivor}: ") and " games" in line for line in lines)
+    assert any(line.startswith(f"{survivor}: ") and " games" in line and "latency p50" in line for line in lines)
 
 
 def done_count(out: Path) -> int:

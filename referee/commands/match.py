@@ -57,7 +57,8 @@ EPILOG = f"""\
 {BOT_FORMS_HELP}
 Time controls:
   --tc 60+0.5      Fischer: 60 s each, plus 0.5 s after every move (fractions allowed: 10+0.1)
-  --tc 40/60       60 s for every 40 moves
+  --tc 40/60       60 s for every 40 moves (unused time carries over)
+  --tc 40/60+1     the same, plus 1 s after every move
   --movetime 2     at most 2 s for every move, no game clock
   (default: --tc {DEFAULT_TC})
 
@@ -100,7 +101,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--white", required=True, metavar="BOT", help="the bot that plays White in game 1")
     clock = parser.add_mutually_exclusive_group()
     clock.add_argument(
-        "--tc", metavar="TC", help=f"time control: BASE+INC or MOVES/BASE in seconds (default {DEFAULT_TC})"
+        "--tc", metavar="TC", help=f"time control: BASE+INC or MOVES/BASE[+INC] in seconds (default {DEFAULT_TC})"
     )
     clock.add_argument("--movetime", metavar="S", type=float, help="a fixed limit of S seconds per move instead")
     parser.add_argument(

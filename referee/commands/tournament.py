@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from referee.cli import UsageError, games_count, komi_value
-from referee.commands.cluster_options import CLUSTER_HELP, add_cluster_options, cluster_table
+from referee.commands.cluster_options import add_cluster_options, cluster_table
 from referee.commands.match import add_sandbox_options, check_memory_mb
 
 if TYPE_CHECKING:  # imported in the functions that need them: `--help` must not load pydantic
@@ -29,8 +29,7 @@ if TYPE_CHECKING:  # imported in the functions that need them: `--help` must not
 
 HELP = "play a tournament (round robin or gauntlet) between bots; resumable; the demo with no arguments"
 
-EPILOG = (
-    """\
+EPILOG = """\
 examples:
   alternator tournament                                   the demo: the sample bots, round robin
   alternator tournament examples/tournament.toml          a tournament from a config file
@@ -40,10 +39,7 @@ examples:
                                                           read-only files but /tmp, 512 MiB each
   alternator tournament examples/tournament.toml --cluster tcp://10.0.0.5:8786   on a Dask cluster
 Re-run the same command to resume a stopped or killed tournament: only missing games are played.
-
 """
-    + CLUSTER_HELP
-)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -67,7 +63,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--tc",
         metavar="BASE+INC",
-        help="time control: BASE+INC in seconds like 10+0.1 (the default), or MOVES/BASE like 40/60",
+        help="time control: BASE+INC in seconds like 10+0.1 (the default), or MOVES/BASE[+INC] like 40/60 or"
+        " 40/60+1 (60 s for every 40 moves, plus 1 s after each)",
     )
     parser.add_argument("--movetime", type=float, metavar="SECONDS", help="a fixed time per move instead of a clock")
     parser.add_argument("--size", metavar="N|WxH", help="board size: 8 for 8x8, or WxH like 9x7 (default: 8x8)")
