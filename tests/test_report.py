@@ -238,6 +238,13 @@ def test_the_feed_follows_a_runners_events_and_the_live_state_follows_the_feed(t
         file.write("}\n")
     state.read_feed()
     assert list(state.live) == ["g3"]
+    # A new run (or a resumed one) starts the feed afresh: the live view forgets the old run's games.
+    again = LiveFeed(tmp_path)
+    again.run_started("tournament")
+    again.close()
+    assert (tmp_path / "live.jsonl").read_text().count("\n") == 1
+    state.read_feed()
+    assert state.live == {}
 
 
 def test_cpu_and_latency_figures_where_records_carry_them(tmp_path: Path) -> None:
