@@ -101,7 +101,8 @@ class TournamentConfig(BaseModel):
     format: Format = Field(Format.ROUND_ROBIN, description="round-robin, or gauntlet (the first bot vs each other).")
     games: int = Field(DEFAULT_GAMES, ge=1, le=MAX_GAMES_PER_PAIRING, description="Games per pairing.")
     time_control: str | None = Field(
-        None, description="BASE+INC in seconds like 60+0.5, or MOVES/BASE like 40/60 (default 10+0.1)."
+        None,
+        description="BASE+INC in seconds like 60+0.5, or MOVES/BASE[+INC] like 40/60 or 40/60+1 (default 10+0.1).",
     )
     movetime: float | None = Field(None, gt=0, description="A fixed limit per move in seconds, instead of a clock.")
     size: str = Field("8x8", description="Board size: 8, or WIDTHxHEIGHT like 9x7 (2 to 26).")

@@ -28,6 +28,7 @@ from referee.display import side_name, tally
 from referee.exceptions import find_exception, single_exception
 from referee.files import write_text_atomic
 from referee.game import run_game
+from referee.livefeed import LiveFeed
 from referee.process import BotHost, BotProcess
 from referee.record import GameRecord, GameSettings, MoveRecord, Termination
 from referee.sprt import (
@@ -151,6 +152,7 @@ class Match:
     paths: list[Path] = field(default_factory=list)
     void_games: int = 0
     sprt_state: SprtStatus | None = None
+    feed: LiveFeed | None = None  # every move, for the live view (`alternator serve`)
 
     def settings_for(self, number: int) -> GameSettings:
         """The settings of game `number`: the opening of its pair."""
@@ -235,17 +237,23 @@ class Match:
 
         def on_move(move: MoveRecord, position: Position) -> None:
             moves.append(move)
+            if self.feed is not None:
+                self.feed.move(game_id, move)
             if self.observer is not None:
                 self.observer.move_played(move, position)
 
         if self.observer is not None:
             self.observer.game_started(number, self.games, black.spec.name, white.spec.name)
         settings = self.settings_for(number)
+        if self.feed is not None:
+            self.feed.game_started(game_id, black.spec.name, white.spec.name, settings)
         started_at = datetime.now(UTC)
         path = self._record_path(number, retry)
         try:
             record = await run_game(game_id, black, white, settings, on_move=on_move)
         except BaseException as error:
+            if self.feed is not None:
+                self.feed.game_finished(game_id)
             reason = "stopped by the user (Ctrl-C)" if is_interrupt(error) else f"stopped: {type(error).__name__}"
             record = aborted_record(game_id, black, white, settings, moves, started_at, reason)
             write_record(record, path)
@@ -253,6 +261,8 @@ class Match:
             self.paths.append(path)
             raise
         write_record(record, path)
+        if self.feed is not None:
+            self.feed.game_finished(game_id)
         self.records.append(record)
         self.paths.append(path)
         if self.observer is not None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import json
 import logging
 import os
@@ -23,6 +24,8 @@ import re
 import shlex
 import signal
 import subprocess
+import sys
+import termios
 import time
 from collections import deque
 from collections.abc import AsyncIterator
@@ -248,6 +251,10 @@ class BotChannel:
 
         Over memory streams there is no process: None.
         """
+        return None
+
+    def input_unread(self) -> int | None:
+        """Bytes written to the bot and not read by it yet (None: cannot be told, as over memory streams)."""
         return None
 
     def give_up(self, reason: str) -> None:
@@ -479,6 +486,14 @@ class BotProcess(BotChannel):
     @property
     def returncode(self) -> int | None:
         return self.process.returncode
+
+    def input_unread(self) -> int | None:
+        buffer = bytearray(4)
+        try:
+            fcntl.ioctl(self._send_stream.fileno(), termios.FIONREAD, buffer)  # type: ignore[attr-defined]
+        except (OSError, AttributeError):
+            return None
+        return int.from_bytes(buffer, sys.byteorder)
 
     def cpu_wait_ns(self) -> int | None:
         # The main thread's schedstat, kept open: one pread (about a microsecond) per move.

@@ -130,10 +130,6 @@ class BotStanding(BaseModel):
         description="Losses by how the game ended: 'normal' (on the board) or the forfeit kind; they sum to `losses`."
     )
 
-    @property
-    def forfeit_losses(self) -> int:
-        return self.losses - self.losses_by_kind.get(NORMAL, 0)
-
 
 class Totals(BaseModel):
     """Counts over all scored games."""

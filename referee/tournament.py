@@ -38,6 +38,7 @@ from referee.events import (
 )
 from referee.files import write_text_atomic
 from referee.game import run_game
+from referee.livefeed import LiveFeed
 from referee.process import BotHost, BotProcess
 from referee.record import GameRecord, GameSettings, Termination
 from referee.schedule import ScheduledGame, make_schedule, pick_next
@@ -116,6 +117,7 @@ class Tournament:
         self._started = 0.0
         self._store: TournamentStore | None = None
         self._write_lock = trio.Lock()
+        self._feed = LiveFeed(self.out_dir)  # every move, for the live view (`alternator serve`)
 
     def stop(self) -> None:
         """Stop playing: games in progress are abandoned (not scored) and their bots killed."""
@@ -130,6 +132,7 @@ class Tournament:
         with TournamentStore(self.out_dir / DB_NAME) as store:
             self._store = store
             store.start(self.plan.fingerprint, self.schedule)
+            self._feed.run_started("tournament")
             self._results = [ScoredGame(b, w, r, Termination(t)) for _, b, w, r, t in store.finished()]
             self._rewrite_games_file()
             self._pending = [self._by_number[n] for n in store.pending()]
@@ -158,6 +161,8 @@ class Tournament:
                 # Also after an error or a stop: the standings so far are written, games.jsonl is in order.
                 standings = self._standings()
                 files = self._write_outputs(standings)
+                self._feed.run_finished()
+                self._feed.close()
             summary = TournamentSummary(
                 games_total=len(self.schedule),
                 games_done=len(self._results),
@@ -228,13 +233,17 @@ class Tournament:
             )
         )
         started = time.monotonic()
+        self._feed.game_started(game.game_id, game.black, game.white, settings)
         try:
             if self.cluster is not None:
                 specs = {spec.name: spec for spec in self.plan.bots}
                 record = await self.cluster.play(game.game_id, specs[game.black], specs[game.white], settings)
             else:
-                record = await run_game(game.game_id, black, white, settings)
+                record = await run_game(
+                    game.game_id, black, white, settings, on_move=lambda move, _: self._feed.move(game.game_id, move)
+                )
         except BaseException:
+            self._feed.game_finished(game.game_id)
             # Stopped or failed mid-game: nothing is scored; it is pending again for the next run.
             with trio.CancelScope(shield=True):
                 await self._in_thread(store.release, game.number)
@@ -242,6 +251,7 @@ class Tournament:
         # Shielded: a stop that comes now must not lose a game that has finished.
         with trio.CancelScope(shield=True):
             await self._in_thread(self._save, game.number, record)
+        self._feed.game_finished(game.game_id)
         await self._finished(game, record, time.monotonic() - started)
         if self.cluster is not None:
             return

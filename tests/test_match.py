@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from protocol.messages import TimeControl
+from protocol.rules import BLACK
 from referee.cli import main
 from referee.commands.replay import check_record
 from referee.display import describe_result, format_match_score, tally
@@ -268,9 +269,7 @@ def test_the_live_progress_line_is_redrawn_in_place(tmp_path: Path) -> None:
     display.game_started(1, 2, "a", "b")
     position = Position(4, 4)
     position.push(position.legal_moves()[0])
-    display.move_played(
-        MoveRecord(color="black", move=str(position.history[0]), elapsed_ms=0.2, clock_ms=None), position
-    )
+    display.move_played(MoveRecord(color=BLACK, move=str(position.history[0]), elapsed_ms=0.2, clock_ms=None), position)
     record = _record(Termination.NORMAL, "0-1", "white")
     display.game_finished(1, record, tmp_path / "game-001.json")
     text = out.getvalue()

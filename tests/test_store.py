@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from protocol.messages import TimeControl
+from protocol.rules import BLACK, WHITE
 from referee.record import BotInfo, GameRecord, GameSettings, Termination
 from referee.schedule import Format, ScheduledGame, make_schedule
 from referee.store import DB_NAME, StoreError, TournamentStore
@@ -31,7 +32,7 @@ def record(game: ScheduledGame, termination: Termination = Termination.NORMAL, r
         white=BotInfo(name=game.white, command=["y"]),
         settings=GameSettings(width=4, height=4, time_control=TimeControl(base_ms=1000), opening=list(game.opening)),
         result=result if scored else "*",  # type: ignore[arg-type]
-        winner=("black" if result == "1-0" else "white") if scored else None,
+        winner=(BLACK if result == "1-0" else WHITE) if scored else None,
         termination=termination,
         reason="test",
         black_score=10 if scored else None,

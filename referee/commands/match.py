@@ -57,7 +57,8 @@ EPILOG = f"""\
 {BOT_FORMS_HELP}
 Time controls:
   --tc 60+0.5      Fischer: 60 s each, plus 0.5 s after every move (fractions allowed: 10+0.1)
-  --tc 40/60       60 s for every 40 moves
+  --tc 40/60       60 s for every 40 moves (unused time carries over)
+  --tc 40/60+1     the same, plus 1 s after every move
   --movetime 2     at most 2 s for every move, no game clock
   (default: --tc {DEFAULT_TC})
 
@@ -100,7 +101,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--white", required=True, metavar="BOT", help="the bot that plays White in game 1")
     clock = parser.add_mutually_exclusive_group()
     clock.add_argument(
-        "--tc", metavar="TC", help=f"time control: BASE+INC or MOVES/BASE in seconds (default {DEFAULT_TC})"
+        "--tc", metavar="TC", help=f"time control: BASE+INC or MOVES/BASE[+INC] in seconds (default {DEFAULT_TC})"
     )
     clock.add_argument("--movetime", metavar="S", type=float, help="a fixed limit of S seconds per move instead")
     parser.add_argument(
@@ -207,6 +208,7 @@ def run(args: argparse.Namespace) -> int:
     from referee.botspec import BotSpecError, check_bot_command, parse_bot_arg
     from referee.clock import movetime_control, parse_time_control
     from referee.display import MatchDisplay, format_match_report, format_statistics
+    from referee.livefeed import LiveFeed
     from referee.match import (
         Ended,
         Match,
@@ -219,6 +221,7 @@ def run(args: argparse.Namespace) -> int:
     )
     from referee.process import BotStartError
     from referee.record import GameSettings
+    from referee.report import write_report_or_warn
     from referee.schedule import OpeningsFileError, random_openings, read_openings_file
 
     width, height = board_size(args.size)
@@ -305,6 +308,8 @@ def run(args: argparse.Namespace) -> int:
     match = Match(
         first, second, settings, games, out_dir, match_id=match_id, observer=display, openings=openings, sprt=sprt
     )
+    match.feed = feed = LiveFeed(out_dir)
+    feed.run_started("match")
     plan = f"at most {games} games until the SPRT decides" if sprt else f"{games} game(s)"
     display.message(f"{first.name} vs {second.name}: {plan}, records in {out_dir}")
     if sprt is not None and used.kind in ("none", "fixed"):
@@ -328,6 +333,8 @@ def run(args: argparse.Namespace) -> int:
             display.message(f"summary: {write_summary(summary, out_dir)}")
         except MatchError as error:
             print(f"alternator match: error: {error}", file=sys.stderr)
+        feed.run_finished()
+        display.message(write_report_or_warn(out_dir))
 
     try:
         trio.run(match.run)

@@ -63,7 +63,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--tc",
         metavar="BASE+INC",
-        help="time control: BASE+INC in seconds like 10+0.1 (the default), or MOVES/BASE like 40/60",
+        help="time control: BASE+INC in seconds like 10+0.1 (the default), or MOVES/BASE[+INC] like 40/60 or"
+        " 40/60+1 (60 s for every 40 moves, plus 1 s after each)",
     )
     parser.add_argument("--movetime", type=float, metavar="SECONDS", help="a fixed time per move instead of a clock")
     parser.add_argument("--size", metavar="N|WxH", help="board size: 8 for 8x8, or WxH like 9x7 (default: 8x8)")
@@ -335,6 +336,7 @@ def run(args: argparse.Namespace) -> int:
     from referee.cluster import ClusterError, ClusterLostError
     from referee.exceptions import find_exception
     from referee.process import BotStartError
+    from referee.report import write_report_or_warn
     from referee.standings import to_text
     from referee.store import StoreError
     from referee.tournament import Tournament, TournamentSummary
@@ -411,6 +413,7 @@ def run(args: argparse.Namespace) -> int:
     results_out.write(f"files: {', '.join(str(p) for p in summary.files)}\n")
     if tournament.cluster is not None:
         results_out.write("workers:\n" + "".join(f"  {line}\n" for line in tournament.cluster.summary_lines()))
+    results_out.write(write_report_or_warn(plan.out_dir) + "\n")
     results_out.flush()
     if summary.void_games:
         display.message(
