@@ -32,11 +32,13 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from protocol.rules import BLACK, PASS, Cell, Move, Position
-from sample_bots.solver import SolveAborted, live_roots, solve
+from sample_bots.solver import SolveAborted, estimate_nodes, live_roots, solve
 
 __all__ = ["DEFAULT", "SearchInfo", "Searcher", "Settings", "budget", "choose_move"]
 
 _SOLVE_TT_LIMIT = 400_000
+_SOLVER_NODES_PER_SECOND = 50_000
+_SOLVER_REACH = 8.0  # how far past its estimate a solve is still tried
 
 _INF = 1e9
 _PASS = -1
@@ -547,9 +549,14 @@ def choose_move(
     try:
         start = time.perf_counter()
         info = None
-        if not position.is_over() and live_roots(position) <= settings.solve_live_roots:
-            deadline = start + settings.solve_share * max(seconds, 0.0)
-            info = _solve(position, deadline, solver_nodes, on_iteration)
+        live = 0 if position.is_over() else live_roots(position)
+        share = settings.solve_share * max(seconds, 0.0)
+        # Only when the solver likely finishes in its share (the estimate is for a compact board; an
+        # endgame's roots lie in small groups, which solve several times faster): a failed try is time lost.
+        if 0 < live <= settings.solve_live_roots and (
+            solver_nodes is not None or estimate_nodes(live) <= _SOLVER_REACH * share * _SOLVER_NODES_PER_SECOND
+        ):
+            info = _solve(position, start + share, solver_nodes, on_iteration)
         if info is None:
             left = seconds - (time.perf_counter() - start)
             info = Searcher(position, seed, settings).search(left, max_depth, on_iteration, use_all)
