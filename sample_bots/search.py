@@ -146,6 +146,7 @@ class Searcher:
         board = _Board.of(width, height)
         self.dark = board.dark
         self.sides = board.sides
+        self.edges = board.edges
         self.nbrs = board.nbrs
         self.zkey = board.zkey
         self.zturn = board.zturn
@@ -223,6 +224,30 @@ class Searcher:
         rest.sort(reverse=True)
         return caps, rest
 
+    def captures(self) -> list[tuple[int, int]]:
+        """The captures alone, keyed and ordered as in `generate`: all the quiescence search looks at."""
+        size = self.size
+        nbrs = self.nbrs
+        caps: list[tuple[int, int]] = []
+        for mine, theirs, take, _give in self.sides[self.stm]:
+            s_mine = size[mine]
+            if s_mine:
+                s_theirs = size[theirs]
+                if s_theirs >= s_mine:
+                    grown = s_mine + s_theirs
+                    key = s_theirs
+                    for r in nbrs[mine]:
+                        if r != theirs and 0 < size[r] <= grown:
+                            key -= grown
+                            break
+                    caps.append((key, take))
+        caps.sort(reverse=True)
+        return caps
+
+    def _any_placement(self) -> bool:
+        size = self.size
+        return any(size[a] and size[b] for a, b, _ab, _ba in self.edges)
+
     def _make(self, m: int) -> int:
         """Play move id `m`; returns what `_unmake` needs (the pit's size, or the old pass count)."""
         self.hash ^= self.zturn
@@ -282,8 +307,8 @@ class Searcher:
         stand = self.static()
         if stand >= beta:
             return stand
-        caps, rest = self.generate()
-        if not caps and not rest:
+        caps = self.captures()
+        if not caps and not self._any_placement():
             # Nobody can place any more: the game is decided as it stands.
             return self.terminal()
         if qdepth <= 0:
