@@ -393,7 +393,7 @@ def game_row(number: int, record: GameRecord, bot_index: dict[str, int]) -> list
         bot_index[record.white.name],
         _RESULT_CODE[record.result],
         TERMINATIONS.index(str(record.termination)),
-        len(record.settings.opening) + len(record.moves),
+        len(record.all_moves()),  # the opening included
         record.black_score,
         record.white_score,
     ]
