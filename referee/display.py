@@ -200,6 +200,10 @@ def _duration(seconds: float) -> str:
     return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
 
 
+SUMMARY_INTERVAL_S = 30.0
+"""Output to a file or a pipe (no status line redrawn in place) gets a progress line this often."""
+
+
 class RunDisplay:
     """Progress of a match or a tournament: a line per finished game, the statistics after every game pair of a
     two-bot run, and on a terminal a status line (games done, elapsed and remaining time, the leader) redrawn
@@ -214,6 +218,7 @@ class RunDisplay:
         self._done = 0
         self._total = 0
         self._leader = ""
+        self._last_summary: float = time.monotonic()  # the last progress line (output not a terminal)
         self._playing: dict[int, str] = {}
         self._drawn = False
 
@@ -243,13 +248,17 @@ class RunDisplay:
                 self._line(f"{text} [not scored: it is played again]")
             else:
                 self._line(f"[{event.games_done}/{event.games_total}] {text}")
+            if event.stderr_line or event.stderr_log:
+                where = [f"last stderr line: {event.stderr_line}"] if event.stderr_line else []
+                self._line("  " + "; ".join([*where, *([f"log: {event.stderr_log}"] if event.stderr_log else [])]))
             self._status()
         elif event.type == "statistics_updated":
             for line in format_statistics(event.statistics):
                 self._line(f"  {line}")
         elif event.type == "standings_updated" and event.standings:
             top = event.standings[0]
-            self._leader = f"{top.name} {format_number(top.points)}/{top.games}"
+            score = f" ({100 * top.points / top.games:.1f}%)" if top.games else ""
+            self._leader = f"{top.name} {format_number(top.points)}/{top.games}{score}"
             self._status()
         elif event.type == "tournament_finished":
             self._total = 0  # no more status lines
@@ -267,12 +276,26 @@ class RunDisplay:
         self._line(text)
 
     def tick(self) -> None:
-        """Redraw the status line (called every second, so elapsed time moves during long games)."""
-        self._status()
+        """Called every second: on a terminal, redraw the status line (elapsed time moves during long games);
+        otherwise (output to a file or a pipe) write it as a line of its own every SUMMARY_INTERVAL_S."""
+        if self.live:
+            self._status()
+        elif self._total and time.monotonic() - self._last_summary >= SUMMARY_INTERVAL_S:
+            self._last_summary = time.monotonic()
+            self.out.write(f"progress: {self._status_text()}\n")
+            self.out.flush()
 
     def _status(self) -> None:
         if not self.live or not self._total:
             return
+        # Wider than the terminal, the line would wrap and \r could not redraw it in place.
+        width = shutil.get_terminal_size().columns - 1
+        self.out.write(f"\r\x1b[K{self._status_text()[:width]}")
+        self.out.flush()
+        self._drawn = True
+
+    def _status_text(self) -> str:
+        """Games done, elapsed and estimated remaining time, the leader with its score, the games in play."""
         elapsed = time.monotonic() - self._start
         played = self._done - self._done_at_start
         left = self._total - self._done
@@ -281,11 +304,7 @@ class RunDisplay:
         text = f"{self._done}/{self._total} games, {_duration(elapsed)} elapsed, {eta}{leader}"
         if self._playing:
             text += f"; playing {', '.join(self._playing.values())}"
-        # Wider than the terminal, the line would wrap and \r could not redraw it in place.
-        width = shutil.get_terminal_size().columns - 1
-        self.out.write(f"\r\x1b[K{text[:width]}")
-        self.out.flush()
-        self._drawn = True
+        return text
 
     def _clear(self) -> None:
         if self._drawn:

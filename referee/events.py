@@ -86,6 +86,10 @@ class GameFinished(_Event):
     scored: bool = Field(description="False for a void or aborted game, which is played again.")
     games_done: int
     games_total: int
+    stderr_line: str | None = Field(
+        default=None, description="A forfeit: the last line the forfeiting bot wrote to its stderr (null: none)."
+    )
+    stderr_log: str | None = Field(default=None, description="A forfeit: the path of the forfeiting bot's stderr log.")
 
 
 class StandingsUpdated(_Event):

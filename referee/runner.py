@@ -26,6 +26,7 @@ referee anyway: bubblewrap's --die-with-parent, see `referee.sandbox`.)
 from __future__ import annotations
 
 import math
+import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -47,17 +48,29 @@ from referee.events import (
     now,
     standing_rows,
 )
-from referee.files import write_text_atomic
+from referee.exceptions import find_exception
+from referee.files import OutputDirError, is_disk_full, prepare_output_dir, write_text_atomic
 from referee.game import run_game
 from referee.match import Ended, HeadToHead, head_to_head
 from referee.process import BotHost, BotProcess
 from referee.record import GameRecord, GameSettings, MoveRecord, Termination
+from referee.recovery import (
+    GAMES_FILE as GAMES_FILE,
+)
+from referee.recovery import (
+    LostGamesError,
+    RecoveryError,
+    check_nothing_lost,
+    match_to_schedule,
+    read_games_file,
+    rebuild_database,
+    set_aside,
+)
 from referee.schedule import ScheduledGame, make_schedule, pick_next
 from referee.sprt import CountedGame, MatchStatistics, PairCounter
 from referee.standings import ScoredGame, Standings, compute_standings, write_standings
 from referee.store import DB_NAME, RunStore, StoreError
 
-GAMES_FILE = "games.jsonl"
 LOG_DIR = "logs"
 MAX_VOIDS_PER_GAME = 3
 """A void game is played again at once; void this many times in one run, the run stops: the machine (its
@@ -68,6 +81,11 @@ STANDINGS_UPDATE_INTERVAL_S = 1.0
 """Standings are recomputed (and `standings_updated` sent) at most this often while games run, and after
 the last game: the Elo fit runs on the thread that times every move of every game in progress."""
 STANDINGS_WRITE_INTERVAL_S = 5.0
+MAX_FAILED_STARTS = 3
+"""A bot that fails to start (its handshake) this many times in a row, before any start of it succeeded in this run,
+stops the run: that is a set-up problem (a wrong command, output never flushed), not a game, and playing on would
+forfeit every game of the bot. Those failed games are not scored."""
+REBUILD_HINT = "run the same command with --rebuild-db (the damaged database is kept beside it)"
 
 if TYPE_CHECKING:
     from referee.cluster import Cluster
@@ -203,6 +221,8 @@ class Runner:
         self._pending: list[ScheduledGame] = []
         self._voids: dict[int, int] = {}
         self._played_now = 0
+        self._started_ok: set[str] = set()
+        self._failed_starts: dict[str, int] = {}
         self._voids_now = 0
         self._last_standings_write = 0.0
         self._last_standings_update = -math.inf
@@ -232,10 +252,18 @@ class Runner:
         """Play every pending game. StoreError: this output directory cannot be used for this plan."""
         self._started = self._last_standings_write = time.monotonic()
         refuse_old_match_directory(self.out_dir)
-        self.out_dir.mkdir(parents=True, exist_ok=True)
-        self.log_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            prepare_output_dir(self.log_dir)  # the output directory too
+        except OutputDirError as error:
+            raise StoreError(str(error)) from None
         with RunStore(self.out_dir / DB_NAME) as store:
             self._store = store
+            try:
+                # Before games.jsonl is rewritten from the database: it must hold no game the database lacks
+                # (a database deleted, emptied or replaced), or the rewrite would lose them.
+                check_nothing_lost(self.out_dir, store.game_ids(), rebuild_hint=REBUILD_HINT)
+            except LostGamesError as error:
+                raise StoreError(str(error)) from None
             store.start(self.plan.fingerprint, self.schedule)
             for number, black, white, result, termination in store.finished():
                 self._results.append(ScoredGame(black, white, result, Termination(termination)))
@@ -263,6 +291,17 @@ class Runner:
                 async with trio.open_nursery() as nursery:
                     for index in range(min(self._slots, len(self._pending))):
                         nursery.start_soon(self._worker, index)
+            except BaseException as error:
+                full = find_exception(error, (OSError, sqlite3.Error))
+                if full is None or not is_disk_full(full):
+                    raise
+                # A full disk is no bug: one line, not a traceback. Every game committed before it is safe.
+                self._ended = "error"
+                self._error = (
+                    f"the disk holding {self.out_dir} is full ({full}): stopped after {len(self._results)} of"
+                    f" {len(self.schedule)} games; the games recorded are safe in {self.out_dir / DB_NAME}. Free"
+                    " some space and run the same command to resume"
+                )
             finally:
                 # Also after an error or a stop: the standings so far are written, games.jsonl is in order.
                 if self._two_bots:  # the final figures count every game, paired or not
@@ -367,6 +406,10 @@ class Runner:
             with trio.CancelScope(shield=True):
                 await self._in_thread(store.release, game.number)
             return
+        if self._failed_start(game, record, time.monotonic() - started):
+            with trio.CancelScope(shield=True):
+                await self._in_thread(store.release, game.number)
+            return
         # Shielded: a stop that comes now must not lose a game that has finished.
         with trio.CancelScope(shield=True):
             async with self._write_lock:
@@ -381,6 +424,52 @@ class Runner:
                 if self.decided:
                     self.stop("sprt")
         await self._finished(game, record, counts, pair_done, time.monotonic() - started)
+
+    def _failed_start(self, game: ScheduledGame, record: GameRecord, duration: float) -> bool:
+        """Whether `record` is a bot failing to start before any start of it succeeded in this run.
+
+        Such a game is not scored but played again; at MAX_FAILED_STARTS in a row the run stops, naming the
+        bot, the reason, its last stderr line and its log. A bot that once completed its handshake is known
+        to start: a later failure is an ordinary forfeit.
+        """
+        for info in (record.black, record.white):
+            if info.announced_name is not None:
+                self._started_ok.add(info.name)
+        loser = {"black": record.black, "white": record.white}.get(str(record.loser))
+        if loser is None or loser.name in self._started_ok or "failed the handshake" not in record.reason:
+            return False
+        failures = self._failed_starts[loser.name] = self._failed_starts.get(loser.name, 0) + 1
+        line, log = forfeit_stderr(record)
+        if failures >= MAX_FAILED_STARTS:
+            details = "".join((f"; its last stderr line: {line}" if line else "", f"; its log: {log}" if log else ""))
+            self.stop(
+                "error",
+                f"bot {loser.name!r} failed to start {failures} times in a row ({record.reason}{details}); fix it"
+                " and run the same command: those games were not scored",
+            )
+        else:
+            self._pending.insert(0, game)
+        self.on_event(
+            GameFinished(
+                type="game_finished",
+                time=now(),
+                number=game.number,
+                game_id=game.game_id,
+                black=game.black,
+                white=game.white,
+                result="*",
+                termination=record.termination,
+                reason=record.reason,
+                moves=0,
+                duration_s=round(duration, 3),
+                scored=False,
+                games_done=len(self._results),
+                games_total=len(self.schedule),
+                stderr_line=line,
+                stderr_log=log,
+            )
+        )
+        return True
 
     def _save(self, game: ScheduledGame, record: GameRecord) -> tuple[bool, bool]:
         """Commit a finished game, append it to games.jsonl and count its pair (in a worker thread, under the
@@ -452,6 +541,8 @@ class Runner:
                 scored=scored,
                 games_done=len(self._results),
                 games_total=len(self.schedule),
+                stderr_line=forfeit_stderr(record)[0],
+                stderr_log=forfeit_stderr(record)[1],
             )
         )
         statistics = self._statistics
@@ -503,8 +594,42 @@ class Runner:
         write_text_atomic(self.out_dir / GAMES_FILE, (data + "\n" for data in self._require_store().records()))
 
     def _write_outputs(self, standings: Standings) -> list[Path]:
-        self._rewrite_games_file()
-        return [*write_standings(standings, self.out_dir), self.out_dir / GAMES_FILE]
+        try:
+            self._rewrite_games_file()
+            return [*write_standings(standings, self.out_dir), self.out_dir / GAMES_FILE]
+        except (OSError, sqlite3.Error) as error:
+            if not is_disk_full(error):
+                raise
+            # Each file is replaced whole or not at all, so the old ones stand; the database has every game.
+            return []
+
+
+def forfeit_stderr(record: GameRecord) -> tuple[str | None, str | None]:
+    """A forfeit's last line of the forfeiting bot's stderr and the path of its log (None, None otherwise)."""
+    if not record.termination.is_forfeit or record.loser is None:
+        return None, None
+    loser = record.black if record.loser == "black" else record.white
+    line = next((text.strip() for text in reversed(record.stderr_tail) if text.strip()), None)
+    return line, loser.stderr_log
+
+
+def rebuild_from_games_file(plan: RunPlan) -> tuple[int, Path | None]:
+    """`--rebuild-db`: a new database from games.jsonl; (games restored, where the old database was put).
+
+    The file's games are checked against the plan's schedule before anything is moved, so a refusal
+    (other settings, a damaged line) leaves the directory as it was.
+    """
+    out_dir = plan.out_dir
+    if not (out_dir / GAMES_FILE).exists():
+        raise StoreError(f"--rebuild-db: {out_dir / GAMES_FILE} does not exist: there is nothing to rebuild from")
+    schedule = make_schedule(plan.bot_names, plan.format, plan.games_per_pairing, plan.openings)
+    try:
+        match_to_schedule(read_games_file(out_dir / GAMES_FILE).records, schedule)
+    except RecoveryError as error:
+        raise StoreError(f"--rebuild-db: {error}") from None
+    kept = set_aside(out_dir / DB_NAME)
+    with RunStore(out_dir / DB_NAME) as store:
+        return rebuild_database(store, out_dir, plan.fingerprint, schedule), kept
 
 
 def refuse_old_match_directory(out_dir: Path) -> None:

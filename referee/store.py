@@ -98,7 +98,9 @@ class RunStore:
         except sqlite3.DatabaseError as error:
             self._lock.close()
             raise StoreError(
-                f"{path}: cannot open the tournament database ({error}); choose another output directory"
+                f"{path}: cannot open the tournament database ({error}). {path.with_name('games.jsonl')} still holds"
+                " every game recorded: run the same command with --rebuild-db to rebuild the database from it"
+                " (the damaged file is kept beside it), or choose another output directory"
             ) from None
 
     def close(self) -> None:
@@ -184,6 +186,11 @@ class RunStore:
             self._db.execute("UPDATE games SET status = 'pending' WHERE status = 'running'")
 
     # -- games --------------------------------------------------------------------------------------
+
+    def game_ids(self) -> list[str]:
+        """The game ids of every done game (what games.jsonl should hold)."""
+        rows = self._db.execute("SELECT record FROM games WHERE status = 'done' AND record IS NOT NULL")
+        return [str(json.loads(row[0])["game_id"]) for row in rows]
 
     def pending(self) -> list[int]:
         rows = self._db.execute("SELECT number FROM games WHERE status != 'done' ORDER BY number")

@@ -99,7 +99,7 @@ def test_fixed_time_per_move_and_show_moves(tmp_path: Path, capsys: pytest.Captu
 
 def test_a_bot_that_crashes_forfeits_and_is_restarted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "m"
-    crasher = 'name=crasher cmd="python3 -c \'import sys; print(\\"boom\\", file=sys.stderr); sys.exit(3)\'"'
+    crasher = f"name=crasher cmd='python3 {ROOT / 'tests' / 'bots' / 'testbot.py'} crash 3'"  # on its first turn
     assert main(["match", "--black", crasher, "--white", "random", "--size", "4x4", "--out", str(out), "-j", "1"]) == 0
     records = load_records(out)
     assert len(records) == 2

@@ -61,6 +61,12 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
         "--events", metavar="FILE", help="write one JSON line per event to FILE ('-': stdout); see referee/schema"
     )
     parser.add_argument(
+        "--rebuild-db",
+        action="store_true",
+        help="rebuild the output directory's database from its games.jsonl (when the database was lost or damaged),"
+        " then go on as a resume",
+    )
+    parser.add_argument(
         "--margin-ms", type=int, metavar="MS", help="grace added to every deadline before a bot loses on time"
     )
     parser.add_argument(
@@ -152,6 +158,7 @@ def execute(
     *,
     events: str | None,
     name: str,
+    rebuild_db: bool = False,
 ) -> RunSummary | None:
     """Run `plan` to its end, a verdict, an error or a signal. None when a signal came before the first game
     (nothing was recorded); UsageError when a bot cannot start or the output directory is another run's."""
@@ -159,17 +166,25 @@ def execute(
 
     from referee.cluster import ClusterError, ClusterLostError
     from referee.exceptions import find_exception
+    from referee.files import OutputDirError, prepare_output_dir
     from referee.livefeed import LiveFeed
     from referee.process import BotStartError
-    from referee.runner import Runner
+    from referee.runner import Runner, rebuild_from_games_file
     from referee.store import StoreError
 
     try:
-        plan.out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise UsageError(
-            f"cannot create the output directory {plan.out_dir}: {error.strerror}; choose another with --out DIR"
-        ) from None
+        prepare_output_dir(plan.out_dir)
+    except OutputDirError as error:
+        raise UsageError(str(error)) from None
+    if rebuild_db:
+        try:
+            restored, kept = rebuild_from_games_file(plan)
+        except StoreError as error:
+            raise UsageError(str(error)) from None
+        display.message(
+            f"rebuilt {plan.out_dir / 'tournament.db'} from games.jsonl: {restored} game(s)"
+            + (f"; the old database is kept as {kept}" if kept is not None else "")
+        )
     writer = EventWriter(events) if events else None
     feed = LiveFeed(plan.out_dir)  # every move, for the live view (`alternator serve`)
 
@@ -213,8 +228,7 @@ def execute(
                     return
 
             nursery.start_soon(watch)
-            if display.live:
-                nursery.start_soon(tick)
+            nursery.start_soon(tick)  # the status line on a terminal, a progress line now and then otherwise
             summary = await runner.run()
             nursery.cancel_scope.cancel()
         return summary

@@ -326,7 +326,7 @@ def _run(args: argparse.Namespace) -> int:
             "note: every pair starts from the same position; deterministic bots then replay the same two games"
             " and the SPRT learns nothing new from them: use --openings-plies N or --openings-file FILE"
         )
-    summary = execute(plan, display, events=args.events, name="match")
+    summary = execute(plan, display, events=args.events, name="match", rebuild_db=args.rebuild_db)
     if summary is not None and summary.statistics is not None:
         first, second = plan.bot_names
         statistics = head_to_head(first, second, summary.statistics)

@@ -209,12 +209,13 @@ def _run(args: argparse.Namespace) -> int:
     if plan.cluster is None:
         check_bots(plan)  # on a cluster each worker checks them (the preflight)
     display = RunDisplay(sys.stderr)
-    summary = execute(plan, display, events=args.events, name="tournament")
+    summary = execute(plan, display, events=args.events, name="tournament", rebuild_db=args.rebuild_db)
     if summary is not None:
         table = to_text(summary.standings)
         results_out = sys.stderr if args.events == "-" else sys.stdout
         results_out.write(table if table.endswith("\n") else table + "\n")
-        results_out.write(f"files: {', '.join(str(p) for p in summary.files)}\n")
+        if summary.files:
+            results_out.write(f"files: {', '.join(str(p) for p in summary.files)}\n")
         if summary.workers:
             results_out.write("workers:\n" + "".join(f"  {line}\n" for line in summary.workers))
         results_out.write(write_report_or_warn(plan.out_dir) + "\n")
