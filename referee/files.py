@@ -100,6 +100,18 @@ def prepare_output_dir(path: Path) -> None:
         ) from None
 
 
+def disk_full_in(error: BaseException) -> BaseException | None:
+    """The disk-full error in `error` or in the exception groups it holds (a nursery's), or None."""
+    if is_disk_full(error):
+        return error
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            found = disk_full_in(inner)
+            if found is not None:
+                return found
+    return None
+
+
 def is_disk_full(error: BaseException) -> bool:
     """Whether `error` is the file system running out of space (or of the user's quota), from a file or SQLite."""
     if isinstance(error, sqlite3.Error):

@@ -9,6 +9,7 @@ lacks (`check_nothing_lost`), and `rebuild_database` puts the file's games back 
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -17,7 +18,7 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
-from referee.record import GameRecord
+from referee.record import GameRecord, Termination
 from referee.schedule import ScheduledGame
 
 GAMES_FILE = "games.jsonl"
@@ -78,17 +79,44 @@ def check_nothing_lost(out_dir: Path, known_game_ids: Iterable[str], *, rebuild_
     path = out_dir / GAMES_FILE
     known = set(known_game_ids)
     try:
-        missing = [r for r in read_games_file(path).records if r.termination.is_scored and r.game_id not in known]
+        missing = [game_id for game_id in scored_game_ids(path) if game_id not in known]
     except RecoveryError as error:
-        raise LostGamesError(
-            f"{error}. The database does not hold every game of {path}, so nothing was changed"
-        ) from None
+        raise LostGamesError(f"{error}. Nothing was changed") from None
     if missing:
         raise LostGamesError(
             f"{path} holds {len(missing)} game(s) that {out_dir / 'tournament.db'} does not (the database is empty,"
             f" new or was replaced), so nothing was changed and no game was played. To rebuild the database from"
             f" {GAMES_FILE}: {rebuild_hint}"
         )
+
+
+def scored_game_ids(path: Path) -> list[str]:
+    """The ids of the scored games in a games.jsonl, read cheaply (it runs at every start; the file may be large).
+
+    A torn last line is left out, as `read_games_file` does; any other line that is not a record's JSON is a
+    RecoveryError naming it.
+    """
+    try:
+        with path.open("rb") as file:
+            lines = file.read().split(b"\n")
+    except FileNotFoundError:
+        return []
+    except OSError as error:
+        raise RecoveryError(f"{path}: cannot be read: {error.strerror}") from None
+    ids = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+            game_id, termination = data["game_id"], Termination(data["termination"])
+        except (ValueError, KeyError, TypeError):
+            if number == len(lines):
+                continue  # the torn last line of a killed run: never a committed game
+            raise RecoveryError(f"{path}: line {number} is not a game record; remove or repair that line") from None
+        if termination.is_scored:
+            ids.append(str(game_id))
+    return ids
 
 
 class _Store(Protocol):

@@ -48,8 +48,7 @@ from referee.events import (
     now,
     standing_rows,
 )
-from referee.exceptions import find_exception
-from referee.files import OutputDirError, is_disk_full, prepare_output_dir, write_text_atomic
+from referee.files import OutputDirError, disk_full_in, is_disk_full, prepare_output_dir, write_text_atomic
 from referee.game import run_game
 from referee.match import Ended, HeadToHead, head_to_head
 from referee.process import BotHost, BotProcess
@@ -292,8 +291,8 @@ class Runner:
                     for index in range(min(self._slots, len(self._pending))):
                         nursery.start_soon(self._worker, index)
             except BaseException as error:
-                full = find_exception(error, (OSError, sqlite3.Error))
-                if full is None or not is_disk_full(full):
+                full = disk_full_in(error)
+                if full is None:
                     raise
                 # A full disk is no bug: one line, not a traceback. Every game committed before it is safe.
                 self._ended = "error"

@@ -15,6 +15,7 @@ from referee.recovery import (
     match_to_schedule,
     read_games_file,
     rebuild_database,
+    scored_game_ids,
     set_aside,
 )
 from referee.schedule import Format, make_schedule
@@ -83,3 +84,16 @@ def test_a_database_is_rebuilt_from_games_jsonl(tmp_path: Path) -> None:
         assert [n for n, *_ in store.finished()] == [1, 2, 3]
         assert [r for *_, r, _ in store.finished()] == ["1-0", "0-1", "1-0"]
         assert len(store.pending()) == len(games) - 3
+
+
+def test_the_check_at_every_start_reads_only_ids_and_skips_a_torn_last_line(tmp_path: Path) -> None:
+    games = schedule()
+    lines = [record(g).model_dump_json() for g in games[:2]]
+    path = write_games(tmp_path, *lines, record(games[2], Termination.VOID).model_dump_json(), tail=lines[0][:50])
+    assert scored_game_ids(path) == [games[0].game_id, games[1].game_id]
+    assert scored_game_ids(tmp_path / "missing.jsonl") == []
+    write_games(tmp_path, lines[0], "{torn", lines[1])
+    with pytest.raises(RecoveryError, match="line 2 is not a game record"):
+        scored_game_ids(path)
+    with pytest.raises(LostGamesError, match=r"line 2 is not a game record; remove or repair that line\. Nothing"):
+        check_nothing_lost(tmp_path, [g.game_id for g in games], rebuild_hint="x")
