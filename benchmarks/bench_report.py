@@ -5,7 +5,8 @@
 For each size, a round robin of four bots is synthesised with the rules engine (random legal games with
 times, clocks, infos and one forfeit in ten; tests/report_games.py), not by running bots. Then:
 
-    read        load_run: games.jsonl parsed and validated (baseline: bare json.loads of every line)
+    read        load_run: games.jsonl parsed and validated (baseline: bare json.loads of every line, GC paused
+                as load_run pauses it)
     summary     standings, crosstable, LOS, progress (Elo refitted at 40 points), the list of games
     page        the whole page built and written (read + summary + each game's compact line)
     size        the page's size, against games.jsonl's
@@ -31,7 +32,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from referee.report import REPORT_FILE, build_report, load_run, summary_data
+from referee.report import REPORT_FILE, build_report, gc_paused, load_run, summary_data
 from tests.report_games import synthesize_tournament
 
 CHROMIUM = os.environ.get("ALTERNATOR_CHROMIUM", "/usr/bin/chromium")
@@ -92,7 +93,8 @@ def main() -> None:
             out = Path(temp) / f"t{games}"
             synthesize_tournament(out, games, seed=games)
             lines = (out / "games.jsonl").read_bytes().splitlines()
-            t_json, _ = timed(lambda: [json.loads(line) for line in lines], args.rounds)  # noqa: B023
+            with gc_paused():  # as load_run does
+                t_json, _ = timed(lambda: [json.loads(line) for line in lines], args.rounds)  # noqa: B023
             t_read, run = timed(lambda: load_run(out), args.rounds)  # noqa: B023
             t_summary, _ = timed(lambda: summary_data(run), args.rounds)  # noqa: B023
 

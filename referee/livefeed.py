@@ -31,20 +31,23 @@ class LiveFeed:
         self._board: dict[str, Any] = {}
         self._time_control: TimeControl | None = None
 
-    def _write(self, event: dict[str, Any]) -> None:
+    def _write(self, event: dict[str, Any], *, fresh: bool = False) -> None:
         if self._failed:
             return
         try:
+            if fresh:
+                self.close()
             if self._file is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._file = self.path.open("a", encoding="utf-8", buffering=1)
+                self._file = self.path.open("w" if fresh else "a", encoding="utf-8", buffering=1)
             self._file.write(json.dumps(event, separators=(",", ":")) + "\n")
         except OSError as error:
             self._failed = True
             print(f"warning: {self.path}: the live feed is off ({error.strerror})", file=sys.stderr)
 
     def run_started(self, kind: str) -> None:
-        self._write({"type": "run_started", "kind": kind})
+        """A run (or a resumed one) begins: the feed starts afresh, so it holds one run's moves at most."""
+        self._write({"type": "run_started", "kind": kind}, fresh=True)
 
     def on_event(self, event: Any) -> None:
         """Follow a runner's events (referee/events.py): starts and ends of the run and of its games."""

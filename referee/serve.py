@@ -26,6 +26,7 @@ from referee.report import (
     ReportError,
     Run,
     game_detail,
+    gc_paused,
     load_run,
     parse_jsonl,
     render_page,
@@ -90,8 +91,9 @@ class LiveState:
         A tournament's games.jsonl only grows while it runs: then only the new lines are read. A new file
         (the tournament rewrites it whole at its start and end) is read from the start.
         """
-        run = self._appended() or self._read_all()
-        self.summary = summary_data(run, live=True)
+        with gc_paused():
+            run = self._appended() or self._read_all()
+            self.summary = summary_data(run, live=True)
         self.run = run  # one assignment: the trio thread sees the old run or the new one
 
     def _read_all(self) -> Run:

@@ -406,7 +406,9 @@ async def test_coordinator_killed_then_scheduler_lost_then_resumed_locally(
 @needs_dask
 def test_a_worker_that_cannot_start_a_bot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The preflight names the worker and the bot; in a run, such a worker is taken out and forfeits nothing."""
-    from referee.cluster import Cluster
+    from referee.clock import parse_time_control
+    from referee.cluster import Cluster, ClusterError
+    from referee.record import GameSettings
 
     # A bot program on the first worker's PATH only: installed on one machine, missing on the other.
     bin_dir = tmp_path / "bin"
@@ -450,6 +452,24 @@ def test_a_worker_that_cannot_start_a_bot(tmp_path: Path, capsys: pytest.Capture
         assert {record["worker"] for record in records} == {good}
         assert not any(record["termination"] != "normal" for record in records)
         assert any(f"worker {bad} is taken out of this run" in message for message in messages), messages
+
+        # Every worker gone: the scheduler would keep a game waiting for one forever, so the run stops.
+        async def orphaned() -> str:
+            coordinator = await Cluster.connect(ClusterConfig(address=cluster.address))
+            coordinator.no_workers_grace_s = 0.5
+            for process in cluster.workers.values():
+                cluster.kill(process)
+            black, white = (BotSpec(name=name, command=[sys.executable, "-m", "sample_bots.random"]) for name in "ab")
+            settings = GameSettings(time_control=parse_time_control("10+0"))
+            try:
+                with pytest.raises(ClusterError) as caught:
+                    await coordinator.play("g0001", black, white, settings)
+            finally:
+                await coordinator.close()
+            return str(caught.value)
+
+        message = trio.run(orphaned)
+        assert message.startswith(f"the Dask scheduler at {cluster.address} has had no workers for 0.5 s")
     finally:
         cluster.stop()
 

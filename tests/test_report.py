@@ -240,6 +240,13 @@ def test_the_feed_follows_a_runners_events_and_the_live_state_follows_the_feed(t
         file.write("}\n")
     state.read_feed()
     assert list(state.live) == ["g3"]
+    # A new run (or a resumed one) starts the feed afresh: the live view forgets the old run's games.
+    again = LiveFeed(tmp_path)
+    again.run_started("tournament")
+    again.close()
+    assert (tmp_path / "live.jsonl").read_text().count("\n") == 1
+    state.read_feed()
+    assert state.live == {}
 
 
 def test_cpu_and_latency_figures_where_records_carry_them(tmp_path: Path) -> None:
@@ -319,3 +326,40 @@ def test_a_real_tournament_writes_its_report_and_live_feed(tmp_path: Path) -> No
     assert feed[0]["type"] == "run_started" and feed[-1]["type"] == "run_finished"
     assert sum(1 for e in feed if e["type"] == "game_finished") == 2
     assert sum(1 for e in feed if e["type"] == "move") == sum(len(line["t"]) for line in lines)
+
+
+def test_serve_says_when_it_cannot_listen(tmp_path: Path) -> None:
+    import socket
+
+    synthesize_tournament(tmp_path, 1)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "referee", "serve", str(tmp_path), "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "choose another --port" in done.stderr
+    missing = subprocess.run(
+        [sys.executable, "-m", "referee", "serve", str(tmp_path / "nope")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert missing.returncode == 2 and "no such directory" in missing.stderr
+
+
+def test_the_runners_finisher_writes_the_report_or_warns(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from referee.report import report_finisher
+
+    synthesize_tournament(tmp_path, 3)
+    assert report_finisher(tmp_path)(None) == [tmp_path / "report.html"]
+    assert (tmp_path / "report.html").exists()
+    assert report_finisher(tmp_path / "missing")(None) == []
+    assert "no such directory" in capsys.readouterr().err

@@ -264,6 +264,8 @@ def served(tmp_path: Path) -> Iterator[tuple[str, Path]]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+            raise
+        assert process.returncode == 0  # Ctrl-C stops it cleanly
 
 
 def feed(out: Path, *events: dict[str, Any]) -> None:

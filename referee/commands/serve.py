@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from referee.cli import UsageError
@@ -23,6 +24,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import trio
 
+    from referee.exceptions import find_exception
     from referee.serve import serve
 
     if not args.out_dir.is_dir():
@@ -37,8 +39,14 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         trio.run(lambda: serve(args.out_dir, args.host, args.port, on_ready=ready))
-    except OSError as error:
-        raise UsageError(
-            f"cannot listen on {args.host}:{args.port} ({error.strerror}); choose another --port"
-        ) from None
+    except BaseException as error:
+        if find_exception(error, KeyboardInterrupt) is not None:
+            print("stopped", file=sys.stderr)
+            return 0
+        failed = find_exception(error, OSError)
+        if failed is not None:
+            raise UsageError(
+                f"cannot listen on {args.host}:{args.port} ({failed.strerror or failed}); choose another --port"
+            ) from None
+        raise
     return 0
