@@ -68,7 +68,7 @@ from referee.recovery import (
 from referee.schedule import ScheduledGame, make_schedule, pick_next
 from referee.sprt import CountedGame, MatchStatistics, PairCounter
 from referee.standings import ScoredGame, Standings, compute_standings, write_standings
-from referee.store import DB_NAME, RunStore, StoreError
+from referee.store import DB_NAME, RunStore, StoreError, damaged_database
 
 LOG_DIR = "logs"
 MAX_VOIDS_PER_GAME = 3
@@ -261,13 +261,18 @@ class Runner:
                 # Before games.jsonl is rewritten from the database: it must hold no game the database lacks
                 # (a database deleted, emptied or replaced), or the rewrite would lose them.
                 check_nothing_lost(self.out_dir, store.game_ids(), rebuild_hint=REBUILD_HINT)
+                store.start(self.plan.fingerprint, self.schedule)
+                for number, black, white, result, termination in store.finished():
+                    self._results.append(ScoredGame(black, white, result, Termination(termination)))
+                    self._count_pair(self._by_number[number], result)
+                self._rewrite_games_file()
             except LostGamesError as error:
                 raise StoreError(str(error)) from None
-            store.start(self.plan.fingerprint, self.schedule)
-            for number, black, white, result, termination in store.finished():
-                self._results.append(ScoredGame(black, white, result, Termination(termination)))
-                self._count_pair(self._by_number[number], result)
-            self._rewrite_games_file()
+            except sqlite3.DatabaseError as error:
+                # Damaged past its header (the open worked): found here, where every game is read.
+                if is_disk_full(error):
+                    raise
+                raise damaged_database(self.out_dir / DB_NAME, error) from None
             self._pending = [] if self.decided else [self._by_number[n] for n in store.pending()]
             self.on_event(
                 TournamentStarted(

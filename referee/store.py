@@ -73,6 +73,15 @@ class StoreError(Exception):
     """The database cannot be used for this tournament; the message says why and what to do."""
 
 
+def damaged_database(path: Path, error: sqlite3.DatabaseError) -> StoreError:
+    """The error for a database that cannot be read: games.jsonl beside it still holds the games."""
+    return StoreError(
+        f"{path}: cannot open the tournament database ({error}). {path.with_name('games.jsonl')} still holds"
+        " every game recorded: run the same command with --rebuild-db to rebuild the database from it"
+        " (the damaged file is kept beside it), or choose another output directory"
+    )
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
@@ -97,11 +106,7 @@ class RunStore:
                 self._db.execute("ALTER TABLE games ADD COLUMN seq INTEGER")
         except sqlite3.DatabaseError as error:
             self._lock.close()
-            raise StoreError(
-                f"{path}: cannot open the tournament database ({error}). {path.with_name('games.jsonl')} still holds"
-                " every game recorded: run the same command with --rebuild-db to rebuild the database from it"
-                " (the damaged file is kept beside it), or choose another output directory"
-            ) from None
+            raise damaged_database(path, error) from None
 
     def close(self) -> None:
         self._db.close()

@@ -61,18 +61,21 @@ def test_an_emptied_database_never_costs_the_games_in_games_jsonl(
     assert len(list(out.glob(f"{DB_NAME}.broken-*"))) == 1
 
 
+@pytest.mark.parametrize(("keep", "says"), [(0, "file is not a database"), (4096, "database disk image is malformed")])
 def test_a_damaged_database_says_games_jsonl_still_holds_the_games(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], keep: int, says: str
 ) -> None:
     out = tmp_path / "t"
     assert tournament(out, games=1) == 0
-    (out / DB_NAME).write_bytes(b"this is not a database, " * 200)
-    for suffix in ("-wal", "-shm"):
+    for suffix in ("-wal", "-shm"):  # a clean close folds the WAL into the file; make sure nothing is left
         (out / f"{DB_NAME}{suffix}").unlink(missing_ok=True)
+    data = (out / DB_NAME).read_bytes()
+    # Damaged from the start (the header), or past it: then the open works and the reads fail.
+    (out / DB_NAME).write_bytes(data[:keep] + b"\xff" * max(len(data) - keep, 4096))
     capsys.readouterr()
     assert tournament(out, games=1) == 2
     err = capsys.readouterr().err
-    assert "cannot open the tournament database (file is not a database)" in err
+    assert f"cannot open the tournament database ({says})" in err and "Traceback" not in err
     assert f"{out / GAMES_FILE} still holds every game recorded: run the same command with --rebuild-db" in err
     assert tournament(out, "--rebuild-db", games=2) == 0  # rebuilt, then resumed with one more game per pairing
     assert game_ids(out) == ["g0001", "g0002"]
