@@ -255,7 +255,13 @@ class Runner:
             prepare_output_dir(self.log_dir)  # the output directory too
         except OutputDirError as error:
             raise StoreError(str(error)) from None
-        with RunStore(self.out_dir / DB_NAME) as store:
+        try:
+            opened = RunStore(self.out_dir / DB_NAME)
+        except OSError as error:  # the lock file, on a disk already full
+            if not is_disk_full(error):
+                raise
+            raise damaged_database(self.out_dir / DB_NAME, error) from None
+        with opened as store:
             self._store = store
             try:
                 # Before games.jsonl is rewritten from the database: it must hold no game the database lacks
@@ -268,9 +274,9 @@ class Runner:
                 self._rewrite_games_file()
             except LostGamesError as error:
                 raise StoreError(str(error)) from None
-            except sqlite3.DatabaseError as error:
-                # Damaged past its header (the open worked): found here, where every game is read.
-                if is_disk_full(error):
+            except (sqlite3.DatabaseError, OSError) as error:
+                # Damaged past its header (the open worked): found here, where every game is read. Or a full disk.
+                if isinstance(error, OSError) and not is_disk_full(error):
                     raise
                 raise damaged_database(self.out_dir / DB_NAME, error) from None
             self._pending = [] if self.decided else [self._by_number[n] for n in store.pending()]

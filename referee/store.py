@@ -73,8 +73,16 @@ class StoreError(Exception):
     """The database cannot be used for this tournament; the message says why and what to do."""
 
 
-def damaged_database(path: Path, error: sqlite3.DatabaseError) -> StoreError:
-    """The error for a database that cannot be read: games.jsonl beside it still holds the games."""
+def damaged_database(path: Path, error: sqlite3.DatabaseError | OSError) -> StoreError:
+    """The error for a database that cannot be read: games.jsonl beside it still holds the games.
+
+    (A disk already full when the run starts fails the same calls: that is said instead.)
+    """
+    if getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or isinstance(error, OSError):
+        return StoreError(
+            f"the disk holding {path.parent} is full ({error}); free some space and run the same command (the games"
+            " recorded are safe)"
+        )
     return StoreError(
         f"{path}: cannot open the tournament database ({error}). {path.with_name('games.jsonl')} still holds"
         " every game recorded: run the same command with --rebuild-db to rebuild the database from it"

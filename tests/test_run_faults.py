@@ -191,3 +191,19 @@ def test_output_to_a_file_gets_progress_lines(
     assert progress, "a game of a few seconds ticks at least once"
     assert all(" games, " in line and " elapsed, " in line for line in progress)
     assert any("playing slow-random" in line or "playing random-slow" in line for line in progress)
+
+
+@pytest.mark.skipif(BWRAP is None, reason="needs bubblewrap (bwrap) for a real full disk")
+@pytest.mark.parametrize("free", [192, 4192, 8192])
+def test_a_disk_already_full_at_the_start_is_one_line(tmp_path: Path, free: int) -> None:
+    full = tmp_path / "full"
+    full.mkdir()
+    alternator = f"{sys.executable} -m referee tournament --bot random --bot greedy --games 2 {' '.join(SMALL)}"
+    script = f"head -c {8192 - free} /dev/zero > {full}/pad; {alternator} --out {full}/t; echo status $?"
+    result = run_in_bwrap(["--size", "8192", "--tmpfs", str(full)], script, tmp_path)
+    assert "status 2" in result.stdout and "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert (
+        result.stderr.strip()
+        .splitlines()[-1]
+        .startswith(f"alternator tournament: error: the disk holding {full}/t is full (")
+    )
