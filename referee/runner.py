@@ -452,6 +452,7 @@ class Runner:
                 scored=scored,
                 games_done=len(self._results),
                 games_total=len(self.schedule),
+                stderr_tail=record.stderr_tail[-10:] if record.termination.is_forfeit else [],
             )
         )
         statistics = self._statistics
