@@ -38,7 +38,6 @@ __all__ = ["DEFAULT", "SearchInfo", "Searcher", "Settings", "budget", "choose_mo
 
 _SOLVE_TT_LIMIT = 400_000
 _SOLVER_NODES_PER_SECOND = 50_000
-_SOLVER_REACH = 8.0  # how far past its estimate a solve is still tried
 
 _INF = 1e9
 _PASS = -1
@@ -67,6 +66,9 @@ class Settings:
     """Positions with at most this many roots still in play go to the exact solver first."""
     solve_share: float = 0.5
     """The share of the turn's time the solver may take before the search takes over."""
+    solve_reach: float = 8.0
+    """Try the solver when its estimate (for a compact board) is at most this many times what its share
+    of the time affords: an endgame's roots lie in small groups, which solve 10 to 30 times faster."""
     root_width: int = 0
     """After the first iteration, search only this many root moves, the best of the last one (0: all)."""
 
@@ -576,10 +578,9 @@ def choose_move(
         info = None
         live = 0 if position.is_over() else live_roots(position)
         share = settings.solve_share * max(seconds, 0.0)
-        # Only when the solver likely finishes in its share (the estimate is for a compact board; an
-        # endgame's roots lie in small groups, which solve several times faster): a failed try is time lost.
+        # Only when the solver likely finishes in its share: a failed try is time lost.
         if 0 < live <= settings.solve_live_roots and (
-            solver_nodes is not None or estimate_nodes(live) <= _SOLVER_REACH * share * _SOLVER_NODES_PER_SECOND
+            solver_nodes is not None or estimate_nodes(live) <= settings.solve_reach * share * _SOLVER_NODES_PER_SECOND
         ):
             info = _solve(position, start + share, solver_nodes, on_iteration)
         if info is None:
