@@ -21,6 +21,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+DEFAULT_MAX_PROCESSES = 128
+"""Processes and threads a bot may have at once (a fork bomb stops there); threads count, so not too few."""
+
 
 class BotSpec(BaseModel):
     """A bot as the user configured it."""
@@ -41,6 +44,17 @@ class BotSpec(BaseModel):
         ge=16,
         description="Limit the bot's address space (virtual memory) to this many MiB: allocations beyond it fail."
         " Null: no limit.",
+    )
+    max_processes: int | None = Field(
+        default=DEFAULT_MAX_PROCESSES,
+        ge=1,
+        description="At most this many processes and threads for the bot and all it starts (a cgroup's pids.max"
+        " where the referee can make cgroups; else RLIMIT_NPROC inside the sandbox only). Null: no limit.",
+    )
+    ponder: bool = Field(
+        default=True,
+        description="Whether the bot may run during its opponent's turn. False (--no-ponder): it is frozen"
+        " (cgroup freezer, else SIGSTOP to all its processes) from the end of its move to the start of its next turn.",
     )
 
 

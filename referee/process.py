@@ -13,6 +13,7 @@ Deadlines are the caller's: every await here can be cancelled by a cancel scope 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -21,7 +22,7 @@ import shlex
 import signal
 import subprocess
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,7 @@ from protocol.messages import (
 )
 from referee import __version__
 from referee.botspec import BotSpec
+from referee.containment import RUNNING_DIR, TRACK_INTERVAL_S, ProcessTree, end_leftovers, run_in_spawner
 from referee.exceptions import single_exception
 from referee.record import BotInfo, Termination
 from referee.sandbox import SandboxError, launch_command, sandbox_environment
@@ -60,6 +62,7 @@ __all__ = [
     "BotStartError",
     "BotTimeout",
     "BotUnresponsive",
+    "ChildProcess",
     "describe_exit",
     "open_bot",
 ]
@@ -361,26 +364,135 @@ class BotChannel:
         """The fault for a bot whose output ended or whose input closed."""
         return BotCrashed(what)
 
+    # -- containment (a channel without a process has nothing to contain) ----------------------------
+
+    def cpu_ns(self) -> int | None:
+        """CPU time used so far by the bot and everything it started (None: not measurable)."""
+        return None
+
+    def wait_for_turn(self) -> None:
+        """The opponent's turn begins: a bot that may not ponder (`BotSpec.ponder`) is frozen until its own."""
+
+    def begin_turn(self) -> None:
+        """Its own turn is about to begin: thaw it if it was frozen."""
+
+    def pin(self, cores: list[int] | None) -> None:
+        """Run the bot on these cores (None: undo)."""
+
+
+class ChildProcess:
+    """A bot's main process, forked by the referee's spawner thread (see `referee.containment`).
+
+    Its pipes are trio streams; its exit is watched through a pidfd by `watch` (run by `open_bot`), so
+    the exit is known when it happens, whatever its descendants do with its pipes.
+    """
+
+    def __init__(self, popen: subprocess.Popen[bytes], stdin: int, stdout: int, stderr: int) -> None:
+        self.popen = popen
+        self.pid = popen.pid
+        self.stdin: trio.abc.SendStream = trio.lowlevel.FdStream(stdin)
+        self.stdout: trio.abc.ReceiveStream = trio.lowlevel.FdStream(stdout)
+        self.stderr: trio.abc.ReceiveStream = trio.lowlevel.FdStream(stderr)
+        self.exited = trio.Event()
+
+    @property
+    def returncode(self) -> int | None:
+        return self.popen.returncode
+
+    async def watch(self) -> None:
+        """Return when the process has exited and been reaped (its return code then known)."""
+        try:
+            pidfd = os.pidfd_open(self.pid)
+        except OSError:
+            pidfd = None
+        try:
+            if pidfd is not None:
+                await trio.lowlevel.wait_readable(pidfd)
+                self.popen.wait()
+            else:  # no pidfd (Linux < 5.3): poll
+                while self.popen.poll() is None:
+                    await trio.sleep(0.01)
+        finally:
+            if pidfd is not None:
+                os.close(pidfd)
+            if self.popen.returncode is not None:
+                self.exited.set()
+
+    async def wait(self) -> int:
+        await self.exited.wait()
+        code = self.popen.returncode
+        assert code is not None
+        return code
+
+
+def _spawn(
+    command: list[str], cwd: Path | None, env: dict[str, str] | None, preexec: Callable[[], None]
+) -> tuple[subprocess.Popen[bytes], int, int, int]:
+    """Fork and exec the bot with three fresh pipes; the referee's ends of them (stdin, stdout, stderr)."""
+    stdin_r, stdin_w = os.pipe()
+    stdout_r, stdout_w = os.pipe()
+    stderr_r, stderr_w = os.pipe()
+    try:
+        popen = subprocess.Popen(
+            command,
+            stdin=stdin_r,
+            stdout=stdout_w,
+            stderr=stderr_w,
+            cwd=cwd,
+            env=env,
+            start_new_session=True,  # a group of its own, so the whole group can be killed
+            preexec_fn=preexec,
+        )
+    except BaseException:
+        for fd in (stdin_w, stdout_r, stderr_r):
+            os.close(fd)
+        raise
+    finally:
+        for fd in (stdin_r, stdout_w, stderr_w):
+            os.close(fd)
+    return popen, stdin_w, stdout_r, stderr_r
+
 
 class BotProcess(BotChannel):
-    """A bot running as a child process (see `open_bot`)."""
+    """A bot running as a child process (see `open_bot`), with all its processes in `tree`."""
 
     def __init__(
-        self, spec: BotSpec, process: trio.Process, stderr_path: Path, *, argv: list[str] | None = None
+        self,
+        spec: BotSpec,
+        process: ChildProcess,
+        stderr_path: Path,
+        *,
+        argv: list[str] | None = None,
+        tree: ProcessTree | None = None,
     ) -> None:
-        assert process.stdin is not None and process.stdout is not None
         super().__init__(spec.name, process.stdin, process.stdout, command=list(spec.command))
         self.spec = spec
         self.argv = list(spec.command) if argv is None else argv
         """The command line actually run: `spec.command`, wrapped in the sandbox or a memory limit if asked."""
         self.process = process
         self.pid = process.pid
+        self.tree = tree
         self.stderr_path = stderr_path
         self.stderr_bytes = 0
         """Bytes the bot wrote to stderr (the log keeps only the first `stderr_cap_bytes`)."""
         self._tail: deque[str] = deque(maxlen=_TAIL_LINES)
         self._partial = bytearray()
         self._stderr_done = trio.Event()
+
+    def cpu_ns(self) -> int | None:
+        return None if self.tree is None else self.tree.cpu_ns()
+
+    def wait_for_turn(self) -> None:
+        if self.tree is not None and not self.spec.ponder and self.process.returncode is None:
+            self.tree.freeze()
+
+    def begin_turn(self) -> None:
+        if self.tree is not None:
+            self.tree.thaw()
+
+    def pin(self, cores: list[int] | None) -> None:
+        if self.tree is not None:
+            self.tree.pin(cores)
 
     @property
     def returncode(self) -> int | None:
@@ -458,8 +570,10 @@ class BotProcess(BotChannel):
             self._partial += rest[: _TAIL_LINE_BYTES - len(self._partial)]
 
     async def _shutdown(self, grace_s: float) -> None:
-        """quit, a grace period, SIGKILL to the whole process group, reap. Never raises for a dead bot."""
+        """quit, a grace period, SIGKILL to the whole process group and tree, reap. Never raises for a dead bot."""
         process = self.process
+        if self.tree is not None:
+            self.tree.thaw()  # a frozen bot could not quit
         if process.returncode is None:
             with trio.move_on_after(grace_s):
                 with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
@@ -470,7 +584,11 @@ class BotProcess(BotChannel):
         # Grandchildren share the group; the leader's pid is the group id (start_new_session=True).
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, signal.SIGKILL)
+        if self.tree is not None:
+            self.tree.kill_all()
         await process.wait()
+        if self.tree is not None:
+            self.tree.close()
         self.closed = True
         with trio.move_on_after(STDERR_SETTLE_S):
             await self._stderr_done.wait()
@@ -505,50 +623,89 @@ async def open_bot(
         command = launch_command(spec)
     except SandboxError as error:
         raise BotStartError(str(error)) from None
-    if spec.sandbox:
-        env: dict[str, str] | None = sandbox_environment(spec, os.environ)
-    else:
-        env = {**os.environ, **spec.env} if spec.env else None
     log_dir.mkdir(parents=True, exist_ok=True)
+    _end_leftovers_once(log_dir)
+    tree = ProcessTree(spec.name, max_processes=spec.max_processes, note_dir=log_dir / RUNNING_DIR)
+    if spec.sandbox:
+        env: dict[str, str] = sandbox_environment(spec, os.environ)
+    else:
+        env = {**os.environ, **spec.env}
+    env.update(tree.environment())
     program, shown = spec.command[0], shlex.join(spec.command)  # the user's command, not the wrapper
     try:
-        # A new session, so the whole group can be killed; the sandbox stays in it (no bwrap --new-session).
-        process = await trio.lowlevel.open_process(
-            command,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=spec.dir,
-            env=env,
-            start_new_session=True,
+        # The sandbox stays in the bot's process group (no bwrap --new-session).
+        popen, stdin, stdout, stderr = await run_in_spawner(
+            functools.partial(_spawn, command, spec.dir, env, tree.preexec())
         )
     except FileNotFoundError:
+        tree.close()
         raise BotStartError(
             f"cannot start bot {spec.name!r}: program {program!r} not found (command: {shown});"
             " give a path to an existing program, or put it on PATH"
         ) from None
     except PermissionError:
+        tree.close()
         raise BotStartError(
             f"cannot start bot {spec.name!r}: {program!r} is not executable (command: {shown});"
             f" run chmod +x on it, or start it through its interpreter (e.g. python3 {program})"
         ) from None
-    except OSError as error:
-        raise BotStartError(
-            f"cannot start bot {spec.name!r} with {shown}: {error.strerror or error}; check the command"
-        ) from None
-    assert process.stderr is not None
-    bot = BotProcess(spec, process, log_dir / f"{_log_name(spec.name)}-{process.pid}.stderr.log", argv=command)
-    # The drain task never raises: the nursery's group can only hold the body's exception.
+    except (OSError, subprocess.SubprocessError) as error:
+        tree.close()
+        what = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        raise BotStartError(f"cannot start bot {spec.name!r} with {shown}: {what}; check the command") from None
+    tree.started(popen.pid)
+    process = ChildProcess(popen, stdin, stdout, stderr)
+    bot = BotProcess(
+        spec, process, log_dir / f"{_log_name(spec.name)}-{process.pid}.stderr.log", argv=command, tree=tree
+    )
+    # The helper tasks never raise: the nursery's group can only hold the body's exception.
     with single_exception():
         async with trio.open_nursery() as nursery:
             nursery.start_soon(bot._drain_stderr, process.stderr, stderr_cap_bytes)
+            nursery.start_soon(_watch_exit, bot)
             try:
                 yield bot
             finally:
                 with trio.CancelScope(shield=True):
                     await bot._shutdown(quit_grace_s)
-                # A grandchild that escaped the group may still hold stderr open: do not wait for it.
+                # A process that escaped every net may still hold stderr open: do not wait for it.
                 nursery.cancel_scope.cancel()
+
+
+_leftovers_ended: set[Path] = set()
+
+
+def _end_leftovers_once(log_dir: Path) -> None:
+    """The first time this referee uses an output directory: end the bots a killed referee left there."""
+    key = log_dir.resolve()
+    if key not in _leftovers_ended:
+        _leftovers_ended.add(key)
+        end_leftovers(log_dir)
+
+
+async def _watch_exit(bot: BotProcess) -> None:
+    """When the bot's process exits, end everything it started, so its pipes close and its crash is seen now.
+
+    Without cgroups the tree is also sampled while the bot runs, to find children that leave it.
+    """
+    tree = bot.tree
+    assert tree is not None
+    # Shielded: `_shutdown` waits for this to see the exit, and always ends the process.
+    with trio.CancelScope(shield=True):
+        if tree.cgroups:
+            await bot.process.watch()
+        else:
+            async with trio.open_nursery() as nursery:
+
+                async def track() -> None:
+                    while True:
+                        tree.sample()
+                        await trio.sleep(TRACK_INTERVAL_S)
+
+                nursery.start_soon(track)
+                await bot.process.watch()
+                nursery.cancel_scope.cancel()
+    tree.kill_all()
 
 
 class BotHost:

@@ -39,6 +39,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from referee.botspec import BotSpec, BotSpecError
+from referee.containment import reap_session
 
 __all__ = [
     "HIDDEN_DIRS",
@@ -195,18 +196,25 @@ def _probe(bwrap: str) -> str | None:
     """Start an empty sandbox once; None if it works, else what bwrap said."""
     probe = BotSpec(name="probe", command=["true"])
     try:
-        done = subprocess.run(
+        with subprocess.Popen(
             sandboxed_command(probe, workdir=Path("/"), bwrap=bwrap),
             stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=_PROBE_TIMEOUT_S,
-        )
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,  # its inner process is ours to reap when we are a subreaper
+        ) as running:
+            try:
+                _, stderr = running.communicate(timeout=_PROBE_TIMEOUT_S)
+            finally:
+                running.kill()
+                running.wait()
+                reap_session(running.pid)
     except (OSError, subprocess.TimeoutExpired) as error:
         return str(error)
-    if done.returncode == 0:
+    if running.returncode == 0:
         return None
-    said = done.stderr.decode(errors="replace").strip()
-    return said or f"exit code {done.returncode}"
+    said = stderr.decode(errors="replace").strip()
+    return said or f"exit code {running.returncode}"
 
 
 def check_launch(spec: BotSpec) -> None:

@@ -41,7 +41,7 @@ from referee.sandbox import (
     visible_paths,
 )
 from referee.store import DB_NAME, StoreError, TournamentStore
-from tests.conftest import live_pids, make_bot_spec
+from tests.conftest import live_pids, make_bot_spec, reap_orphans
 
 needs_bwrap = pytest.mark.skipif(
     shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed: apt-get install bubblewrap"
@@ -412,6 +412,7 @@ def test_a_sandboxed_bot_dies_with_a_referee_killed_by_sigkill(tmp_path: Path) -
         referee.send_signal(signal.SIGKILL)
         referee.wait()
         assert live_pids(sandboxed, wait_s=5) == []
+        reap_orphans(wait_s=0.5)
     finally:
         if referee.poll() is None:
             referee.kill()

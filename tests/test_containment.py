@@ -1,0 +1,174 @@
+"""Containing untrusted bots: every process a bot starts ends with it, a crash is seen when the bot exits,
+the sandbox hides what is not the bot's, a fork bomb is bounded, CPU is accounted and a waiting bot can be
+frozen, and nothing a bot wrote reaches the terminal raw. Real misbehaving bots (tests/bots/testbot.py),
+with cgroups where the host allows them and with /proc tracking alone.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import trio
+
+from referee import containment
+from referee.clock import parse_time_control
+from referee.containment import HostSupport, end_leftovers, host_support
+from referee.game import run_game
+from referee.process import open_bot
+from referee.record import GameSettings, Termination
+from tests.conftest import BotSpecFactory, live_pids, reap_orphans
+
+needs_bwrap = pytest.mark.skipif(
+    shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed: apt-get install bubblewrap"
+)
+needs_cgroups = pytest.mark.skipif(
+    not host_support().uses_cgroups, reason=f"no writable cgroups: {host_support().cgroup_problem}"
+)
+ESCAPED = re.compile(r"escaped pid (\d+)")
+
+
+@pytest.fixture(params=["cgroups", "proc"])
+def tracking(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Run the test with cgroups (where the host allows them) and with /proc tracking alone."""
+    if request.param == "cgroups":
+        if not host_support().uses_cgroups:
+            pytest.skip(f"no writable cgroups: {host_support().cgroup_problem}")
+    else:
+        real = host_support()
+        fallback = HostSupport(subreaper=real.subreaper, pdeathsig=real.pdeathsig, cgroup_problem="test")
+        monkeypatch.setattr(containment, "host_support", lambda: fallback)
+    yield request.param
+
+
+def escaped_pids(lines: list[str]) -> list[int]:
+    return [int(match.group(1)) for line in lines if (match := ESCAPED.search(line))]
+
+
+async def wait_for_escapee(bot: object, count: int = 1) -> list[int]:
+    with trio.fail_after(10):
+        while len(pids := escaped_pids(bot.stderr_tail())) < count:  # type: ignore[attr-defined]
+            await trio.sleep(0.01)
+    return pids
+
+
+def settings(tc: str = "30+1") -> GameSettings:
+    return GameSettings(width=5, height=5, time_control=parse_time_control(tc))
+
+
+# -- nothing outlives its bot ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["setsid", "setpgid", "daemon"])
+async def test_children_that_leave_the_group_end_with_the_bot(
+    tracking: str, mode: str, bot_spec: BotSpecFactory, tmp_path: Path
+) -> None:
+    async with open_bot(bot_spec("testbot", mode), tmp_path) as bot:
+        await bot.handshake()
+        escapees = await wait_for_escapee(bot)
+        assert live_pids(escapees, wait_s=0) == escapees  # running while the bot runs
+    assert live_pids([bot.pid, *escapees]) == []
+
+
+@pytest.mark.parametrize("mode", ["crashchild", "daemon"])
+async def test_a_crash_with_a_living_child_holding_stdout_is_a_crash_at_once(
+    tracking: str, mode: str, bot_spec: BotSpecFactory, tmp_path: Path
+) -> None:
+    crasher, good = bot_spec("testbot", mode, "3", name="crasher"), bot_spec("testbot", name="good")
+    async with open_bot(crasher, tmp_path) as black, open_bot(good, tmp_path) as white:
+        started = trio.current_time()
+        record = await run_game("g", black, white, settings("30+1"))
+        took = trio.current_time() - started
+        escapees = escaped_pids(record.stderr_tail)
+    assert record.termination is Termination.CRASH, record.reason
+    assert record.reason == "black (crasher) exited with code 3"
+    assert took < 10  # not a loss on time 30 s later, nor unresponsive (the figure is generous: a busy machine)
+    assert escapees and live_pids(escapees) == []
+
+
+async def test_the_crash_is_seen_when_the_process_exits_not_when_its_output_closes(
+    bot_spec: BotSpecFactory, tmp_path: Path
+) -> None:
+    async with open_bot(bot_spec("testbot", "crashchild", "1"), tmp_path) as bot:
+        await bot.handshake()
+        await bot.send_line(b'{"type":"turn","game_id":"g","moves":[],"clock":{}}\n')
+        with trio.fail_after(5):
+            with pytest.raises(Exception, match="exited with code 1"):
+                await bot.receive()
+
+
+def _start_referee_with(bot: str, out: Path) -> subprocess.Popen[bytes]:
+    argv = ["--black", bot, "--white", "random", "--size", "4x4", "--tc", "60", "--out", str(out)]
+    return subprocess.Popen(
+        [sys.executable, "-m", "referee", "match", *argv],
+        cwd=Path(__file__).resolve().parent.parent,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def _log_pids(out: Path, pattern: re.Pattern[str]) -> list[int]:
+    pids: list[int] = []
+    for log in (out / "logs").glob("*.stderr.log"):
+        pids += [int(m.group(1)) for m in pattern.finditer(log.read_text(errors="replace"))]
+    return pids
+
+
+def test_a_bot_ignoring_end_of_input_dies_with_a_referee_killed_by_sigkill(tmp_path: Path) -> None:
+    """No quit, no EOF honoured, no killpg: only PR_SET_PDEATHSIG stops the bot."""
+    script = Path(__file__).parent / "bots" / "testbot.py"
+    out = tmp_path / "m"
+    referee = _start_referee_with(f'name=stubborn cmd="python3 {script} hang --name stubborn"', out)
+    try:
+        deadline = time.monotonic() + 20
+        bot_pid: int | None = None
+        while bot_pid is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+            bot_pid = next((int(p.name.split("-")[-1].split(".")[0]) for p in (out / "logs").glob("stubborn-*")), None)
+        assert bot_pid is not None, "the bot did not start"
+        time.sleep(0.5)  # on its first turn, hanging
+        referee.send_signal(signal.SIGKILL)
+        referee.wait()
+        assert live_pids([bot_pid], wait_s=5) == []
+        reap_orphans(wait_s=0.5)
+    finally:
+        if referee.poll() is None:
+            referee.kill()
+            referee.wait()
+
+
+def test_a_run_on_the_same_output_directory_ends_what_a_killed_referee_left(tmp_path: Path) -> None:
+    """The bot dies with the referee, its setsid child does not: the next run on the folder ends it."""
+    script = Path(__file__).parent / "bots" / "testbot.py"
+    out = tmp_path / "m"
+    referee = _start_referee_with(f'name=leaver cmd="python3 {script} setsid --hang"', out)
+    escapees: list[int] = []
+    try:
+        deadline = time.monotonic() + 20
+        while not escapees and time.monotonic() < deadline:
+            time.sleep(0.05)
+            escapees = _log_pids(out, ESCAPED) if (out / "logs").is_dir() else []
+        assert escapees, "the bot's child never started: the test proves nothing"
+        time.sleep(0.3)  # let the /proc tracker note it
+        referee.send_signal(signal.SIGKILL)
+        referee.wait()
+        time.sleep(0.2)
+        assert live_pids(escapees, wait_s=0) == escapees  # left behind by the killed referee
+        assert end_leftovers(out / "logs") >= 1
+        assert live_pids(escapees) == []
+        assert not list((out / "logs" / containment.RUNNING_DIR).glob("*.json"))
+    finally:
+        reap_orphans(wait_s=0.5)
+        if referee.poll() is None:
+            referee.kill()
+            referee.wait()
+        for pid in live_pids(escapees, wait_s=0):
+            os.kill(pid, signal.SIGKILL)
