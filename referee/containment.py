@@ -108,7 +108,7 @@ class HostSupport:
         return bool(self.cgroups)
 
     def describe(self) -> str:
-        """One line for logs, summaries and the README's guarantees."""
+        """One line for logs, records and the README's guarantees."""
         if self.cgroups:
             tracking = f"cgroup v1 ({', '.join(sorted(self.cgroups))})"
         else:
@@ -338,11 +338,13 @@ class ProcessTree:
         max_processes: int | None = None,
         cores: list[int] | None = None,
         note_dir: Path | None = None,
+        sandboxed: bool = False,
         support: HostSupport | None = None,
     ) -> None:
         self.support = support if support is not None else host_support()
         self.name = name
         self.max_processes = max_processes
+        self.sandboxed = sandboxed
         self.token = secrets.token_hex(8)
         self.pid: int | None = None
         self.frozen = False
@@ -377,6 +379,14 @@ class ProcessTree:
             self._remove_cgroups()
             self.cgroups = {}
 
+    def describe(self) -> str:
+        """What contained this bot, for its record."""
+        how = f"cgroup v1 ({', '.join(sorted(self.cgroups))})" if self.cgroups else "/proc tracking"
+        extras = [
+            name for name, on in (("subreaper", self.support.subreaper), ("pdeathsig", self.support.pdeathsig)) if on
+        ]
+        return f"{how}; {', '.join(extras) or 'no prctl'}; process limit: {self.limit_in_force}"
+
     def environment(self) -> dict[str, str]:
         return {ENV_TOKEN: self.token}
 
@@ -385,9 +395,12 @@ class ProcessTree:
         referee = os.getpid()
         procs = [str(path / "cgroup.procs") for path in self.cgroups.values()]
         cores = self._cores
-        nproc = self.max_processes if not self.cgroups and self.max_processes is not None else None
-        if nproc is not None:
-            self.limit_in_force = f"RLIMIT_NPROC={nproc} (per user: weak for root)"
+        # Without cgroups, RLIMIT_NPROC only in the sandbox's user namespace: outside, it counts every process
+        # of the referee's user and would make starts fail at random. It does not bind root at all.
+        nproc = None
+        if not self.cgroups and self.max_processes is not None and self.sandboxed and os.geteuid() != 0:
+            nproc = self.max_processes
+            self.limit_in_force = f"RLIMIT_NPROC={nproc} (in the sandbox's user namespace)"
         prctl = _libc().prctl if self.support.pdeathsig else None
 
         def run() -> None:
@@ -482,6 +495,10 @@ class ProcessTree:
         return sum(self._seen.values()) * _NS_PER_TICK
 
     # -- control -----------------------------------------------------------------------------------
+
+    @property
+    def cores(self) -> list[int] | None:
+        return None if self._cores is None else list(self._cores)
 
     def pin(self, cores: list[int] | None) -> None:
         """Run the bot (all its processes, and what they start later) on `cores` (None: on all of the slot's)."""

@@ -230,6 +230,7 @@ class _Game:
         line = self._turn_line(color)
         limit_ns = clock.deadline_ns(color)
         bot.check_idle()
+        cpu_before = self._before_turn(color)
         await bot.send_line(line)
         start = trio.current_time()
         deadline = math.inf if limit_ns is None else start + limit_ns / 1e9
@@ -264,6 +265,7 @@ class _Game:
         except IllegalMoveError as error:
             raise BotIllegalMove(f"illegal move {error}") from None
         self._history.append(b'"%s"' % text.encode())
+        cpu_ms = self._cpu_used(color, cpu_before)
         remaining = charge.remaining_ns
         kept = self._keep_infos(color, infos) if infos else []
         record = MoveRecord.model_construct(
@@ -273,10 +275,29 @@ class _Game:
             clock_ms=None if remaining is None else remaining // NS_PER_MS,
             infos=kept,
             infos_dropped=infos_seen - len(kept),
+            cpu_ms=cpu_ms[0],
+            opponent_cpu_ms=cpu_ms[1],
         )
         self.moves.append(record)
         if self.on_move is not None:
             self.on_move(record, self.position)
+
+    def _before_turn(self, color: Color) -> tuple[int | None, int | None]:
+        """Freeze the waiting bot if it may not ponder, thaw the mover (both before its time starts), and
+        sample both bots' CPU time (`referee.containment`)."""
+        mover, waiting = self.bots[color], self.bots[other_color(color)]
+        waiting.wait_for_turn()
+        mover.begin_turn()
+        return mover.cpu_ns(), waiting.cpu_ns()
+
+    def _cpu_used(self, color: Color, before: tuple[int | None, int | None]) -> tuple[float | None, float | None]:
+        """CPU milliseconds of the mover and of the waiting bot since `_before_turn`."""
+        after = (self.bots[color].cpu_ns(), self.bots[other_color(color)].cpu_ns())
+
+        def used(start: int | None, end: int | None) -> float | None:
+            return None if start is None or end is None else max(0, end - start) / NS_PER_MS
+
+        return used(before[0], after[0]), used(before[1], after[1])
 
     def _keep_infos(self, color: Color, infos: deque[Info]) -> list[dict[str, Any]]:
         """The infos of a move for its record: the latest ones that fit in what is left of the side's budget."""
@@ -372,10 +393,16 @@ class _Game:
         overrun_ms: float | None = None,
         stderr_tail: list[str] | None = None,
     ) -> GameRecord:
+        sides = {color: self.bots[color].info() for color in COLORS}
+        for color, info in sides.items():
+            own = [m.cpu_ms for m in self.moves if m.color == color]
+            off = [m.opponent_cpu_ms for m in self.moves if m.color != color]
+            info.cpu_ms = None if not own or None in own else sum(own)  # type: ignore[arg-type]
+            info.off_turn_cpu_ms = None if not off or None in off else sum(off)  # type: ignore[arg-type]
         return GameRecord(
             game_id=self.game_id,
-            black=self.bots["black"].info(),
-            white=self.bots["white"].info(),
+            black=sides["black"],
+            white=sides["white"],
             settings=self.settings,
             moves=self.moves,
             result=result,

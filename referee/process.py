@@ -519,6 +519,11 @@ class BotProcess(BotChannel):
         info.sandbox = self.spec.sandbox
         info.memory_mb = self.spec.memory_mb
         info.run_command = None if self.argv == self.command else list(self.argv)
+        info.max_processes = self.spec.max_processes
+        info.ponder = self.spec.ponder
+        if self.tree is not None:
+            info.containment = self.tree.describe()
+            info.cores = self.tree.cores
         return info
 
     async def _gone_fault(self, what: str) -> BotFault:
@@ -619,13 +624,19 @@ async def open_bot(
             f"cannot start bot {spec.name!r}: its working directory {str(spec.dir)!r} does not exist;"
             " fix the bot's dir setting"
         )
+    # Hidden from a sandboxed bot: the output directory (log_dir's parent) and the other bots' folders.
+    _bot_dirs.update(path.resolve() for path in (spec.dir,) if path is not None)
+    own = spec.dir.resolve() if spec.dir is not None else None
+    private = [log_dir.absolute(), log_dir.absolute().parent, *(path for path in _bot_dirs if path != own)]
     try:
-        command = launch_command(spec)
+        command = launch_command(spec, private=private)
     except SandboxError as error:
         raise BotStartError(str(error)) from None
     log_dir.mkdir(parents=True, exist_ok=True)
     _end_leftovers_once(log_dir)
-    tree = ProcessTree(spec.name, max_processes=spec.max_processes, note_dir=log_dir / RUNNING_DIR)
+    tree = ProcessTree(
+        spec.name, max_processes=spec.max_processes, note_dir=log_dir / RUNNING_DIR, sandboxed=spec.sandbox
+    )
     if spec.sandbox:
         env: dict[str, str] = sandbox_environment(spec, os.environ)
     else:
@@ -673,6 +684,8 @@ async def open_bot(
 
 
 _leftovers_ended: set[Path] = set()
+_bot_dirs: set[Path] = set()
+"""Every bot folder this referee has been given (`BotHost`, `open_bot`): each sandbox hides the others'."""
 
 
 def _end_leftovers_once(log_dir: Path) -> None:
@@ -720,6 +733,8 @@ class BotHost:
         self.spec = spec
         self.log_dir = log_dir
         self.nursery = nursery
+        if spec.dir is not None:
+            _bot_dirs.add(spec.dir.resolve())
         self.process: BotProcess | None = None
         self._stop: trio.Event | None = None
         self._stopped: trio.Event | None = None

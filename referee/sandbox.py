@@ -32,10 +32,11 @@ create one (user namespaces disabled) as a usage error rather than as every game
 from __future__ import annotations
 
 import functools
+import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from referee.botspec import BotSpec, BotSpecError
@@ -44,6 +45,8 @@ from referee.containment import reap_session
 __all__ = [
     "HIDDEN_DIRS",
     "KEPT_ENVIRONMENT",
+    "SECRET_FILES",
+    "SYSTEM_DIRS",
     "SandboxError",
     "check_launch",
     "find_bwrap",
@@ -54,6 +57,19 @@ __all__ = [
     "sandboxed_command",
 ]
 
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+"""Mounted read-only in every sandbox (a symlink, as on merged-/usr systems, is made again as a symlink)."""
+SECRET_FILES = (
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+    "/etc/sudoers",
+    "/etc/sudoers.d",
+    "/etc/ssh",
+    "/etc/ssl/private",
+)
+"""Masked inside the sandbox's /etc (files by /dev/null, folders by an empty tmpfs)."""
 HIDDEN_DIRS = ("/tmp", "/run")
 """Replaced by empty private folders in the sandbox (/tmp writable, /run for the sockets of services)."""
 KEPT_ENVIRONMENT = ("PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ", "PYTHONPATH")
@@ -83,56 +99,96 @@ def limited_command(command: list[str], memory_mb: int, *, prlimit: str = "prlim
     return [prlimit, f"--as={memory_mb * MIB}", "--", *command]
 
 
-def sandboxed_command(spec: BotSpec, *, workdir: Path, bwrap: str = "bwrap", prlimit: str = "prlimit") -> list[str]:
+def sandboxed_command(
+    spec: BotSpec,
+    *,
+    workdir: Path,
+    bwrap: str = "bwrap",
+    prlimit: str = "prlimit",
+    private: Iterable[Path] = (),
+) -> list[str]:
     """The argv that runs `spec.command` in the sandbox, in `workdir` (absolute), with `spec.memory_mb` if set.
 
-    `workdir` is the bot's working directory (its `dir`, or the referee's own). Like everything it is
-    read-only. What the bot needs from inside /tmp or /run (see `visible_paths`) is mounted again,
-    read-only, on top of the private folders, so a bot or a checkout kept under /tmp still runs; the
-    rest of /tmp stays private.
+    The bot sees the system (`SYSTEM_DIRS`, with `SECRET_FILES` masked) and what it needs (`visible_paths`:
+    its working directory, its program, its Python), all read-only, and an empty private /tmp; nothing else
+    (no /home, /root, /srv, other bots, the output directory). `private` folders (the output directory,
+    other bots' folders) are hidden again where they lie inside something it sees, unless they hold its
+    working directory.
     """
     if not workdir.is_absolute():
         raise ValueError(f"the sandbox needs an absolute working directory, got {str(workdir)!r}")
     command = list(spec.command)
     if spec.memory_mb is not None:
         command = limited_command(command, spec.memory_mb, prlimit=prlimit)
+    system: list[str] = []
+    for folder in SYSTEM_DIRS:
+        path = Path(folder)
+        if path.is_symlink():
+            system += ["--symlink", os.readlink(path), folder]
+        elif path.is_dir():
+            system += ["--ro-bind", folder, folder]
+    masks: list[str] = []
+    for secret in SECRET_FILES:
+        path = Path(secret)
+        if path.is_dir():
+            masks += ["--tmpfs", secret]
+        elif path.exists():
+            masks += ["--ro-bind", "/dev/null", secret]
     hidden = [arg for folder in HIDDEN_DIRS for arg in ("--tmpfs", folder)]
-    where = str(workdir)
-    bind = [arg for path in visible_paths(spec, workdir) for arg in ("--ro-bind", str(path), str(path))]
+    visible = visible_paths(spec, workdir)
+    bind = [arg for path in visible for arg in ("--ro-bind", str(path), str(path))]
+    where = workdir.resolve() if workdir.exists() else workdir
+    cover = [
+        arg
+        for path in sorted({p.resolve() for p in private if p.is_absolute()})
+        if path.is_dir() and any(path.is_relative_to(seen) for seen in visible) and not where.is_relative_to(path)
+        for arg in ("--tmpfs", str(path))
+    ]
     return [
         bwrap,
         "--unshare-all",  # network, processes, IPC, UTS, user (where possible), cgroup
         "--die-with-parent",
-        "--ro-bind", "/", "/",
+        *system,
+        *masks,
         "--dev", "/dev",
         "--proc", "/proc",
         *hidden,
         "--tmpfs", "/dev/shm",  # writable shared memory, as multiprocessing expects
         *bind,  # after the tmpfs mounts, which it would otherwise hide
-        "--chdir", where,
+        *cover,  # after what they hide in
+        "--chdir", str(workdir),
         "--",
         *command,
     ]  # fmt: skip
 
 
 def visible_paths(spec: BotSpec, workdir: Path) -> list[Path]:
-    """What the bot needs to see inside the folders the sandbox hides, to be mounted again read-only.
+    """What the bot needs to see besides the system folders, to be mounted read-only in its sandbox.
 
     Its working directory; the folder of every absolute path in its command (the file itself when it
-    lies directly in /tmp, which must stay private); and for a Python bot, the Python installation
-    (a virtual environment) and the folder this project is in (`-m sample_bots.NAME`). Only paths
-    inside /tmp or /run are listed, each once (none inside another).
+    lies directly in /tmp, which must stay private); the installation its program comes from (for a
+    program found on PATH outside the system folders: `/opt/jdk` for `/opt/jdk/bin/java`); and for a
+    Python bot, the Python installation (a virtual environment) and the folder this project is in
+    (`-m sample_bots.NAME`). Each once (none inside another), none inside the system folders.
     """
     wanted = [workdir]
     for word in spec.command:
         path = Path(word)
         if path.is_absolute() and path.exists():
             wanted.append(path if path.is_dir() or str(path.parent) in HIDDEN_DIRS else path.parent)
+    if spec.command:
+        found = shutil.which(spec.command[0], path=spec.env.get("PATH"))
+        if found is not None:
+            program = Path(found).resolve()
+            wanted.append(program.parent.parent if program.parent.name == "bin" else program.parent)
     if spec.command and Path(spec.command[0]).name.startswith("python"):
         wanted += [Path(sys.prefix), Path(sys.base_prefix), PROJECT_ROOT]
+    system = [Path(folder) for folder in SYSTEM_DIRS if not Path(folder).is_symlink()]
     visible: list[Path] = []
     for path in sorted({p.resolve() if p.exists() else p for p in wanted}, key=lambda p: len(p.parts)):
-        if _hiding_folder(path) is not None and not any(path.is_relative_to(kept) for kept in visible):
+        if str(path) in ("/", *HIDDEN_DIRS) or any(path.is_relative_to(folder) for folder in system):
+            continue
+        if not any(path.is_relative_to(kept) for kept in visible):
             visible.append(path)
     return visible
 
@@ -169,10 +225,10 @@ def _missing_prlimit(spec: BotSpec) -> SandboxError:
     )
 
 
-def launch_command(spec: BotSpec) -> list[str]:
+def launch_command(spec: BotSpec, *, private: Iterable[Path] = ()) -> list[str]:
     """The argv that starts the bot: its command, wrapped as `spec.sandbox` and `spec.memory_mb` ask.
 
-    SandboxError when a tool is missing.
+    `private`: folders a sandboxed bot must not see (see `sandboxed_command`). SandboxError when a tool is missing.
     """
     if not spec.sandbox and spec.memory_mb is None:
         return list(spec.command)
@@ -188,7 +244,7 @@ def launch_command(spec: BotSpec) -> list[str]:
     bwrap = find_bwrap()
     if bwrap is None:
         raise _missing_bwrap(spec)
-    return sandboxed_command(spec, workdir=_workdir(spec), bwrap=bwrap, prlimit=prlimit)
+    return sandboxed_command(spec, workdir=_workdir(spec), bwrap=bwrap, prlimit=prlimit, private=private)
 
 
 @functools.cache

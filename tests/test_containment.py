@@ -23,9 +23,9 @@ from referee import containment
 from referee.clock import parse_time_control
 from referee.containment import HostSupport, end_leftovers, host_support
 from referee.game import run_game
-from referee.process import open_bot
+from referee.process import BotHost, open_bot
 from referee.record import GameSettings, Termination
-from tests.conftest import BotSpecFactory, live_pids, reap_orphans
+from tests.conftest import BotSpecFactory, live_pids, make_bot_spec, reap_orphans
 
 needs_bwrap = pytest.mark.skipif(
     shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed: apt-get install bubblewrap"
@@ -172,3 +172,72 @@ def test_a_run_on_the_same_output_directory_ends_what_a_killed_referee_left(tmp_
             referee.wait()
         for pid in live_pids(escapees, wait_s=0):
             os.kill(pid, signal.SIGKILL)
+
+
+# -- the sandbox shows a bot only what it needs -------------------------------------------------------------
+
+
+@needs_bwrap
+async def test_a_sandboxed_bot_cannot_read_the_output_directory_other_bots_or_secrets(tmp_path: Path) -> None:
+    mine, other, out = tmp_path / "bots" / "mine", tmp_path / "bots" / "other", tmp_path / "out"
+    for folder in (mine, other, out / "logs"):
+        folder.mkdir(parents=True)
+    (other / "book.txt").write_text("the other bot's secrets\n")
+    (out / "logs" / "white-1.stderr.log").write_text("seed 42\n")
+    (mine / "own.txt").write_text("mine\n")
+    targets = [
+        mine / "own.txt",
+        out / "logs" / "white-1.stderr.log",
+        out,
+        other / "book.txt",
+        Path("/etc/shadow"),
+        Path("/home"),
+        *[path for path in Path.home().iterdir() if path.name not in (".pyenv", ".local")][:3],
+    ]
+    script = Path(__file__).parent / "bots" / "testbot.py"
+    results: dict[str, str] = {}
+    for target in targets:
+        spec = make_bot_spec(script, "read", name="reader").model_copy(
+            update={"sandbox": True, "dir": mine, "env": {"READ_PATH": str(target)}}
+        )
+        neighbour = make_bot_spec(script, name="neighbour").model_copy(update={"dir": other})
+        async with trio.open_nursery() as nursery:
+            BotHost(neighbour, out / "logs", nursery)  # registers the other bot's folder, as a tournament does
+        async with open_bot(spec, out / "logs") as bot:
+            await bot.handshake()
+            await bot.settle()
+            line = next(line for line in bot.stderr_tail() if line.startswith("read "))
+        results[str(target)] = line.split(": ", 1)[1]
+    assert results.pop(str(mine / "own.txt")) == "ok"  # the control: its own folder
+    assert all(result.startswith("denied") for result in results.values()), results
+
+
+@needs_bwrap
+@needs_cgroups
+async def test_a_fork_bomb_in_the_sandbox_is_bounded_by_max_processes(tmp_path: Path) -> None:
+    bomb = make_bot_spec("testbot", "forkbomb", "300", name="bomb").model_copy(
+        update={"sandbox": True, "max_processes": 24}
+    )
+    async with open_bot(bomb, tmp_path) as bot:
+        with trio.fail_after(30):
+            await bot.handshake()
+        await bot.settle()
+        line = next(line for line in bot.stderr_tail() if line.startswith("forked"))
+        tree = bot.tree
+        assert tree is not None and tree.limit_in_force == "pids.max=24 (cgroup)"
+        during = len(tree.pids())
+    forked = int(line.split()[1])
+    assert 0 < forked < 24 and during <= 24  # bwrap, its init and the bot's threads count too
+    assert live_pids([bot.pid]) == []
+
+
+async def test_a_fork_bomb_without_the_sandbox_is_bounded_too(tracking: str, tmp_path: Path) -> None:
+    if tracking == "proc":
+        pytest.skip("without cgroups only RLIMIT_NPROC is left, which counts every process of the user")
+    bomb = make_bot_spec("testbot", "forkbomb", "300", name="bomb").model_copy(update={"max_processes": 16})
+    async with open_bot(bomb, tmp_path) as bot:
+        with trio.fail_after(30):
+            await bot.handshake()
+        await bot.settle()
+        line = next(line for line in bot.stderr_tail() if line.startswith("forked"))
+    assert 0 < int(line.split()[1]) < 16

@@ -35,8 +35,10 @@ It plays the first legal move instantly and answers pings from a reader thread (
                           pid P"); on turn N exits with CODE
     crashchild CODE       on turn N spawns a sleeping child holding stdout ("escaped pid P") and exits with CODE
     burn                  at start-up spawns a CPU burner in a session of its own ("escaped pid P"), then plays
-    forkbomb COUNT        at start-up forks up to COUNT sleeping children, prints "forked N of COUNT", then plays
-    read PATH             at start-up tries to list or read PATH, prints "read PATH: ok" or "read PATH: denied"
+    forkbomb COUNT        at start-up forks up to COUNT sleeping children, prints "forked N of COUNT", kills them,
+                          then plays
+    read [PATH]           at start-up tries to list or read PATH (default: $READ_PATH, so that the path is not in
+                          its command line, which a sandbox would mount), prints "read PATH: ok" or "... denied"
     ansi                  on turn N writes terminal escape sequences to stderr, then exits with code 1
 """
 
@@ -154,7 +156,7 @@ class Bot:
                 os._exit(0)
             os.wait()
         elif self.mode == "forkbomb":
-            wanted, forked = int(self.arg), 0
+            wanted, children = int(self.arg), []
             for _ in range(wanted):
                 try:
                     pid = os.fork()
@@ -163,18 +165,22 @@ class Bot:
                 if pid == 0:
                     time.sleep(120)
                     os._exit(0)
-                forked += 1
-            print(f"forked {forked} of {wanted}", file=sys.stderr, flush=True)
+                children.append(pid)
+            print(f"forked {len(children)} of {wanted}", file=sys.stderr, flush=True)
+            for pid in children:  # room again for its own threads
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
         elif self.mode == "read":
+            path = self.arg or os.environ["READ_PATH"]
             try:
-                if os.path.isdir(self.arg):
-                    os.listdir(self.arg)
+                if os.path.isdir(path):
+                    os.listdir(path)
                 else:
-                    with open(self.arg, "rb") as file:
+                    with open(path, "rb") as file:
                         file.read(1)
-                print(f"read {self.arg}: ok", file=sys.stderr, flush=True)
+                print(f"read {path}: ok", file=sys.stderr, flush=True)
             except OSError as error:
-                print(f"read {self.arg}: denied ({error.strerror})", file=sys.stderr, flush=True)
+                print(f"read {path}: denied ({error.strerror})", file=sys.stderr, flush=True)
         elif self.mode == "grandchild":
             child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
             print(f"grandchild pid {child.pid}", file=sys.stderr, flush=True)
