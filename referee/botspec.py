@@ -62,7 +62,9 @@ class BotSpecError(ValueError):
     """A bot argument that cannot be understood, or names a program that cannot be started."""
 
 
-_FIELD_RE = re.compile(r"^(name|cmd|dir|sandbox|memory_mb|env\.[A-Za-z_][A-Za-z0-9_]*)=", re.DOTALL)
+_FIELD_RE = re.compile(
+    r"^(name|cmd|dir|sandbox|memory_mb|max_processes|ponder|env\.[A-Za-z_][A-Za-z0-9_]*)=", re.DOTALL
+)
 _TRUE_WORDS = ("1", "true", "yes", "on")
 _FALSE_WORDS = ("0", "false", "no", "off")
 _NAME_RE = re.compile(r"[^A-Za-z0-9._+-]+")
@@ -186,7 +188,7 @@ def _parse_fields(words: list[str], what: str, base_dir: Path | None) -> BotSpec
         if not _FIELD_RE.match(word):
             raise BotSpecError(
                 f'{what}: {word!r} is not a field; use name=NAME cmd="COMMAND LINE" dir=DIR env.KEY=VALUE'
-                " sandbox=1 memory_mb=N (quote the command line so it stays one field)"
+                " sandbox=1 memory_mb=N max_processes=N ponder=0 (quote the command line so it stays one field)"
             )
         key, value = word.split("=", 1)
         if key == "name":
@@ -203,6 +205,16 @@ def _parse_fields(words: list[str], what: str, base_dir: Path | None) -> BotSpec
             if not value.isdigit():
                 raise BotSpecError(f"{what}: memory_mb={value!r}: give a whole number of MiB, e.g. memory_mb=512")
             limits["memory_mb"] = int(value)
+        elif key == "max_processes":
+            if not value.isdigit() or int(value) < 1:
+                raise BotSpecError(f"{what}: max_processes={value!r}: give a whole number, e.g. max_processes=64")
+            limits["max_processes"] = int(value)
+        elif key == "ponder":
+            if value.lower() not in (*_TRUE_WORDS, *_FALSE_WORDS):
+                raise BotSpecError(
+                    f"{what}: ponder={value!r}: write ponder=0 (frozen on the opponent's turn) or ponder=1"
+                )
+            limits["ponder"] = value.lower() in _TRUE_WORDS
         else:
             env[key.removeprefix("env.")] = value
     if command is None:
@@ -211,7 +223,10 @@ def _parse_fields(words: list[str], what: str, base_dir: Path | None) -> BotSpec
 
 
 def load_bot_file(path: Path) -> BotSpec:
-    """A bot described by a TOML file (name, command, dir, env, sandbox, memory_mb); BotSpecError says what is wrong."""
+    """A bot described by a TOML file (name, command, dir, env, sandbox, memory_mb, max_processes, ponder).
+
+    BotSpecError says what is wrong.
+    """
     what = f"bot file {str(path)!r}"
     try:
         data: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -221,10 +236,11 @@ def load_bot_file(path: Path) -> BotSpec:
         raise BotSpecError(f"{what} cannot be read: {error.strerror}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
         raise BotSpecError(f"{what} is not valid TOML: {error}") from None
-    unknown = sorted(set(data) - {"name", "command", "dir", "env", "sandbox", "memory_mb"})
+    unknown = sorted(set(data) - {"name", "command", "dir", "env", "sandbox", "memory_mb", "max_processes", "ponder"})
     if unknown:
         raise BotSpecError(
-            f"{what}: unknown field(s) {', '.join(unknown)}; the fields are name, command, dir, env, sandbox, memory_mb"
+            f"{what}: unknown field(s) {', '.join(unknown)}; the fields are name, command, dir, env, sandbox,"
+            " memory_mb, max_processes, ponder"
         )
     raw_command = data.get("command")
     if isinstance(raw_command, str):
@@ -253,6 +269,14 @@ def load_bot_file(path: Path) -> BotSpec:
         if isinstance(data["memory_mb"], bool) or not isinstance(data["memory_mb"], int):
             raise BotSpecError(f"{what}: `memory_mb` must be a whole number of MiB, e.g. memory_mb = 512")
         limits["memory_mb"] = data["memory_mb"]
+    if "max_processes" in data:
+        if isinstance(data["max_processes"], bool) or not isinstance(data["max_processes"], int):
+            raise BotSpecError(f"{what}: `max_processes` must be a whole number, e.g. max_processes = 64")
+        limits["max_processes"] = data["max_processes"]
+    if "ponder" in data:
+        if not isinstance(data["ponder"], bool):
+            raise BotSpecError(f"{what}: `ponder` must be true or false")
+        limits["ponder"] = data["ponder"]
     return _make_spec(name=name, command=command, dir=dir, env=dict(raw_env), what=what, limits=limits)
 
 

@@ -57,6 +57,12 @@ class BotConfig(BaseModel):
     memory_mb: int | None = Field(
         None, ge=16, description="This bot's memory limit in MiB (default: the top-level `memory_mb`)."
     )
+    max_processes: int | None = Field(
+        None, ge=1, description="This bot's limit on processes and threads (default: the top-level `max_processes`)."
+    )
+    ponder: bool | None = Field(
+        None, description="Whether this bot may run during its opponent's turns (default: the top-level `ponder`)."
+    )
 
     @field_validator("command", mode="before")
     @classmethod
@@ -111,6 +117,20 @@ class TournamentConfig(BaseModel):
         ge=16,
         description="Limit every bot's address space (virtual memory) to this many MiB (a bot's own `memory_mb`"
         " overrides).",
+    )
+    max_processes: int | None = Field(
+        None,
+        ge=1,
+        description="At most this many processes and threads per bot, all it starts included (default 128; a"
+        " bot's own `max_processes` overrides). Bounded by a cgroup where the referee can make one.",
+    )
+    ponder: bool = Field(
+        True,
+        description="False: freeze every bot during its opponent's turns (--no-ponder; a bot's own `ponder`"
+        " overrides).",
+    )
+    cpu_affinity: bool = Field(
+        False, description="Give each concurrent game its own cores; both bots of a game run on them."
     )
 
     @field_validator("time_control", mode="before")
@@ -252,6 +272,7 @@ class TournamentPlan:
     concurrency: int
     out_dir: Path
     fingerprint: dict[str, Any]  # what must not change on resume (the store compares it)
+    cpu_affinity: bool = False
 
     @property
     def bot_names(self) -> list[str]:
@@ -274,7 +295,13 @@ def _bot_spec(bot: BotConfig, index: int, base_dir: Path, source: str, config: T
         env=bot.env,
         sandbox=config.sandbox if bot.sandbox is None else bot.sandbox,
         memory_mb=config.memory_mb if bot.memory_mb is None else bot.memory_mb,
+        **({"max_processes": limit} if (limit := _first(bot.max_processes, config.max_processes)) else {}),
+        ponder=config.ponder if bot.ponder is None else bot.ponder,
     )
+
+
+def _first(*values: int | None) -> int | None:
+    return next((value for value in values if value is not None), None)
 
 
 def _cores() -> int:
@@ -333,6 +360,7 @@ def resolve_plan(config: TournamentConfig, *, base_dir: Path, source: str, defau
                 # when set: a tournament started before they existed still resumes.
                 **({"sandbox": True} if s.sandbox else {}),
                 **({"memory_mb": s.memory_mb} if s.memory_mb is not None else {}),
+                **({"ponder": False} if not s.ponder else {}),
             }
             for s in specs
         ],
@@ -356,6 +384,7 @@ def resolve_plan(config: TournamentConfig, *, base_dir: Path, source: str, defau
         concurrency=config.concurrency or _cores(),
         out_dir=out_dir,
         fingerprint=fingerprint,
+        cpu_affinity=config.cpu_affinity,
     )
 
 

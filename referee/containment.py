@@ -48,11 +48,13 @@ __all__ = [
     "CpuSlots",
     "HostSupport",
     "ProcessTree",
+    "cpu_slots",
     "end_leftovers",
     "host_support",
     "process_start_time",
     "reap_session",
     "run_in_spawner",
+    "use_cpu_affinity",
 ]
 
 log = logging.getLogger(__name__)
@@ -719,21 +721,38 @@ def end_leftovers(log_dir: Path) -> int:
 
 
 class CpuSlots:
-    """`--cpu-affinity`: the cores split among `slots` games at once; each game takes a free set."""
+    """`--cpu-affinity`: the cores split among `slots` concurrency slots (as fastchess's -use-affinity).
+
+    A slot is whatever owns the bots of one game at a time: a tournament's worker slot, a match. It is
+    known by the nursery its bots are hosted in (`referee.process.BotHost`); each new one takes the next
+    set of cores, round robin when there are more slots than sets.
+    """
 
     def __init__(self, slots: int, cores: list[int] | None = None) -> None:
         available = sorted(cores if cores is not None else os.sched_getaffinity(0))
         slots = max(1, min(slots, len(available)))
         per = len(available) // slots
         self.sets = [available[i * per : (i + 1) * per] for i in range(slots)]
-        self._free = list(range(slots))
+        self._owners: dict[int, list[int]] = {}
 
-    def take(self) -> list[int]:
-        """A free set of cores (if more games run than slots, the least recently freed set is shared)."""
-        index = self._free.pop(0) if self._free else 0
-        return self.sets[index]
+    def cores_for(self, owner: object) -> list[int]:
+        """The cores of the slot `owner` stands for (the same ones every time it asks)."""
+        key = id(owner)
+        if key not in self._owners:
+            self._owners[key] = self.sets[len(self._owners) % len(self.sets)]
+        return self._owners[key]
 
-    def give_back(self, cores: list[int]) -> None:
-        index = self.sets.index(cores)
-        if index not in self._free:
-            self._free.append(index)
+
+_cpu_slots: CpuSlots | None = None
+
+
+def use_cpu_affinity(slots: int | None) -> CpuSlots | None:
+    """Turn --cpu-affinity on for this referee, for `slots` games at once (None: off)."""
+    global _cpu_slots
+    _cpu_slots = None if slots is None else CpuSlots(slots)
+    return _cpu_slots
+
+
+def cpu_slots() -> CpuSlots | None:
+    """The cores per concurrency slot when --cpu-affinity is on, else None."""
+    return _cpu_slots

@@ -45,7 +45,14 @@ from protocol.messages import (
 )
 from referee import __version__
 from referee.botspec import BotSpec
-from referee.containment import RUNNING_DIR, TRACK_INTERVAL_S, ProcessTree, end_leftovers, run_in_spawner
+from referee.containment import (
+    RUNNING_DIR,
+    TRACK_INTERVAL_S,
+    ProcessTree,
+    cpu_slots,
+    end_leftovers,
+    run_in_spawner,
+)
 from referee.exceptions import single_exception
 from referee.record import BotInfo, Termination
 from referee.sandbox import SandboxError, launch_command, sandbox_environment
@@ -613,11 +620,13 @@ async def open_bot(
     *,
     stderr_cap_bytes: int = 1 << 20,
     quit_grace_s: float = QUIT_GRACE_S,
+    cores: list[int] | None = None,
 ) -> AsyncIterator[BotProcess]:
     """Start a bot in its own process group; on exit (normal, error, cancellation) stop it and all it started.
 
-    stderr goes to `log_dir/<name>-<pid>.stderr.log`, capped at `stderr_cap_bytes`. BotStartError if the
-    command cannot be started. The handshake is not done here: `run_game` does it (or call `handshake`).
+    stderr goes to `log_dir/<name>-<pid>.stderr.log`, capped at `stderr_cap_bytes`. `cores`: run it and all
+    it starts on these cores only. BotStartError if the command cannot be started. The handshake is not done
+    here: `run_game` does it (or call `handshake`).
     """
     if spec.dir is not None and not spec.dir.is_dir():
         raise BotStartError(
@@ -635,7 +644,11 @@ async def open_bot(
     log_dir.mkdir(parents=True, exist_ok=True)
     _end_leftovers_once(log_dir)
     tree = ProcessTree(
-        spec.name, max_processes=spec.max_processes, note_dir=log_dir / RUNNING_DIR, sandboxed=spec.sandbox
+        spec.name,
+        max_processes=spec.max_processes,
+        cores=cores,
+        note_dir=log_dir / RUNNING_DIR,
+        sandboxed=spec.sandbox,
     )
     if spec.sandbox:
         env: dict[str, str] = sandbox_environment(spec, os.environ)
@@ -735,6 +748,9 @@ class BotHost:
         self.nursery = nursery
         if spec.dir is not None:
             _bot_dirs.add(spec.dir.resolve())
+        slots = cpu_slots()
+        self.cores = None if slots is None else slots.cores_for(nursery)
+        """The cores of this host's concurrency slot (--cpu-affinity), else None."""
         self.process: BotProcess | None = None
         self._stop: trio.Event | None = None
         self._stopped: trio.Event | None = None
@@ -770,7 +786,7 @@ class BotHost:
         task_status: trio.TaskStatus[BotProcess] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         try:
-            async with open_bot(self.spec, self.log_dir) as process:
+            async with open_bot(self.spec, self.log_dir, cores=self.cores) as process:
                 task_status.started(process)
                 await stop.wait()
         finally:

@@ -7,11 +7,9 @@ The database (`referee.store`) is the truth: a tournament that is killed or stop
 playing only the games that are missing. Void games (the referee's own failure) are never scored and
 are played again. Everything a person or a program sees (progress, events) goes through `on_event`.
 
-A referee killed with `kill -9` cannot stop its bots. They see their stdin close (EOF) and must exit:
-the protocol asks it of every bot, and the sample bots and the kit do. PR_SET_PDEATHSIG is not used:
-it is Linux-only, needs a ctypes `preexec_fn` (unsafe in a process with threads, which tournaments
-have), and EOF covers the same case on every platform. (A sandboxed bot dies with the referee anyway:
-bubblewrap's --die-with-parent, see `referee.sandbox`.)
+A referee killed with `kill -9` cannot stop its bots itself: each bot has PR_SET_PDEATHSIG (SIGKILL) and
+a sandboxed one bubblewrap's --die-with-parent, so the kernel ends them; what they started is ended by the
+next run on the same output directory (`referee.containment`).
 """
 
 from __future__ import annotations

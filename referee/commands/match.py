@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from referee.cli import UsageError, board_size
 
 if TYPE_CHECKING:
+    from referee.botspec import BotSpec
     from referee.sprt import SprtParameters
 
 HELP = "play a match between two bots and write each game's record"
@@ -160,6 +161,40 @@ def add_sandbox_options(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="limit every bot's memory (address space) to N MiB; a bot that allocates more crashes",
     )
+    parser.add_argument(
+        "--max-processes",
+        type=int,
+        metavar="N",
+        help="at most N processes and threads per bot at once, all it starts included (default 128; needs"
+        " writable cgroups, else only a sandboxed bot of a non-root referee is bounded)",
+    )
+    parser.add_argument(
+        "--no-ponder",
+        action="store_true",
+        help="freeze each bot (all its processes) during its opponent's turns, so it cannot think on the"
+        " opponent's time or steal its CPU",
+    )
+    parser.add_argument(
+        "--cpu-affinity",
+        action="store_true",
+        help="give each concurrent game its own cores; both bots of a game run on them",
+    )
+
+
+def check_containment(args: argparse.Namespace) -> None:
+    """Usage errors for --max-processes; --cpu-affinity takes effect here (for the whole run)."""
+    if args.max_processes is not None and args.max_processes < 1:
+        raise UsageError(f"--max-processes {args.max_processes}: give at least 1 (a bot is a process)")
+
+
+def contained(spec: BotSpec, args: argparse.Namespace) -> BotSpec:
+    """`spec` with the containment options of the command line applied."""
+    update: dict[str, object] = {}
+    if args.max_processes is not None:
+        update["max_processes"] = args.max_processes
+    if args.no_ponder:
+        update["ponder"] = False
+    return spec.model_copy(update=update) if update else spec
 
 
 def check_memory_mb(value: int | None) -> None:
@@ -269,6 +304,11 @@ def run(args: argparse.Namespace) -> int:
         used = OpeningsUsed(kind="fixed", count=1) if opening else OpeningsUsed(kind="none", count=1)
 
     check_memory_mb(args.memory_mb)
+    check_containment(args)
+    if args.cpu_affinity:
+        from referee.containment import use_cpu_affinity
+
+        use_cpu_affinity(1)
     bots = []
     for flag, text in (("--black", args.black), ("--white", args.white)):
         try:
@@ -277,6 +317,7 @@ def run(args: argparse.Namespace) -> int:
                 spec = spec.model_copy(update={"sandbox": True})
             if args.memory_mb is not None:
                 spec = spec.model_copy(update={"memory_mb": args.memory_mb})
+            spec = contained(spec, args)
             check_bot_command(spec)
         except BotSpecError as error:
             raise UsageError(f"{flag}: {error}") from None

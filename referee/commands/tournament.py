@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from referee.cli import UsageError
-from referee.commands.match import add_sandbox_options, check_memory_mb
+from referee.commands.match import add_sandbox_options, check_containment, check_memory_mb
 
 if TYPE_CHECKING:  # imported in the functions that need them: `--help` must not load pydantic
     from referee.botspec import BotSpec
@@ -87,7 +87,7 @@ def parse_bot_option(text: str) -> BotSpec:
 
 def build_plan(args: argparse.Namespace) -> TournamentPlan:
     """The TournamentPlan from the config file (or the demo) and the options; UsageError on problems."""
-    from referee.botspec import BotSpecError
+    from referee.botspec import DEFAULT_MAX_PROCESSES, BotSpecError
     from referee.config import ConfigError, demo_config_data, load_config, parse_config, resolve_plan
 
     cwd = Path.cwd()
@@ -120,6 +120,8 @@ def build_plan(args: argparse.Namespace) -> TournamentPlan:
                 **({"dir": str(s.dir)} if s.dir else {}),
                 **({"sandbox": True} if s.sandbox else {}),
                 **({"memory_mb": s.memory_mb} if s.memory_mb is not None else {}),
+                **({"max_processes": s.max_processes} if s.max_processes != DEFAULT_MAX_PROCESSES else {}),
+                **({"ponder": False} if not s.ponder else {}),
             }
             for s in specs
         ]
@@ -157,7 +159,15 @@ def build_plan(args: argparse.Namespace) -> TournamentPlan:
         raise UsageError("no bots: give a config file, or --bot for each bot (at least two), or nothing for the demo")
     # --sandbox and --memory-mb are for every bot: they override the bots' own settings too.
     check_memory_mb(args.memory_mb)
-    for key, value in (("sandbox", True if args.sandbox else None), ("memory_mb", args.memory_mb)):
+    check_containment(args)
+    if args.cpu_affinity:
+        data["cpu_affinity"] = True
+    for key, value in (
+        ("sandbox", True if args.sandbox else None),
+        ("memory_mb", args.memory_mb),
+        ("max_processes", args.max_processes),
+        ("ponder", False if args.no_ponder else None),
+    ):
         if value is not None and isinstance(data["bots"], list):
             data[key] = value
             data["bots"] = [{**bot, key: value} if isinstance(bot, dict) else bot for bot in data["bots"]]
@@ -320,6 +330,10 @@ def run(args: argparse.Namespace) -> int:
 
     plan = build_plan(args)
     _check_bots(plan)
+    if plan.cpu_affinity:
+        from referee.containment import use_cpu_affinity
+
+        use_cpu_affinity(plan.concurrency)
     try:
         plan.out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as error:
