@@ -4,7 +4,7 @@
 
 Two instant bots (a minimal one defined here: it keeps its position incrementally and plays the first
 legal placement) play `--games` games under `run_game`. Then, with the same processes, the very same
-turn lines are sent again raw (pre-encoded bytes, `send_line`/`receive_line`, no parsing, no rules, no
+turn lines are sent again raw (pre-encoded bytes, `send_raw`/`receive_line`, no parsing, no rules, no
 clock) and timed; and plain pings are timed the same way. So:
 
     per move in run_game  = wall time of the run_game calls / bot moves
@@ -120,7 +120,7 @@ async def raw_turns(bots: tuple[BotProcess, BotProcess], records: list[GameRecor
         start = trio.current_time()
         for color, line in lines:
             bot = by_color[color]
-            await bot.send_line(line)
+            await bot.send_raw(line)
             await bot.receive_line()
         seconds += trio.current_time() - start
         count += len(lines)
@@ -133,7 +133,7 @@ async def raw_pings(bots: tuple[BotProcess, BotProcess], count: int) -> float:
     start = trio.current_time()
     for i in range(count):
         bot = bots[i % 2]
-        await bot.send_line(line)
+        await bot.send_raw(line)
         await bot.receive_line()
     return (trio.current_time() - start) / count
 

@@ -37,6 +37,7 @@ from typing import Any, TextIO
 
 from protocol.framing import MAX_LINE_BYTES, FramingError, LineBuffer
 from protocol.rules import BLACK, WHITE, Color, Move, Position
+from protocol.version import PROTOCOL_VERSION
 
 __all__ = [
     "PROTOCOL_VERSION",
@@ -50,8 +51,6 @@ __all__ = [
     "send_info",
 ]
 
-PROTOCOL_VERSION = 1
-"""The protocol version this kit speaks (the same as `protocol.messages.PROTOCOL_VERSION`)."""
 
 # What a bot spends on overheads it cannot see (pipe, scheduling, the referee's reading) in budget_ms.
 SAFETY_MS = 50

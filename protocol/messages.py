@@ -15,6 +15,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from protocol.framing import MAX_LINE_BYTES
+from protocol.rules import Color, Result
+from protocol.version import PROTOCOL_VERSION
 
 __all__ = [
     "BOT_MESSAGE",
@@ -24,7 +26,6 @@ __all__ = [
     "SCHEMA_DIRECTIONS",
     "BotHello",
     "BotMessage",
-    "Clock",
     "GameOver",
     "Hello",
     "Info",
@@ -37,15 +38,13 @@ __all__ = [
     "RefereeMessage",
     "TimeControl",
     "Turn",
+    "TurnClocks",
     "encode",
     "json_schemas",
     "parse_bot_line",
     "parse_referee_line",
 ]
 
-PROTOCOL_VERSION = 1
-
-Color = Literal["black", "white"]
 MOVE_PATTERN = r"^(pass|[a-z][1-9][0-9]?[a-z][1-9][0-9]?)$"
 MoveText = Annotated[
     str,
@@ -95,7 +94,7 @@ class TimeControl(BaseModel):
     )
 
 
-class Clock(BaseModel):
+class TurnClocks(BaseModel):
     """Both clocks when a turn starts, as the referee measures them."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
@@ -143,7 +142,7 @@ class Turn(_FromReferee):
     type: Literal["turn"] = Field(description="Always `turn`.")
     game_id: GameId
     moves: list[MoveText] = Field(description="Every move of the game so far, from the empty board, in order.")
-    clock: Clock = Field(description="Both clocks as this turn starts.")
+    clock: TurnClocks = Field(description="Both clocks as this turn starts.")
 
 
 class GameOver(_FromReferee):
@@ -151,7 +150,7 @@ class GameOver(_FromReferee):
 
     type: Literal["game_over"] = Field(description="Always `game_over`.")
     game_id: GameId
-    result: Literal["1-0", "0-1", "1/2-1/2", "*"] = Field(
+    result: Result = Field(
         description="1-0: Black won; 0-1: White won; 1/2-1/2: draw; *: no result (the game was void)."
     )
     winner: Color | None = Field(description="The winner, or null for a draw or a void game.")

@@ -21,7 +21,7 @@ import random
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import ClassVar, NamedTuple
+from typing import ClassVar, Literal, NamedTuple
 
 __all__ = [
     "BLACK",
@@ -39,8 +39,10 @@ __all__ = [
     "Move",
     "Outcome",
     "Position",
+    "Result",
     "parse_size",
     "perft",
+    "result_for",
 ]
 
 MIN_SIZE = 2
@@ -50,8 +52,11 @@ FILES = "abcdefghijklmnopqrstuvwxyz"
 PASS_ID = -1
 
 
-class Color(enum.Enum):
-    """A player, named after the colour of the cells they own."""
+class Color(enum.StrEnum):
+    """A player, named after the colour of the cells they own: the one colour type of the whole tree.
+
+    A `StrEnum`, so that messages and records carry it as the plain strings "black" and "white".
+    """
 
     BLACK = "black"
     WHITE = "white"
@@ -130,15 +135,25 @@ class Move(NamedTuple):
 
     @property
     def is_pass(self) -> bool:
-        return self.pit is None
+        return self.pit is None and self.root is None
 
     def __str__(self) -> str:
-        if self.pit is None or self.root is None:
+        if self.pit is None and self.root is None:
             return "pass"
-        return f"{self.pit}{self.root}"
+        return f"{self.pit or '?'}{self.root or '?'}"  # a half-empty move is no pass (the rules refuse it)
 
 
 PASS = Move(None, None)
+
+Result = Literal["1-0", "0-1", "1/2-1/2", "*"]
+"""A game's result as chess writes it: 1-0 Black won, 0-1 White won, 1/2-1/2 a draw, * no result (void, aborted)."""
+
+
+def result_for(winner: Color | None) -> Result:
+    """The result of a game `winner` won (None: a draw): the one place result strings are built."""
+    if winner is None:
+        return "1/2-1/2"
+    return "1-0" if winner is BLACK else "0-1"
 
 
 @dataclass(frozen=True)
@@ -154,11 +169,9 @@ class Outcome:
         """How many points the winner won by (0 for a draw)."""
         return abs(self.black_score - self.white_score)
 
-    def result(self) -> str:
+    def result(self) -> Result:
         """`1-0` (Black wins), `0-1` (White wins) or `1/2-1/2`."""
-        if self.winner is None:
-            return "1/2-1/2"
-        return "1-0" if self.winner is BLACK else "0-1"
+        return result_for(self.winner)
 
     def __str__(self) -> str:
         scores = f"{_num(self.black_score)}-{_num(self.white_score)}"
@@ -314,12 +327,16 @@ class Position:
     def id_of(self, move: Move) -> int:
         """The placement id of `move` (PASS_ID for a pass); IllegalMoveError if no placement on this board."""
         if move.pit is None or move.root is None:
-            return PASS_ID
+            if move.pit is None and move.root is None:
+                return PASS_ID
+            raise IllegalMoveError(f"{move!r}: a placement needs both a pit and a root cell")
         placement_id = self._geo.move_ids.get(move)
         if placement_id is None:
             for cell in (move.pit, move.root):
                 if cell not in self._geo.index:
                     raise IllegalMoveError(f"{move}: {cell} is off the {self.size_text} board")
+            if move.pit == move.root:
+                raise IllegalMoveError(f"{move}: the pit and the root must be different (adjacent) cells")
             raise IllegalMoveError(f"{move}: {move.pit} and {move.root} are not adjacent")
         return placement_id
 
@@ -441,6 +458,8 @@ class Position:
         for i, cell in ((p, move.pit), (q, move.root)):
             if i < 0:
                 raise IllegalMoveError(f"{move}: {cell} is off the {self.size_text} board")
+        if p == q:
+            raise IllegalMoveError(f"{move}: the pit and the root must be different (adjacent) cells")
         if self.parent[p] >= 0:
             raise IllegalMoveError(f"{move}: {move.pit} already has a dot")
         if self.parent[q] >= 0:

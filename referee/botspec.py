@@ -9,6 +9,7 @@ is a clear usage error rather than a forfeit.
 
 from __future__ import annotations
 
+import codecs
 import os
 import pkgutil
 import re
@@ -17,9 +18,29 @@ import shutil
 import sys
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+
+from referee.files import InputFileError, read_input_text
+from referee.limits import MAX_BOT_FILE_BYTES
+
+NAME_RULE = "1 to 64 printable characters (spaces inside allowed; no newlines, tabs or other control characters)"
+
+
+def check_bot_name(name: str) -> str:
+    """The one rule for a bot's name, wherever it comes from (`--bot`, a config file, a bot file).
+
+    A name is printed in progress lines, tables and file names: a control character (a newline, an
+    escape sequence) would break them, so it is refused rather than escaped everywhere.
+    """
+    if not 1 <= len(name) <= 64 or not name.isprintable() or name != name.strip():
+        raise ValueError(f"{name!r} is not a usable bot name: give {NAME_RULE}")
+    return name
+
+
+BotName = Annotated[str, AfterValidator(check_bot_name)]
+"""A bot's name, checked by `check_bot_name` (pydantic field type)."""
 
 DEFAULT_MAX_PROCESSES = 128
 """Processes and threads a bot may have at once (a fork bomb stops there); threads count, so not too few."""
@@ -30,7 +51,7 @@ class BotSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str = Field(min_length=1, max_length=64, description="The name in records and standings.")
+    name: BotName = Field(description="The name in records and standings.")
     command: list[str] = Field(min_length=1, description="The program and its arguments (no shell).")
     dir: Path | None = Field(default=None, description="Working directory (default: the referee's).")
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables.")
@@ -108,11 +129,19 @@ def resolve_command(words: list[str]) -> list[str]:
     return words
 
 
+_SCRIPT_SUFFIXES = (".py", ".js", ".mjs", ".cjs", ".ts", ".rb", ".pl", ".php", ".lua", ".sh", ".jar", ".exe", ".class")
+
+
 def default_name(command: list[str]) -> str:
-    """A name for a bot given no name: the sample bot, module or script for Python, else the program."""
+    """A name for a bot given no name: the sample bot, module or script it runs, else the program.
+
+    `node bots/x.js`, `java -jar x.jar` and `python3 x.py` are all called "x": the interpreter's name
+    would be the same for every bot written in that language.
+    """
     program = Path(command[0]).name
+    args = command[1:]
+    name = Path(program).stem if program.endswith(_SCRIPT_SUFFIXES) else program
     if command[0] == sys.executable or program.startswith("python"):
-        args = command[1:]
         if len(args) >= 2 and args[0] == "-m":
             name = args[1].rsplit(".", 1)[-1]
         elif args and not args[0].startswith("-"):
@@ -120,7 +149,9 @@ def default_name(command: list[str]) -> str:
         else:
             name = "python"
     else:
-        name = Path(program).stem if program.endswith((".py", ".sh", ".exe")) else program
+        script = next((a for a in args if not a.startswith("-") and a.endswith(_SCRIPT_SUFFIXES)), None)
+        if script is not None:
+            name = Path(script).stem
     cleaned = _NAME_RE.sub("-", name).strip("-")[:64]
     return cleaned or "bot"
 
@@ -172,10 +203,38 @@ def parse_bot_arg(text: str, *, base_dir: Path | None = None) -> BotSpec:
         raise BotSpecError("a bot argument is empty: give a sample bot name, a command line or a .toml bot file")
     if stripped.endswith(".toml") and not any(c.isspace() for c in stripped):
         return load_bot_file(Path(stripped))
+    named = _split_name(stripped)
+    if named is not None:
+        name, rest = named
+        return parse_bot_arg(rest, base_dir=base_dir).model_copy(update={"name": name})
     words = _split(stripped, what)
     if _FIELD_RE.match(words[0]):
         return _parse_fields(words, what, base_dir)
     return _make_spec(name=None, command=words, dir=None, env={}, what=what)
+
+
+def _split_name(text: str) -> tuple[str, str] | None:
+    """`NAME=BOT` as (name, bot), or None when the text is not in that form.
+
+    A command line may hold `=` too (`./bot --depth=3`), so the part before the first `=` is a name
+    only when it could not be the start of a command: no path or quote characters, no option, and,
+    when it has spaces (`my bot=random`), a first word that is not a program.
+    """
+    if is_field_form(text) or "=" not in text:
+        return None
+    name, rest = text.split("=", 1)
+    if not rest.strip() or any(c in name for c in "/\\'\"$") or name != name.strip():
+        return None
+    try:
+        check_bot_name(name)
+    except ValueError:
+        return None
+    words = name.split()
+    if any(word.startswith("-") for word in words):
+        return None
+    if len(words) > 1 and (words[0] in sample_bot_names() or shutil.which(words[0]) or Path(words[0]).exists()):
+        return None
+    return name, rest.strip()
 
 
 def _parse_fields(words: list[str], what: str, base_dir: Path | None) -> BotSpec:
@@ -229,12 +288,14 @@ def load_bot_file(path: Path) -> BotSpec:
     """
     what = f"bot file {str(path)!r}"
     try:
-        data: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
+        data: dict[str, Any] = tomllib.loads(read_input_text(path, "bot file", max_bytes=MAX_BOT_FILE_BYTES))
     except FileNotFoundError:
         raise BotSpecError(f"{what} does not exist; check the path") from None
     except OSError as error:
         raise BotSpecError(f"{what} cannot be read: {error.strerror}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+    except InputFileError as error:
+        raise BotSpecError(str(error)) from None
+    except tomllib.TOMLDecodeError as error:
         raise BotSpecError(f"{what} is not valid TOML: {error}") from None
     unknown = sorted(set(data) - {"name", "command", "dir", "env", "sandbox", "memory_mb", "max_processes", "ponder"})
     if unknown:
@@ -312,6 +373,10 @@ def check_bot_command(spec: BotSpec) -> None:
                 f"bot {spec.name!r}: {where!r} is not an executable file (command: {shown});"
                 f" make it executable (chmod +x) or run it through its interpreter, e.g. python3 {program}"
             )
+        problem = script_start_problem(path)
+        if problem is not None:
+            raise BotSpecError(f"bot {spec.name!r}: {where!r} {problem} (command: {shown})")
+        _check_script_argument(spec)
         return
     search_path = spec.env.get("PATH", os.environ.get("PATH", os.defpath))
     if shutil.which(program, path=search_path) is None:
@@ -319,3 +384,68 @@ def check_bot_command(spec: BotSpec) -> None:
             f"bot {spec.name!r}: the program {program!r} was not found on PATH (command: {shown});"
             f" give its path (e.g. ./{program}), install it, or use a sample bot ({', '.join(sample_bot_names())})"
         )
+    _check_script_argument(spec)
+
+
+_INTERPRETERS = re.compile(r"^(python[\d.]*|pypy[\d.]*|node|nodejs|deno|bun|ruby|perl|php|lua[\d.]*|bash|sh|java)$")
+
+
+def _check_script_argument(spec: BotSpec) -> None:
+    """BotSpecError when an interpreter's script (`python3 bots/x.py`, `node x.js`) does not exist.
+
+    Otherwise the interpreter starts, fails to find it and every game of the bot is a forfeit.
+    """
+    program = Path(spec.command[0]).name
+    if spec.command[0] != sys.executable and not _INTERPRETERS.match(program):
+        return
+    script = next((a for a in spec.command[1:] if not a.startswith("-")), None)
+    if script is None or not script.endswith(_SCRIPT_SUFFIXES) or spec.command[1] in ("-m", "-c", "-e"):
+        return
+    path = Path(script)
+    if not path.is_absolute() and spec.dir is not None:
+        path = spec.dir / path
+    if not path.is_file():
+        where = f" (looked for {str(path.absolute())!r})" if not Path(script).is_absolute() else ""
+        raise BotSpecError(
+            f"bot {spec.name!r}: the script {script!r} does not exist{where} (command: {shlex.join(spec.command)});"
+            " check the path: it is relative to the bot's dir (in a config: the config file's folder)"
+        )
+
+
+def script_start_problem(path: Path) -> str | None:
+    """Why the system could not start the executable file `path`, or None when it can.
+
+    A text file starts through the interpreter its `#!` line names; without that line the system refuses
+    it ("Exec format error"), and with a missing interpreter it says "not found" about a file that exists.
+    """
+    try:
+        with path.open("rb") as file:
+            head = file.read(256)
+    except OSError:
+        return None  # the start itself will say what is wrong
+    if head.startswith(b"#!"):
+        line = head[2:].split(b"\n", 1)[0].decode("utf-8", errors="replace").strip()
+        words = line.split()
+        if not words:
+            return "has an empty #! line; name its interpreter, e.g. #!/usr/bin/env python3"
+        interpreter = words[0]
+        if not Path(interpreter).is_file():
+            return f"names the interpreter {interpreter!r} in its #! line, which does not exist; fix the #! line"
+        if Path(interpreter).name == "env" and len(words) > 1 and not words[1].startswith("-"):
+            program = words[1]
+            if shutil.which(program) is None:
+                return (
+                    f"names the interpreter {program!r} in its #! line (via env), which is not on PATH;"
+                    " install it or fix the #! line"
+                )
+        return None
+    if head.startswith(b"\x7fELF") or b"\0" in head:
+        return None  # a binary: the system knows (or will say) how to run it
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)  # a cut last character is fine
+    except UnicodeDecodeError:
+        return None
+    return (
+        "is a text file without a #! line, so the system cannot start it (Exec format error); add one"
+        " such as #!/usr/bin/env python3, or run it through its interpreter, e.g. python3 " + str(path)
+    )

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import math
+import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -38,6 +40,30 @@ def board_size(text: str) -> tuple[int, int]:
         raise UsageError(f"--size {error}") from None
 
 
+def komi_value(text: str) -> float:
+    """`--komi K` of every command: a finite number (NaN or infinity would make every score meaningless)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number; give the komi like 3.5 or 0") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number; give the komi like 3.5 or 0")
+    return value
+
+
+def games_count(text: str) -> int:
+    """`--games N` of every command: 1 to MAX_GAMES_PER_PAIRING games (per pairing in a tournament)."""
+    from referee.limits import MAX_GAMES_PER_PAIRING
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of games") from None
+    if not 1 <= value <= MAX_GAMES_PER_PAIRING:
+        raise argparse.ArgumentTypeError(f"{value}: give 1 to {MAX_GAMES_PER_PAIRING:,} games per pairing")
+    return value
+
+
 def _load(name: str) -> ModuleType:
     return importlib.import_module(f"referee.commands.{COMMANDS[name]}")
 
@@ -53,19 +79,31 @@ def build_parser() -> argparse.ArgumentParser:
         module = _load(name)
         sub = subparsers.add_parser(name, help=module.HELP, description=module.HELP)
         module.configure(sub)
-        sub.set_defaults(run=module.run)
+        sub.set_defaults(run=module.run, parser=sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        # argparse leaves a subcommand's unknown arguments to the top level, which would print the top-level
+        # usage; the subcommand's own usage is the one that helps.
+        args.parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         result: int = args.run(args)
+        sys.stdout.flush()  # a closed pipe shows here, while it can still be handled
     except UsageError as error:
         print(f"alternator {args.command}: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"alternator {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`alternator replay --moves game.json | head`): stop quietly, as other tools do.
+        # Python would report the pipe again when it flushes stdout at exit, so stdout goes to /dev/null.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 128 + 13  # as if killed by SIGPIPE, the default for a tool writing to a closed pipe
     return result

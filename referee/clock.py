@@ -25,7 +25,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from protocol.messages import Clock, Color, TimeControl
+from protocol.messages import TimeControl, TurnClocks
+from protocol.rules import Color
 
 NS_PER_MS = 1_000_000
 
@@ -156,13 +157,13 @@ class GameClock:
         allowed = self.allowed_ns(color)
         return None if allowed is None else allowed + self._margin_ns
 
-    def message(self, color: Color) -> Clock:
+    def message(self, color: Color) -> TurnClocks:
         """Both clocks as the turn message shows them to `color` (whole ms, rounded down).
 
         `run_game` writes the same fields straight into its hand-built turn line; a test holds the two equal.
         """
         black, white = self._remaining["black"], self._remaining["white"]
-        return Clock.model_construct(
+        return TurnClocks.model_construct(
             black_ms=None if black is None else black // NS_PER_MS,
             white_ms=None if white is None else white // NS_PER_MS,
             increment_ms=self.control.increment_ms,

@@ -27,7 +27,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from protocol.messages import TimeControl
 from protocol.rules import parse_size
-from referee.botspec import BotSpec, BotSpecError, resolve_command
+from referee.botspec import BotName, BotSpec, BotSpecError, resolve_command
+from referee.cluster import ClusterConfig
+from referee.files import InputFileError, read_input_text
+from referee.limits import MAX_BOTS, MAX_CONFIG_BYTES, MAX_GAMES_PER_PAIRING
 from referee.schedule import Format, OpeningsFileError, random_openings, read_openings_file
 
 DEMO_BOTS = ("random", "greedy", "alphabeta")
@@ -44,14 +47,18 @@ class BotConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(min_length=1, max_length=64, description="The name in records and standings; unique.")
+    name: BotName = Field(description="The name in records and standings; unique.")
     command: list[str] = Field(
         min_length=1,
         description="A command line (a string, split like a shell would but never run through one) or a list of"
         " arguments. `python`/`python3` first means the Python running the referee; a sample bot name alone"
         " (random, greedy, alphabeta) runs that sample bot.",
     )
-    dir: str | None = Field(None, description="Working directory, relative to the config file's folder.")
+    dir: str | None = Field(
+        None,
+        description="Working directory, relative to the config file's folder (default: that folder); relative"
+        " paths in `command` are relative to it.",
+    )
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables.")
     sandbox: bool | None = Field(None, description="Run this bot in the sandbox (default: the top-level `sandbox`).")
     memory_mb: int | None = Field(
@@ -94,15 +101,17 @@ class TournamentConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    bots: list[BotConfig] = Field(min_length=2, description="The bots; at least two, names unique.")
+    bots: list[BotConfig] = Field(
+        min_length=2, max_length=MAX_BOTS, description="The bots; at least two, names unique."
+    )
     format: Format = Field(Format.ROUND_ROBIN, description="round-robin, or gauntlet (the first bot vs each other).")
-    games: int = Field(DEFAULT_GAMES, ge=1, le=10000, description="Games per pairing.")
+    games: int = Field(DEFAULT_GAMES, ge=1, le=MAX_GAMES_PER_PAIRING, description="Games per pairing.")
     time_control: str | None = Field(
         None, description="BASE+INC in seconds like 60+0.5, or MOVES/BASE like 40/60 (default 10+0.1)."
     )
     movetime: float | None = Field(None, gt=0, description="A fixed limit per move in seconds, instead of a clock.")
     size: str = Field("8x8", description="Board size: 8, or WIDTHxHEIGHT like 9x7 (2 to 26).")
-    komi: float = Field(3.5, description="Points added to White's score.")
+    komi: float = Field(3.5, allow_inf_nan=False, description="Points added to White's score.")
     margin_ms: int = Field(0, ge=0, description="Grace added to every deadline before a bot loses on time.")
     openings: OpeningsConfig = Field(default_factory=lambda: OpeningsConfig.model_validate({}))
     concurrency: int | None = Field(None, ge=1, le=256, description="Games at once (default: number of cores).")
@@ -132,6 +141,16 @@ class TournamentConfig(BaseModel):
     cpu_affinity: bool = Field(
         False, description="Give each concurrent game its own cores; both bots of a game run on them."
     )
+    cluster: ClusterConfig | None = Field(
+        None,
+        description="Play the games on a Dask cluster: its scheduler's address (tcp://host:8786), or a"
+        " [cluster] table with address, ca_file, cert and key for a tls:// scheduler (see README).",
+    )
+
+    @field_validator("cluster", mode="before")
+    @classmethod
+    def _cluster(cls, value: object) -> object:
+        return {"address": value} if isinstance(value, str) else value
 
     @field_validator("time_control", mode="before")
     @classmethod
@@ -175,6 +194,7 @@ _KNOWN_KEYS = {
     "": sorted(TournamentConfig.model_fields),
     "bots": sorted(BotConfig.model_fields),
     "openings": sorted(OpeningsConfig.model_fields),
+    "cluster": sorted(ClusterConfig.model_fields),
 }
 
 
@@ -184,12 +204,17 @@ def _message(error: Any) -> str:
     if kind == "missing":
         return "field required"
     if kind == "extra_forbidden":
-        parent = "bots" if loc[:1] == ("bots",) and len(loc) == 3 else ("openings" if loc[:1] == ("openings",) else "")
+        tables = (("openings",), ("cluster",))
+        parent = "bots" if loc[:1] == ("bots",) and len(loc) == 3 else (str(loc[0]) if loc[:1] in tables else "")
         hint = ""
         if parent and str(loc[-1]) in _KNOWN_KEYS[""]:
             # A TOML trap: a key written after a [table] belongs to that table.
             hint = f" ({loc[-1]} is a top-level key: move it above the first [table] or [[bots]])"
         return f"unknown key; the keys here are {', '.join(_KNOWN_KEYS[parent])}{hint}"
+    if kind == "too_short" and loc == ("bots",):
+        return "a tournament needs at least two bots: add another (one --bot or [[bots]] entry per bot)"
+    if kind == "too_long" and loc == ("bots",):
+        return f"more than {MAX_BOTS} bots; split them into several tournaments (or a gauntlet per candidate)"
     message = str(error["msg"])
     # pydantic prefixes the message of a ValueError raised in a validator
     return message.removeprefix("Value error, ")
@@ -228,11 +253,13 @@ def parse_config(data: dict[str, Any], *, source: str, key_sources: dict[str, st
 def load_config(path: Path) -> TournamentConfig:
     """Read and validate a TOML config file; ConfigError names the file, the key and what is wrong."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_input_text(path, "config file", max_bytes=MAX_CONFIG_BYTES)
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such config file; check the path (see examples/tournament.toml)") from None
     except OSError as error:
         raise ConfigError(f"{path}: cannot read the config file: {error.strerror}") from None
+    except InputFileError as error:
+        raise ConfigError(str(error)) from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
@@ -273,6 +300,7 @@ class TournamentPlan:
     out_dir: Path
     fingerprint: dict[str, Any]  # what must not change on resume (the store compares it)
     cpu_affinity: bool = False
+    cluster: ClusterConfig | None = None  # where the games are played; not in the fingerprint (resume anywhere)
 
     @property
     def bot_names(self) -> list[str]:
@@ -284,10 +312,10 @@ def _bot_spec(bot: BotConfig, index: int, base_dir: Path, source: str, config: T
         command = resolve_command(bot.command)
     except BotSpecError as error:
         raise ConfigError(f"{source}: bots[{index}].command: {error}") from None
-    directory = None
-    if bot.dir is not None:
-        directory = Path(bot.dir) if Path(bot.dir).is_absolute() else (base_dir / bot.dir)
-        directory = directory.resolve()
+    # Like a bot file's, a config's bots run from the config's folder by default, so that the paths in
+    # their commands are relative to the config, as `dir`, `openings.file` and `out` are.
+    directory = base_dir / bot.dir if bot.dir is not None else base_dir
+    directory = directory.resolve()
     return BotSpec(
         name=bot.name,
         command=command,
@@ -385,6 +413,7 @@ def resolve_plan(config: TournamentConfig, *, base_dir: Path, source: str, defau
         out_dir=out_dir,
         fingerprint=fingerprint,
         cpu_affinity=config.cpu_affinity,
+        cluster=config.cluster.resolved(base_dir) if config.cluster is not None else None,
     )
 
 

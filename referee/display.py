@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from protocol.rules import Position
-from referee.record import GameRecord, MoveRecord, Termination, other_color
+from protocol.rules import WHITE, Position
+from referee.record import GameRecord, MoveRecord, Termination
 from referee.sprt import PENTANOMIAL_OUTCOMES, EloEstimate, SprtStatus, Verdict, elo_estimate
 
 _TERMINATION_WORDS = {
@@ -70,7 +70,7 @@ def describe_result(record: GameRecord) -> str:
         margin = abs((record.black_score or 0) - (record.white_score or 0))
         winner = f"{side_name(record, record.winner)} ({record.winner})"
         return f"{record.result} {winner} wins by {format_number(margin)}, {scores} ({how})"
-    loser_color = record.loser or other_color(record.winner or "white")
+    loser_color = record.loser or (record.winner or WHITE).other
     loser = f"{side_name(record, loser_color)} ({loser_color})"
     reason = record.reason
     # The referee's reasons start with the offender ("white (greedy) took ..."): named already.

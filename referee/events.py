@@ -16,7 +16,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from protocol.messages import TimeControl
-from referee.record import Result, Termination
+from protocol.rules import Result
+from referee.record import Termination
 from referee.standings import Standings
 
 

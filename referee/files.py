@@ -1,4 +1,6 @@
-"""Writing the arena's output files so that a reader, or a referee killed mid-write, never sees half of one."""
+"""The arena's files: output written so that a reader, or a referee killed mid-write, never sees half of one;
+users' input files (configs, openings, bot files) read with a size limit and a message naming the file.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ def write_text_atomic(path: Path, text: str | Iterable[str]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, 0o666 & ~current_umask())  # mkstemp makes it 0600; a record is as readable as any file
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as file:
             if isinstance(text, str):
                 file.write(text)
@@ -27,3 +30,47 @@ def write_text_atomic(path: Path, text: str | Iterable[str]) -> None:
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
+
+
+def current_umask() -> int:
+    """The process's umask, read without changing it where the system shows it (Linux), so threads are safe."""
+    try:
+        for line in Path("/proc/self/status").read_text(encoding="ascii").splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)  # elsewhere: the only portable way to read it is to set it and put it back
+    os.umask(mask)
+    return mask
+
+
+class InputFileError(ValueError):
+    """A user's input file that is too large or not UTF-8 text; the message names the file and the fix."""
+
+
+def read_input_text(path: Path, what: str, *, max_bytes: int) -> str:
+    """The text of a user's input file (`what` names it: "config file"), read as UTF-8.
+
+    OSError (FileNotFoundError, PermissionError, ...) as opening the file raises it; InputFileError when
+    it holds more than `max_bytes` or is not UTF-8 text (a binary file given by mistake), so the user gets
+    one line naming the file instead of a decoding traceback or a minute of silence.
+    """
+    with path.open("rb") as file:
+        data = file.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise InputFileError(
+            f"{path}: the {what} is larger than {_size(max_bytes)}, more than any real one; check that it is the"
+            " right file"
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InputFileError(
+            f"{path}: the {what} is not UTF-8 text (byte {error.start} is {data[error.start : error.start + 1]!r});"
+            " give a text file saved as UTF-8"
+        ) from None
+
+
+def _size(count: int) -> str:
+    return f"{count >> 20} MiB" if count >= 1 << 20 else f"{count >> 10} KiB"

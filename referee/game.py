@@ -1,7 +1,10 @@
 """One game between two bot channels: handshake, new game, turns on the clock, adjudication, the record.
 
-`run_game` measures every move itself: from the moment the turn line is written to the moment the reply line
-is complete (`BotChannel.last_line_time`), and charges exactly that (`referee.clock`). The handshake and the
+`run_game` measures every move itself: from immediately before the turn line is written to the moment the
+read of the reply line's last byte returned (`BotChannel.last_line_ns`, stamped by the bot's reader thread,
+not when the event loop got round to it), and charges exactly that (`referee.clock`). A move past its
+deadline loses on time only if the bot's overrun is larger than the referee's own measured lateness during
+that move (`referee.latency`); otherwise the game is VOID, with a reason naming the referee's lag. The handshake and the
 new-game exchange have their own limits (`Limits`) and are not charged. While a bot thinks it is pinged, so a
 hung bot is told from a slow one. Every way a bot can fail becomes a forfeit with a reason a person can act
 on and the bot's last stderr lines; an unexpected error in the referee's own code makes the game VOID (never
@@ -16,18 +19,19 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import math
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NoReturn
 
 import trio
 
-from protocol.messages import Color, GameOver, Info, MoveReply, NewGame, Pong, Ready
-from protocol.rules import IllegalMoveError, InvalidMoveError, Move, Position
-from referee.clock import NS_PER_MS, GameClock
+from protocol.messages import GameOver, Info, MoveReply, NewGame, Pong, Ready
+from protocol.rules import BLACK, WHITE, Color, IllegalMoveError, InvalidMoveError, Move, Position, Result, result_for
+from referee.clock import NS_PER_MS, Charge, GameClock
+from referee.hints import with_hint
+from referee.latency import LagWindow, cpu_pressure
 from referee.process import (
     BotChannel,
     BotFault,
@@ -36,22 +40,13 @@ from referee.process import (
     BotTimeout,
     BotUnresponsive,
 )
-from referee.record import (
-    GameRecord,
-    GameSettings,
-    MoveRecord,
-    Result,
-    Termination,
-    color_name,
-    other_color,
-    result_for,
-)
+from referee.record import GameRecord, GameSettings, MoveRecord, Termination
 
 __all__ = ["Limits", "run_game"]
 
 log = logging.getLogger(__name__)
 
-COLORS: tuple[Color, Color] = ("black", "white")
+COLORS: tuple[Color, Color] = (BLACK, WHITE)
 
 MAX_INFOS_PER_MOVE = 16
 """Info messages kept per move: the last ones (the deepest search); the earlier ones are only counted."""
@@ -75,6 +70,16 @@ class Limits:
     """How long writing `game_over` may block before the referee gives up on that bot."""
 
 
+class _HostLate(Exception):
+    """A bot would have lost on time, but the referee measured more lateness of its own than the bot's overrun."""
+
+    def __init__(self, reason: str, *, overrun_ms: float, lag_ms: float) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.overrun_ms = overrun_ms
+        self.lag_ms = lag_ms
+
+
 class _Forfeit(Exception):
     def __init__(self, color: Color, fault: BotFault) -> None:
         super().__init__(f"{color}: {fault.reason}")
@@ -96,6 +101,12 @@ def _fmt_ms(ns: int) -> str:
     return f"{ms:.1f} ms" if ms < 10 else f"{ms:.0f} ms"
 
 
+def _cpu_wait_since(bot: BotChannel, waited: int | None) -> int:
+    """How long the bot has waited for a CPU since its total was `waited` (0 when unknown)."""
+    now = bot.cpu_wait_ns()
+    return 0 if waited is None or now is None else now - waited
+
+
 class _Game:
     def __init__(
         self,
@@ -107,7 +118,7 @@ class _Game:
         limits: Limits,
     ) -> None:
         self.game_id = game_id
-        self.bots: dict[Color, BotChannel] = {"black": black, "white": white}
+        self.bots: dict[Color, BotChannel] = {BLACK: black, WHITE: white}
         self.settings = settings
         self.on_move = on_move
         self.limits = limits
@@ -159,8 +170,9 @@ class _Game:
                 fault.reason = f"failed the handshake: {fault.reason}"
                 raise
             if scope.cancelled_caught:
-                bot.broken = True
-                raise BotProtocolError(f"failed the handshake: no hello within {limits.handshake_s:g} s of hello")
+                reason = f"failed the handshake: no hello within {limits.handshake_s:g} s of hello"
+                bot.give_up(reason)
+                raise BotProtocolError(reason)
         settings = self.settings
         new_game = NewGame(
             type="new_game",
@@ -170,38 +182,29 @@ class _Game:
             height=settings.height,
             komi=settings.komi,
             time_control=settings.time_control,
-            opponent=self._bot_names[other_color(color)],
+            opponent=self._bot_names[color.other],
         )
         try:
             with trio.move_on_after(limits.ready_s) as scope:
                 await bot.send(new_game)
-                while True:
-                    message = await bot.receive()
-                    if isinstance(message, Ready):
-                        if message.game_id != self.game_id:
-                            bot.broken = True
-                            raise BotProtocolError(
-                                f"answered new_game with ready for game {message.game_id!r}; expected {self.game_id!r}"
-                            )
-                        return
-                    if isinstance(message, Pong):
-                        bot.check_pong(message)
-                    elif not isinstance(message, Info):
-                        bot.broken = True
-                        raise BotProtocolError(f"answered new_game with {message.type!r}; expected 'ready'")
+                # The session lets only ready, info and pong through here: wait for the ready.
+                while not isinstance(await bot.receive(), Ready):
+                    pass
+                return
         except BotFault as fault:
             fault.reason = f"failed to start the game: {fault.reason}"
             raise
         if scope.cancelled_caught:
-            bot.broken = True
-            raise BotProtocolError(f"failed to start the game: no ready within {limits.ready_s:g} s of new_game")
+            reason = f"failed to start the game: no ready within {limits.ready_s:g} s of new_game"
+            bot.give_up(reason)
+            raise BotProtocolError(reason)
 
     # -- turns ---------------------------------------------------------------------------------------
 
     async def play(self) -> None:
         position = self.position
         while not position.is_over():
-            color = color_name(position.turn)
+            color = position.turn
             try:
                 await self._turn(color)
             except BotFault as fault:
@@ -216,8 +219,8 @@ class _Game:
             b",".join(self._history),
             b'"clock":{"black_ms":%s,"white_ms":%s,"increment_ms":%d,"move_limit_ms":%s,"moves_to_go":%s}'
             % (
-                _json_int(clock.remaining_ns("black"), NS_PER_MS),
-                _json_int(clock.remaining_ns("white"), NS_PER_MS),
+                _json_int(clock.remaining_ns(BLACK), NS_PER_MS),
+                _json_int(clock.remaining_ns(WHITE), NS_PER_MS),
                 control.increment_ms,
                 _json_int(control.move_time_ms),
                 _json_int(clock.moves_to_go(color)),
@@ -229,27 +232,25 @@ class _Game:
         clock = self.clock
         line = self._turn_line(color)
         limit_ns = clock.deadline_ns(color)
-        bot.check_idle()
+        await bot.check_idle()
         cpu_before = self._before_turn(color)
-        await bot.send_line(line)
-        start = trio.current_time()
-        deadline = math.inf if limit_ns is None else start + limit_ns / 1e9
-        infos: deque[Info] = deque(maxlen=MAX_INFOS_PER_MOVE)
-        reply, infos_seen = await self._await_move(bot, start, deadline, infos)
-        if reply is None:
-            charge = clock.charge(color, round((trio.current_time() - start) * 1e9), timed_out=True)
-        else:
-            charge = clock.charge(color, round((bot.last_line_time - start) * 1e9))
+        waited = bot.cpu_wait_ns()
+        # The bot's time runs from immediately before the write: a bot may answer before the write returns.
+        start = bot.now_ns()
+        window = bot.lag_source.open(start)
+        try:
+            await bot.send_turn(line)
+            infos: deque[Info] = deque(maxlen=MAX_INFOS_PER_MOVE)
+            deadline = None if limit_ns is None else start + limit_ns
+            reply, infos_seen = await self._await_move(bot, start, deadline, window, waited, infos)
+            end = bot.last_line_ns if reply is not None else bot.now_ns()
+            lag_ns = max(window.lag_ns(end), bot.last_line_delay_ns if reply is not None else 0)
+        finally:
+            window.close()
+        charge = clock.charge(color, end - start, timed_out=reply is None)
         if not charge.in_time:
-            bot.broken = True  # a late move would be read as the answer to the next message
-            allowed = charge.allowed_ns or 0
-            what = "no move after" if reply is None else "took"
-            margin = f" (a {_fmt_ms(clock.margin_ns)} margin was allowed)" if clock.margin_ns else ""
-            raise BotTimeout(
-                f"lost on time: {what} {_fmt_ms(charge.elapsed_ns)}, {_fmt_ms(charge.overrun_ns)} over its "
-                f"{_fmt_ms(allowed)}{margin}",
-                overrun_ms=charge.overrun_ns / NS_PER_MS,
-            )
+            bot_wait_ns = _cpu_wait_since(bot, waited)
+            self._late(color, charge, limit_ns or 0, lag_ns, bot_wait_ns, answered=reply is not None)
         assert reply is not None
         text = reply.move
         try:
@@ -273,6 +274,7 @@ class _Game:
             move=text,
             elapsed_ms=charge.elapsed_ns / NS_PER_MS,
             clock_ms=None if remaining is None else remaining // NS_PER_MS,
+            latency_ms=lag_ns / NS_PER_MS,
             infos=kept,
             infos_dropped=infos_seen - len(kept),
             cpu_ms=cpu_ms[0],
@@ -285,19 +287,60 @@ class _Game:
     def _before_turn(self, color: Color) -> tuple[int | None, int | None]:
         """Freeze the waiting bot if it may not ponder, thaw the mover (both before its time starts), and
         sample both bots' CPU time (`referee.containment`)."""
-        mover, waiting = self.bots[color], self.bots[other_color(color)]
+        mover, waiting = self.bots[color], self.bots[color.other]
         waiting.wait_for_turn()
         mover.begin_turn()
         return mover.cpu_ns(), waiting.cpu_ns()
 
     def _cpu_used(self, color: Color, before: tuple[int | None, int | None]) -> tuple[float | None, float | None]:
         """CPU milliseconds of the mover and of the waiting bot since `_before_turn`."""
-        after = (self.bots[color].cpu_ns(), self.bots[other_color(color)].cpu_ns())
+        after = (self.bots[color].cpu_ns(), self.bots[color.other].cpu_ns())
 
         def used(start: int | None, end: int | None) -> float | None:
             return None if start is None or end is None else max(0, end - start) / NS_PER_MS
 
         return used(before[0], after[0]), used(before[1], after[1])
+
+    def _late(
+        self, color: Color, charge: Charge, limit_ns: int, lag_ns: int, bot_wait_ns: int, *, answered: bool
+    ) -> NoReturn:
+        """A move past its deadline: a loss on time, or a void game if the host was later than the bot.
+
+        `limit_ns` is the deadline the bot was judged by (its allowance plus the margin). The bot is over it
+        by `excess`. If the referee measured more lateness of its own during the move (`lag_ns`), or the bot
+        waited longer than that for a CPU it was ready to use (`bot_wait_ns`, its run-queue time), the host
+        spoiled the move: nobody can show that the bot was late rather than the machine, and the game is void
+        (never a forfeit for the host's delay).
+        """
+        clock = self.clock
+        allowed = charge.allowed_ns or 0
+        excess = charge.elapsed_ns - limit_ns
+        margin = f" (a {_fmt_ms(clock.margin_ns)} margin was allowed)" if clock.margin_ns else ""
+        what = "no move after" if not answered else "took"
+        if answered and max(lag_ns, bot_wait_ns) > excess:
+            pressure = cpu_pressure()
+            host = "" if pressure is None else f"; CPU pressure on the host: {pressure:g}% over the last 10 s"
+            causes = []
+            if lag_ns > excess:
+                causes.append(f"the referee measured {_fmt_ms(lag_ns)} of its own lateness during that move")
+            if bot_wait_ns > excess:
+                causes.append(f"the bot waited {_fmt_ms(bot_wait_ns)} for a CPU it was ready to use")
+            raise _HostLate(
+                f"void, the host was late: {color} ({self._bot_names[color]}) {what}"
+                f" {_fmt_ms(charge.elapsed_ns)}, {_fmt_ms(charge.overrun_ns)} over its {_fmt_ms(allowed)}{margin},"
+                f" but {' and '.join(causes)}{host}; the game is not scored and is played again",
+                overrun_ms=charge.overrun_ns / NS_PER_MS,
+                lag_ms=max(lag_ns, bot_wait_ns) / NS_PER_MS,
+            )
+        bot = self.bots[color]
+        reason = (
+            f"lost on time: {what} {_fmt_ms(charge.elapsed_ns)}, {_fmt_ms(charge.overrun_ns)} over its "
+            f"{_fmt_ms(allowed)}{margin}"
+        )
+        # Restarted before its next game, as after every fault but an illegal move (PROTOCOL.md): without an
+        # answer, a late move would be read as the answer to the next message.
+        bot.give_up(reason)
+        raise BotTimeout(reason, overrun_ms=charge.overrun_ns / NS_PER_MS)
 
     def _keep_infos(self, color: Color, infos: deque[Info]) -> list[dict[str, Any]]:
         """The infos of a move for its record: the latest ones that fit in what is left of the side's budget."""
@@ -314,50 +357,66 @@ class _Game:
         return kept
 
     async def _await_move(
-        self, bot: BotChannel, start: float, deadline: float, infos: deque[Info]
+        self,
+        bot: BotChannel,
+        start: int,
+        deadline: int | None,
+        window: LagWindow,
+        waited: int | None,
+        infos: deque[Info],
     ) -> tuple[MoveReply | None, int]:
         """Read until the move (None: the deadline passed first) and count the infos that came before it.
 
+        Times are in the bot channel's clock (ns). Past the deadline, the referee keeps listening for as long
+        as the host's measured lateness (its own, or the bot's wait for a CPU since `waited`): a reply in that
+        time is judged by `_late` (a void game, not a loss).
         Pings the bot while it thinks. `infos` keeps only the latest infos (its maxlen): a bot may send as many
         as it likes on its own clock, but the referee's memory must not grow with them.
         """
         limits = self.limits
-        check_at = start + limits.ping_interval_s
+        interval_ns = round(limits.ping_interval_s * 1e9)
+        check_at = start + interval_ns
         pending: int | None = None  # the id of the ping waiting for its pong
         seen = 0
+        grace = 0
         while True:
+            wake_at = check_at if deadline is None else min(check_at, deadline + grace)
             # One cancel scope per wait, for whichever comes first: a scope costs about as much as a round trip.
-            with trio.move_on_at(min(check_at, deadline)) as scope:
+            with trio.move_on_at(bot.to_trio_time(wake_at)) as scope:
                 message = await bot.receive()
             if scope.cancelled_caught:
-                now = trio.current_time()
-                if now >= deadline:
-                    return None, seen
+                # What had arrived by now counts, even if the loop was too busy to take it in.
+                await bot.catch_up()
+                if bot.has_lines():
+                    continue
+                now = bot.now_ns()
+                if deadline is not None and now >= deadline + grace:
+                    lag = max(window.lag_ns(now), _cpu_wait_since(bot, waited))
+                    if now - deadline >= lag:
+                        return None, seen
+                    grace = lag  # the referee was late itself: give the bot as long again
+                    continue
                 if now < check_at:
                     continue
                 if pending is not None:
-                    bot.broken = True
-                    raise BotUnresponsive(
+                    reason = (
                         f"stopped answering pings: no pong to ping {pending} within {limits.ping_timeout_s:g} s"
-                        f" while thinking ({now - start:.1f} s into its move)"
+                        f" while thinking ({(now - start) / 1e9:.1f} s into its move)"
                     )
+                    bot.give_up(reason)
+                    raise BotUnresponsive(reason)
                 pending = await bot.send_ping()
-                check_at = now + limits.ping_timeout_s
+                check_at = now + round(limits.ping_timeout_s * 1e9)
                 continue
+            # The session lets only move, info and pong through during a turn.
             if isinstance(message, MoveReply):
                 return message, seen
             if isinstance(message, Info):
                 infos.append(message)
                 seen += 1
-            elif isinstance(message, Pong):
-                if message.id == pending:
-                    pending = None
-                    check_at = bot.last_line_time + limits.ping_interval_s
-                else:
-                    bot.check_pong(message)
-            else:
-                bot.broken = True
-                raise BotProtocolError(f"sent {message.type!r} during its turn; expected 'move' (or 'info', 'pong')")
+            elif isinstance(message, Pong) and message.id == pending:
+                pending = None
+                check_at = bot.last_line_ns + interval_ns
 
     # -- the end -------------------------------------------------------------------------------------
 
@@ -391,6 +450,7 @@ class _Game:
         loser: Color | None = None,
         scores: tuple[float, float] | None = None,
         overrun_ms: float | None = None,
+        referee_lag_ms: float | None = None,
         stderr_tail: list[str] | None = None,
     ) -> GameRecord:
         sides = {color: self.bots[color].info() for color in COLORS}
@@ -401,8 +461,8 @@ class _Game:
             info.off_turn_cpu_ms = None if not off or None in off else sum(off)  # type: ignore[arg-type]
         return GameRecord(
             game_id=self.game_id,
-            black=sides["black"],
-            white=sides["white"],
+            black=sides[BLACK],
+            white=sides[WHITE],
             settings=self.settings,
             moves=self.moves,
             result=result,
@@ -413,6 +473,7 @@ class _Game:
             black_score=None if scores is None else scores[0],
             white_score=None if scores is None else scores[1],
             overrun_ms=overrun_ms,
+            referee_lag_ms=referee_lag_ms,
             stderr_tail=stderr_tail or [],
             final_position=self.position.to_string(),
             started_at=started_at,
@@ -441,17 +502,27 @@ async def run_game(
         try:
             await game.setup()
             await game.play()
+        except _HostLate as late:
+            record = game.record(
+                result="*",
+                winner=None,
+                termination=Termination.VOID,
+                reason=late.reason,
+                overrun_ms=late.overrun_ms,
+                referee_lag_ms=late.lag_ms,
+                started_at=started_at,
+            )
         except _Forfeit as forfeit:
             loser, fault = forfeit.color, forfeit.fault
             offender = game.bots[loser]
             with trio.CancelScope(shield=True):
                 await offender.settle()
-            winner = other_color(loser)
+            winner = loser.other
             record = game.record(
                 result=result_for(winner),
                 winner=winner,
                 termination=fault.termination,
-                reason=f"{loser} ({offender.name}) {fault.reason}",
+                reason=with_hint(f"{loser} ({offender.name}) {fault.reason}", offender.stderr_tail(), offender.command),
                 loser=loser,
                 overrun_ms=fault.overrun_ms if isinstance(fault, BotTimeout) else None,
                 stderr_tail=offender.stderr_tail(),
@@ -459,7 +530,7 @@ async def run_game(
             )
         else:
             outcome = game.position.score_outcome()
-            scored_winner = None if outcome.winner is None else color_name(outcome.winner)
+            scored_winner = outcome.winner
             record = game.record(
                 result=result_for(scored_winner),
                 winner=scored_winner,
@@ -472,7 +543,7 @@ async def run_game(
         # Our own failure (a bug, a full disk, ...): never scored against a bot. Both channels are suspect.
         log.exception("game %s: referee error", game_id)
         for bot in game.bots.values():
-            bot.broken = True
+            bot.give_up(f"the referee failed ({type(error).__name__})")
         record = game.record(
             result="*",
             winner=None,

@@ -1,11 +1,13 @@
 """The channel to one bot: protocol lines over a pair of byte streams, and the bot process behind it.
 
 `BotChannel` speaks protocol v1 over any trio send/receive stream pair: it frames lines (never holding more
-than `MAX_LINE_BYTES` of an unfinished line), validates each one, notes the moment each reply line was
-complete (for the clock), and turns everything a bot can do wrong into a `BotFault` whose reason a person
-can act on. Tests drive it over in-memory streams. `BotProcess` is the same channel over a child's
-stdin/stdout, plus the process: its own process group, stderr drained into a capped log (with a tail kept
-in memory for records), and on exit `quit`, a short grace period, SIGKILL to the whole group, reaping.
+than `MAX_LINE_BYTES` of an unfinished line), validates each one and asks the session state machine
+(`protocol.session`) whether it may come now, notes the moment each reply line was complete (for the
+clock: read on a thread of its own for a real process, `referee.reader`), and turns everything a bot can
+do wrong into a `BotFault` whose reason a person can act on. Tests drive it over in-memory streams.
+`BotProcess` is the same channel over a child's stdin/stdout, plus the process: its own process group,
+stderr drained into a capped log (with a tail kept in memory for records), and on exit `quit`, a short
+grace period, SIGKILL to the whole group, reaping.
 
 Deadlines are the caller's: every await here can be cancelled by a cancel scope without losing bytes.
 """
@@ -13,6 +15,7 @@ Deadlines are the caller's: every await here can be cancelled by a cancel scope 
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import json
 import logging
@@ -21,6 +24,7 @@ import re
 import shlex
 import signal
 import subprocess
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -36,15 +40,15 @@ from protocol.messages import (
     BotHello,
     BotMessage,
     Hello,
-    Info,
     Ping,
     Pong,
     Quit,
     encode,
     parse_bot_line,
 )
+from protocol.session import ProtocolViolation, Session
 from referee import __version__
-from referee.botspec import BotSpec
+from referee.botspec import BotSpec, script_start_problem
 from referee.containment import (
     RUNNING_DIR,
     TRACK_INTERVAL_S,
@@ -54,6 +58,8 @@ from referee.containment import (
     run_in_spawner,
 )
 from referee.exceptions import single_exception
+from referee.latency import NO_LAG, HostLagMonitor, LagSource, host_lag_monitor
+from referee.reader import PipeReader
 from referee.record import BotInfo, Termination
 from referee.sandbox import SandboxError, launch_command, sandbox_environment
 
@@ -80,6 +86,8 @@ REFEREE_NAME = f"alternator-referee {__version__}"
 CHUNK_BYTES = 65536
 YIELD_EVERY_LINES = 64
 """`receive_line` lets other tasks run after this many lines, even when they all came in one chunk."""
+CATCH_UP_CHUNKS = 16
+"""`catch_up` takes at most this many chunks: a bot that writes without pause cannot hold the referee there."""
 EXIT_WAIT_S = 0.5
 """After a bot's output ends: how long to wait for it to exit, to report its exit code or signal."""
 QUIT_GRACE_S = 0.5
@@ -185,8 +193,12 @@ def _invalid_message_fault(line: bytes, error: ValidationError) -> BotProtocolEr
 class BotChannel:
     """Protocol v1 with one bot over a pair of byte streams (a process's pipes, or memory streams in tests).
 
-    `receive` returns one validated message and notes in `last_line_time` (trio time) when its line was
-    complete, so the caller charges the bot exactly from its write to that moment.
+    Which message the bot may send when is the session's to say (`protocol.session`); the channel tells it
+    what was written and read, and owns nothing else of the protocol. `receive` returns one allowed message
+    and notes in `last_line_ns` when its line was complete, in the channel's clock (`now_ns`): for a real
+    process, the monotonic time at which the reader thread's read of the line's last byte returned
+    (`referee.reader`); over memory streams, trio's clock (so tests can use `autojump_clock`).
+    `lag_source` measures the referee's own lateness during a move (`referee.latency`).
     """
 
     def __init__(
@@ -196,55 +208,93 @@ class BotChannel:
         receive_stream: trio.abc.ReceiveStream,
         *,
         command: list[str] | None = None,
+        reader: PipeReader | None = None,
+        lag_source: LagSource = NO_LAG,
     ) -> None:
         self.name = name
         self.command = command if command is not None else [name]
         self.hello: BotHello | None = None
-        self.broken = False
-        """True after a fault that leaves the channel unusable: restart the bot before reusing it."""
-        self.last_line_time = 0.0
-        """trio.current_time() when the last line returned by `receive` was complete."""
-        self.closed = False
-        """True once the bot's output has ended or its input is closed: nothing more can be exchanged."""
+        self.session = Session(PROTOCOL_VERSION)
+        self.lag_source = lag_source
+        self.last_line_ns = 0
+        """`now_ns()` when the last line returned by `receive` was complete (the read of its last byte returned)."""
+        self.last_line_delay_ns = 0
+        """The reader thread's run-queue wait before the read that completed the last line (0 without a reader)."""
         self._send_stream = send_stream
         self._receive_stream = receive_stream
+        self._reader = reader
         self._buffer = LineBuffer(MAX_LINE_BYTES)
-        self._lines: deque[bytes] = deque()
+        self._lines: deque[tuple[bytes, int, int]] = deque()
         self._line_error: LineTooLongError | None = None
         self._eof = False
         self._served = 0
-        self._ping_id = 0
+        if reader is not None and isinstance(lag_source, HostLagMonitor):
+            lag_source.acquire()
+
+    @property
+    def broken(self) -> bool:
+        """True after a fault that leaves the channel unusable: restart the bot before reusing it (the session's)."""
+        return self.session.broken
+
+    @property
+    def closed(self) -> bool:
+        """True once the bot's output has ended or its input is closed: nothing more can be exchanged."""
+        return self.session.closed
+
+    def now_ns(self) -> int:
+        """The channel's clock, ns: monotonic time with a reader thread, trio's clock over memory streams."""
+        if self._reader is not None:
+            return time.monotonic_ns()
+        return round(trio.current_time() * 1e9)
+
+    def to_trio_time(self, at_ns: int) -> float:
+        """The trio time (for cancel scopes) of an instant of the channel's clock."""
+        if self._reader is None:
+            return at_ns / 1e9
+        return trio.current_time() + (at_ns - time.monotonic_ns()) / 1e9
+
+    def cpu_wait_ns(self) -> int | None:
+        """The bot's total wait for a CPU so far (run-queue time of its main thread), ns; None if unknown.
+
+        Over memory streams there is no process: None.
+        """
+        return None
+
+    def give_up(self, reason: str) -> None:
+        """The referee stopped waiting for an answer, or stopped trusting the pipe: restart before reuse."""
+        self.session.gave_up(reason)
 
     # -- sending --------------------------------------------------------------------------------------
 
     async def send(self, message: BaseModel) -> None:
         """Write one message. BotCrashed if the bot no longer reads its input."""
-        await self.send_line(encode(message))
+        kind: str = getattr(message, "type", "")
+        self.session.sent(kind, game_id=getattr(message, "game_id", None), ping_id=getattr(message, "id", None))
+        await self._write(encode(message))
 
-    async def send_line(self, line: bytes) -> None:
-        """Write one already encoded line (newline included)."""
+    async def send_turn(self, line: bytes) -> None:
+        """Write a hand-built `turn` line (newline included): the per-move path skips pydantic."""
+        self.session.sent("turn")
+        await self._write(line)
+
+    async def send_raw(self, line: bytes) -> None:
+        """Write bytes the session does not see: for benchmarks of the bare pipe (with `receive_line`) only."""
+        await self._write(line)
+
+    async def _write(self, line: bytes) -> None:
+        if self.session.closed:
+            raise await self._gone_fault(self.session.reason or "closed its input")
         try:
             await self._send_stream.send_all(line)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
-            self.broken = self.closed = True
+            self.session.gone("closed its input")
             raise await self._gone_fault("closed its input") from None
-
-    def _next_ping(self) -> tuple[int, bytes]:
-        """A fresh ping id and its line (ids count up, so a pong to a ping never sent can be told)."""
-        self._ping_id += 1
-        return self._ping_id, encode(Ping(type="ping", id=self._ping_id))
 
     async def send_ping(self) -> int:
         """Send a ping with a fresh id and return the id."""
-        ping_id, line = self._next_ping()
-        await self.send_line(line)
+        ping_id = self.session.last_ping + 1
+        await self.send(Ping(type="ping", id=ping_id))
         return ping_id
-
-    def check_pong(self, pong: Pong) -> None:
-        """A late pong (to a ping already answered or given up on) is harmless; one to a ping never sent is not."""
-        if pong.id > self._ping_id:
-            self.broken = True
-            raise BotProtocolError(f"answered ping {pong.id}, which was never sent")
 
     # -- receiving ------------------------------------------------------------------------------------
 
@@ -252,99 +302,135 @@ class BotChannel:
         """The next complete line, without its newline. BotFault on end of output or an over-long line."""
         while not self._lines:
             if self._line_error is not None:
-                self.broken = True
-                raise BotProtocolError(f"sent an over-long line: {self._line_error}")
+                raise self._violation(f"sent an over-long line: {self._line_error}")
             if not self._eof:
-                try:
-                    data = await self._receive_stream.receive_some(CHUNK_BYTES)
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    data = b""
-                self._eof = not data
-            if self._eof:
-                self.broken = self.closed = True
+                await self._read_chunk()
+            if self._eof and not self._lines:
+                self.session.gone("closed its output")
                 raise await self._gone_fault("closed its output")
-            self._feed(data)
         self._served += 1
         if self._served % YIELD_EVERY_LINES == 0:
             # A chunk can hold a thousand tiny lines (an info flood): let the other games' tasks run now and
             # then, so that no other bot's reply waits (and is charged) while this one's lines are parsed.
             await trio.lowlevel.checkpoint()
-        return self._lines.popleft()
+        line, self.last_line_ns, self.last_line_delay_ns = self._lines.popleft()
+        return line
 
-    def _feed(self, data: bytes | bytearray) -> None:
+    async def _read_chunk(self) -> None:
+        if self._reader is not None:
+            data, stamp, delay = await self._reader.receive()
+        else:
+            try:
+                data = bytes(await self._receive_stream.receive_some(CHUNK_BYTES))
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                data = b""
+            stamp, delay = self.now_ns(), 0
+        self._eof = not data
+        self._feed(data, stamp, delay)
+
+    def _feed(self, data: bytes | bytearray, stamp: int, delay: int) -> None:
         try:
             lines = self._buffer.feed(data if isinstance(data, bytes) else bytes(data))
         except LineTooLongError as error:
             # Lines completed before the long one are still answered; the fault comes after them.
             lines = error.lines
             self._line_error = error
-        if lines:
-            self.last_line_time = trio.current_time()
-            self._lines.extend(lines)
+        for line in lines:
+            self._lines.append((line, stamp, delay))
 
-    def check_idle(self) -> None:
+    async def catch_up(self) -> None:
+        """Take in whatever the bot has already written (without waiting for more).
+
+        With a reader thread, bytes may sit in the pipe or in the thread's hands for a moment: wait for them,
+        so that a deadline is never judged on less than what had arrived by then.
+        """
+        reader = self._reader
+        if reader is None:
+            fileno = getattr(self._receive_stream, "fileno", None)
+            if fileno is not None and not self._eof and self._line_error is None:
+                try:
+                    data = os.read(fileno(), CHUNK_BYTES)
+                except OSError:  # BlockingIOError: nothing waiting; anything else: the next receive reports it
+                    return
+                self._eof = not data
+                self._feed(data, self.now_ns(), 0)
+            return
+        for _ in range(CATCH_UP_CHUNKS):
+            if self._eof or self._line_error is not None:
+                return
+            chunk = reader.take_nowait()
+            if chunk is None:
+                if not reader.unread_bytes():
+                    return
+                chunk = await reader.receive()
+            data, stamp, delay = chunk
+            self._eof = not data
+            self._feed(data, stamp, delay)
+
+    def has_lines(self) -> bool:
+        """Whether complete lines are waiting to be returned by `receive` (no read needed)."""
+        return bool(self._lines) or self._line_error is not None
+
+    async def check_idle(self) -> None:
         """BotProtocolError if the bot has sent anything but `pong` or `info` since its last awaited reply.
 
         Catches a message sent out of turn (a `move` between turns would otherwise be taken as the answer to
-        the next turn, charged nothing). Reads only what is already there: one non-blocking read of the pipe,
-        about a microsecond, so it can run before every turn.
+        the next turn, charged nothing). Reads only what is already there, so it can run before every turn.
         """
-        fileno = getattr(self._receive_stream, "fileno", None)
-        if fileno is not None and not self._eof and self._line_error is None:
-            try:
-                data = os.read(fileno(), CHUNK_BYTES)
-            except OSError:  # BlockingIOError: nothing waiting; anything else: the next receive reports it
-                data = None
-            if data is not None:
-                self._eof = not data
-                self._feed(data)
+        await self.catch_up()
         while self._lines:
-            line = self._lines.popleft()
-            message = self._parse(line)
-            if isinstance(message, Pong):
-                self.check_pong(message)
-            elif not isinstance(message, Info):
-                self.broken = True
-                raise BotProtocolError(f"sent {message.type!r} when it was not asked for anything: {_quote(line)}")
+            line, _, _ = self._lines.popleft()
+            self._parse(line)
 
     async def receive(self) -> BotMessage:
-        """One validated message. BotFault on end of output (crash), a malformed or over-long line."""
+        """One allowed message. BotFault on end of output (crash), a malformed, over-long or untimely line."""
         return self._parse(await self.receive_line())
 
     def _parse(self, line: bytes) -> BotMessage:
         try:
-            return parse_bot_line(line)
+            message = parse_bot_line(line)
         except ValidationError as error:
-            self.broken = True
-            raise _invalid_message_fault(line, error) from None
+            fault = _invalid_message_fault(line, error)
+            raise self._violation(fault.reason) from None
+        try:
+            self.session.received(message, quote=_quote(line))
+        except ProtocolViolation as violation:
+            raise BotProtocolError(violation.reason) from None
+        return message
+
+    def _violation(self, reason: str) -> BotProtocolError:
+        return BotProtocolError(self.session.violation(reason).reason)
 
     # -- exchanges ------------------------------------------------------------------------------------
 
     async def handshake(self) -> BotHello:
-        """Send `hello`, read the bot's `hello`, check its protocol version. The deadline is the caller's."""
+        """Send `hello`, read the bot's `hello` (the session checks its protocol). The deadline is the caller's."""
         await self.send(Hello(type="hello", protocol=PROTOCOL_VERSION, referee=REFEREE_NAME))
         message = await self.receive()
-        if not isinstance(message, BotHello):
-            self.broken = True
-            raise BotProtocolError(f"answered hello with {message.type!r}; expected its own 'hello'")
-        if message.protocol != PROTOCOL_VERSION:
-            self.broken = True
-            raise BotProtocolError(f"speaks protocol {message.protocol}, the referee speaks {PROTOCOL_VERSION}")
+        assert isinstance(message, BotHello), "the session allows only hello in answer to hello"
         self.hello = message
         return message
 
     async def ping(self) -> float:
         """Ping an idle bot and return the round trip in seconds (write to complete pong line).
 
-        For benchmarks and health checks between games; other messages that arrive meanwhile are dropped.
+        For benchmarks and health checks between games; infos and late pongs that arrive meanwhile are dropped.
         """
-        ping_id, line = self._next_ping()
-        start = trio.current_time()
-        await self.send_line(line)
+        ping_id = self.session.last_ping + 1
+        start = self.now_ns()
+        await self.send(Ping(type="ping", id=ping_id))
         while True:
             message = await self.receive()
             if isinstance(message, Pong) and message.id == ping_id:
-                return self.last_line_time - start
+                return (self.last_line_ns - start) / 1e9
+
+    async def close_reading(self) -> None:
+        """Stop the reader thread (before the pipe is closed) and leave the host's lag monitor."""
+        reader, self._reader = self._reader, None
+        if reader is not None:
+            await reader.close()
+            if isinstance(self.lag_source, HostLagMonitor):
+                self.lag_source.release()
 
     # -- what the records need ------------------------------------------------------------------------
 
@@ -472,7 +558,14 @@ class BotProcess(BotChannel):
         argv: list[str] | None = None,
         tree: ProcessTree | None = None,
     ) -> None:
-        super().__init__(spec.name, process.stdin, process.stdout, command=list(spec.command))
+        super().__init__(
+            spec.name,
+            process.stdin,
+            process.stdout,
+            command=list(spec.command),
+            reader=PipeReader(process.stdout.fileno(), spec.name),  # type: ignore[attr-defined]
+            lag_source=host_lag_monitor(),
+        )
         self.spec = spec
         self.argv = list(spec.command) if argv is None else argv
         """The command line actually run: `spec.command`, wrapped in the sandbox or a memory limit if asked."""
@@ -485,6 +578,7 @@ class BotProcess(BotChannel):
         self._tail: deque[str] = deque(maxlen=_TAIL_LINES)
         self._partial = bytearray()
         self._stderr_done = trio.Event()
+        self._schedstat: int | None = None
 
     def cpu_ns(self) -> int | None:
         return None if self.tree is None else self.tree.cpu_ns()
@@ -504,6 +598,20 @@ class BotProcess(BotChannel):
     @property
     def returncode(self) -> int | None:
         return self.process.returncode
+
+    def cpu_wait_ns(self) -> int | None:
+        # The main thread's schedstat, kept open: one pread (about a microsecond) per move.
+        if self._schedstat is None:
+            try:
+                self._schedstat = os.open(f"/proc/{self.pid}/task/{self.pid}/schedstat", os.O_RDONLY)
+            except OSError:
+                self._schedstat = -1
+        if self._schedstat < 0:
+            return None
+        try:
+            return int(os.pread(self._schedstat, 96, 0).split()[1])
+        except (OSError, IndexError, ValueError):
+            return None
 
     def stderr_tail(self, lines: int = 20) -> list[str]:
         tail = list(self._tail)
@@ -601,7 +709,11 @@ class BotProcess(BotChannel):
         await process.wait()
         if self.tree is not None:
             self.tree.close()
-        self.closed = True
+        self.session.gone("stopped")
+        await self.close_reading()
+        if self._schedstat is not None and self._schedstat >= 0:
+            os.close(self._schedstat)
+            self._schedstat = -1
         with trio.move_on_after(STDERR_SETTLE_S):
             await self._stderr_done.wait()
         for stream in (self._send_stream, self._receive_stream):
@@ -611,6 +723,14 @@ class BotProcess(BotChannel):
 
 def _log_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", name) or "bot"
+
+
+def _script_problem(spec: BotSpec) -> str | None:
+    """Why the system refused to start an existing file: a missing `#!` interpreter or no `#!` line at all."""
+    path = Path(spec.command[0])
+    if spec.dir is not None and not path.is_absolute():
+        path = spec.dir / path
+    return script_start_problem(path) if os.sep in spec.command[0] and path.is_file() else None
 
 
 @asynccontextmanager
@@ -663,8 +783,11 @@ async def open_bot(
         )
     except FileNotFoundError:
         tree.close()
+        problem = _script_problem(spec)
         raise BotStartError(
-            f"cannot start bot {spec.name!r}: program {program!r} not found (command: {shown});"
+            f"cannot start bot {spec.name!r}: {program!r} {problem} (command: {shown})"
+            if problem
+            else f"cannot start bot {spec.name!r}: program {program!r} not found (command: {shown});"
             " give a path to an existing program, or put it on PATH"
         ) from None
     except PermissionError:
@@ -675,8 +798,13 @@ async def open_bot(
         ) from None
     except (OSError, subprocess.SubprocessError) as error:
         tree.close()
+        problem = _script_problem(spec) if isinstance(error, OSError) and error.errno == errno.ENOEXEC else None
         what = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
-        raise BotStartError(f"cannot start bot {spec.name!r} with {shown}: {what}; check the command") from None
+        raise BotStartError(
+            f"cannot start bot {spec.name!r}: {program!r} {problem} (command: {shown})"
+            if problem
+            else f"cannot start bot {spec.name!r} with {shown}: {what}; check the command"
+        ) from None
     tree.started(popen.pid)
     process = ChildProcess(popen, stdin, stdout, stderr)
     bot = BotProcess(

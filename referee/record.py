@@ -13,8 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from protocol import rules
-from protocol.messages import Color, TimeControl
+from protocol.messages import TimeControl
+from protocol.rules import Color, Result
 
 RECORD_VERSION: Literal[1] = 1
 
@@ -38,25 +38,6 @@ class Termination(enum.StrEnum):
     @property
     def is_scored(self) -> bool:
         return self not in (Termination.VOID, Termination.ABORTED)
-
-
-Result = Literal["1-0", "0-1", "1/2-1/2", "*"]
-
-
-def color_name(color: rules.Color) -> Color:
-    """The name records and messages use for a colour of the rules engine."""
-    return "black" if color is rules.BLACK else "white"
-
-
-def other_color(color: Color) -> Color:
-    return "white" if color == "black" else "black"
-
-
-def result_for(winner: Color | None) -> Result:
-    """The result of a game `winner` won (None: a draw)."""
-    if winner is None:
-        return "1/2-1/2"
-    return "1-0" if winner == "black" else "0-1"
 
 
 class BotInfo(BaseModel):
@@ -122,6 +103,12 @@ class MoveRecord(BaseModel):
     move: str = Field(description="The move in RULES.md notation.")
     elapsed_ms: float = Field(description="Time charged, from writing the turn line to the complete reply line.")
     clock_ms: int | None = Field(description="The mover's remaining game time after the move (null: no game clock).")
+    latency_ms: float | None = Field(
+        default=None,
+        description="The referee's own measured lateness during the move (its monitor's late wake-ups, its reader's"
+        " scheduling delay), not charged to the bot; a loss on time needs an overrun larger than this (null: not"
+        " measured).",
+    )
     infos: list[dict[str, Any]] = Field(
         default_factory=list, description="The bot's last info messages for this move (at most 16 are kept)."
     )
@@ -160,10 +147,21 @@ class GameRecord(BaseModel):
         description="On a loss on time: how far past its allowance (its clock or per-move limit, the safety margin"
         " not counted) the bot was.",
     )
+    referee_lag_ms: float | None = Field(
+        default=None,
+        description="On a game voided because the host was late: its measured lateness during the move (the referee's"
+        " own, or the bot's wait for a CPU it was ready to use), larger than the bot's overrun (`overrun_ms`), so the"
+        " loss on time could not be shown to be the bot's.",
+    )
     stderr_tail: list[str] = Field(default_factory=list, description="The last lines of the offender's stderr.")
     final_position: str = Field(description="The final position string (Position.to_string).")
     started_at: datetime = Field(description="When the game started (new_game sent), with its time zone.")
     finished_at: datetime = Field(description="When it ended, with its time zone.")
+    worker: str | None = Field(
+        default=None,
+        description="The Dask worker that played the game, whose clock timed it (null: played by the referee's"
+        " own process).",
+    )
 
     def all_moves(self) -> list[str]:
         """The opening followed by the bots' moves: the full game from the empty board."""

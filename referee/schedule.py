@@ -144,10 +144,15 @@ def parse_openings(text: str, width: int, height: int, komi: float, *, source: s
 
 def read_openings_file(path: Path, width: int, height: int, komi: float) -> list[tuple[str, ...]]:
     """`parse_openings` on a file; OpeningsFileError if it cannot be read."""
+    from referee.files import InputFileError, read_input_text
+    from referee.limits import MAX_OPENINGS_BYTES
+
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_input_text(path, "openings file", max_bytes=MAX_OPENINGS_BYTES)
     except OSError as error:
         raise OpeningsFileError(f"{path}: cannot read the openings file: {error.strerror}") from None
+    except InputFileError as error:
+        raise OpeningsFileError(str(error)) from None
     return parse_openings(text, width, height, komi, source=str(path))
 
 

@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+from protocol.rules import Result
 from referee.record import GameRecord
 from referee.schedule import ScheduledGame
 
@@ -198,7 +199,7 @@ class TournamentStore:
     def total_count(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM games").fetchone()[0])
 
-    def finished(self) -> Iterator[tuple[int, str, str, str, str]]:
+    def finished(self) -> Iterator[tuple[int, str, str, Result, str]]:
         """(number, black, white, result, termination) of every done game, in game order."""
         rows = self._db.execute(
             "SELECT number, black, white, result, termination FROM games WHERE status = 'done' ORDER BY number"

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -38,8 +39,11 @@ from referee.game import run_game
 from referee.process import BotHost, BotProcess
 from referee.record import GameRecord, GameSettings, Termination
 from referee.schedule import ScheduledGame, make_schedule, pick_next
-from referee.standings import GameResult, Standings, compute_standings, write_standings
+from referee.standings import ScoredGame, Standings, compute_standings, write_standings
 from referee.store import DB_NAME, TournamentStore
+
+if TYPE_CHECKING:
+    from referee.cluster import Cluster
 
 GAMES_FILE = "games.jsonl"
 LOG_DIR = "logs"
@@ -83,8 +87,16 @@ class _Slot:
 class Tournament:
     """One run of a tournament plan. `run()` plays the missing games; `stop()` (from a signal) ends it early."""
 
-    def __init__(self, plan: TournamentPlan, *, on_event: Callable[[Event], None] | None = None) -> None:
+    def __init__(
+        self,
+        plan: TournamentPlan,
+        *,
+        on_event: Callable[[Event], None] | None = None,
+        cluster: Cluster | None = None,
+    ) -> None:
         self.plan = plan
+        self.cluster = cluster
+        """Where games are played when not here: each slot submits its game to the cluster and waits."""
         self.on_event = on_event or (lambda event: None)
         self.out_dir = plan.out_dir
         self.log_dir = plan.out_dir / LOG_DIR
@@ -92,7 +104,7 @@ class Tournament:
         self._by_number = {game.number: game for game in self.schedule}
         self._scope = trio.CancelScope()
         self._stopped = False
-        self._results: list[GameResult] = []
+        self._results: list[ScoredGame] = []
         self._pending: list[ScheduledGame] = []
         self._void_tries: dict[int, int] = {}
         self._played_now = 0
@@ -116,7 +128,7 @@ class Tournament:
         with TournamentStore(self.out_dir / DB_NAME) as store:
             self._store = store
             store.start(self.plan.fingerprint, self.schedule)
-            self._results = [GameResult(b, w, r, t) for _, b, w, r, t in store.finished()]
+            self._results = [ScoredGame(b, w, r, Termination(t)) for _, b, w, r, t in store.finished()]
             self._rewrite_games_file()
             self._pending = [self._by_number[n] for n in store.pending()]
             self.on_event(
@@ -127,7 +139,7 @@ class Tournament:
                     bots=self.plan.bot_names,
                     games_total=len(self.schedule),
                     games_done=len(self._results),
-                    concurrency=self.plan.concurrency,
+                    concurrency=self._slots,
                     out_dir=str(self.out_dir),
                     width=self.plan.width,
                     height=self.plan.height,
@@ -138,7 +150,7 @@ class Tournament:
             try:
                 with self._scope:
                     async with trio.open_nursery() as nursery:
-                        for index in range(min(self.plan.concurrency, len(self._pending))):
+                        for index in range(min(self._slots, len(self._pending))):
                             nursery.start_soon(self._worker, index)
             finally:
                 # Also after an error or a stop: the standings so far are written, games.jsonl is in order.
@@ -170,6 +182,10 @@ class Tournament:
 
     # -- worker slots ------------------------------------------------------------------------------
 
+    @property
+    def _slots(self) -> int:
+        return self.cluster.in_flight if self.cluster is not None else self.plan.concurrency
+
     async def _worker(self, index: int) -> None:
         async with trio.open_nursery() as nursery:
             slot = _Slot(index, nursery)
@@ -185,8 +201,9 @@ class Tournament:
 
     async def _play(self, slot: _Slot, game: ScheduledGame) -> None:
         store = self._require_store()
-        black = await self._process(slot, game.black)
-        white = await self._process(slot, game.white)
+        if self.cluster is None:
+            black = await self._process(slot, game.black)
+            white = await self._process(slot, game.white)
         settings = GameSettings(
             width=self.plan.width,
             height=self.plan.height,
@@ -210,7 +227,11 @@ class Tournament:
         )
         started = time.monotonic()
         try:
-            record = await run_game(game.game_id, black, white, settings)
+            if self.cluster is not None:
+                specs = {spec.name: spec for spec in self.plan.bots}
+                record = await self.cluster.play(game.game_id, specs[game.black], specs[game.white], settings)
+            else:
+                record = await run_game(game.game_id, black, white, settings)
         except BaseException:
             # Stopped or failed mid-game: nothing is scored; it is pending again for the next run.
             with trio.CancelScope(shield=True):
@@ -220,6 +241,8 @@ class Tournament:
         with trio.CancelScope(shield=True):
             await self._in_thread(self._save, game.number, record)
         await self._finished(game, record, time.monotonic() - started)
+        if self.cluster is not None:
+            return
         for name, process in ((game.black, black), (game.white, white)):
             # After a void game (something went wrong on our side) both bots start afresh; a broken one is
             # stopped now rather than at its next game (a bot that lost on time may still be thinking).
@@ -247,7 +270,7 @@ class Tournament:
         scored = record.termination.is_scored
         if scored:
             self._played_now += 1
-            self._results.append(GameResult(game.black, game.white, record.result, str(record.termination)))
+            self._results.append(ScoredGame(game.black, game.white, record.result, record.termination))
         else:
             self._voids_now += 1
             tries = self._void_tries[game.number] = self._void_tries.get(game.number, 0) + 1

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from referee.cli import COMMANDS, main
+from referee.limits import MAX_GAMES_PER_PAIRING
 
 
 def test_help_imports_neither_pydantic_nor_trio() -> None:
@@ -34,3 +37,92 @@ def test_an_unknown_subcommand_is_a_usage_error(capsys: pytest.CaptureFixture[st
         main(["tournamnet"])
     assert exit_info.value.code == 2
     assert "invalid choice: 'tournamnet'" in capsys.readouterr().err
+
+
+def _usage_error(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    with pytest.raises(SystemExit) as exit_info:
+        main(list(args))
+    assert exit_info.value.code == 2
+    return capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "NaN", "1e999"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["match", "--black", "random", "--white", "greedy"],
+        ["tournament", "--bot", "random", "--bot", "greedy"],
+        ["perft", "--depth", "1"],
+    ],
+)
+def test_a_komi_that_is_not_finite_is_refused_by_every_command(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: list[str], value: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    err = _usage_error(capsys, *command, f"--komi={value}")
+    assert f"alternator {command[0]}: error: argument --komi: '{value}' is not a finite number" in err
+    assert list(tmp_path.iterdir()) == []  # refused before anything is created
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["match", "--black", "random", "--white", "greedy"], ["tournament", "--bot", "random", "--bot", "greedy"]],
+)
+@pytest.mark.parametrize("games", ["0", str(MAX_GAMES_PER_PAIRING + 1), "1000000000", "many"])
+def test_games_are_capped_alike_by_every_command(
+    capsys: pytest.CaptureFixture[str], command: list[str], games: str
+) -> None:
+    err = _usage_error(capsys, *command, "--games", games)
+    assert f"alternator {command[0]}: error: argument --games: " in err
+    if games.isdigit():
+        assert f"give 1 to {MAX_GAMES_PER_PAIRING:,} games per pairing" in err
+
+
+def test_a_config_caps_games_and_refuses_a_komi_that_is_not_finite(tmp_path: Path) -> None:
+    from referee.config import ConfigError, load_config
+
+    bots = '[[bots]]\nname = "a"\ncommand = "random"\n[[bots]]\nname = "b"\ncommand = "greedy"\n'
+    for line, says in (
+        ("komi = nan", "komi: Input should be a finite number"),
+        ("komi = -inf", "komi: Input should be a finite number"),
+        (
+            f"games = {MAX_GAMES_PER_PAIRING + 1}",
+            f"games: Input should be less than or equal to {MAX_GAMES_PER_PAIRING}",
+        ),
+    ):
+        path = tmp_path / "t.toml"
+        path.write_text(f"{line}\n{bots}")
+        with pytest.raises(ConfigError, match=f"^{re.escape(str(path))}: {says}"):
+            load_config(path)
+
+
+def test_a_wrong_flag_prints_the_subcommands_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    err = _usage_error(capsys, "perft", "--depth", "1", "--bogus")
+    assert err.startswith("usage: alternator perft ")
+    assert "alternator perft: error: unrecognized arguments: --bogus" in err
+
+
+def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    """`alternator perft --divide | head -n 1`: no BrokenPipeError traceback, the exit status of SIGPIPE."""
+    script = (
+        f"{sys.executable} -m referee perft --size 6 --depth 3 --divide | head -n 1; echo status ${{PIPESTATUS[0]}}"
+    )
+    result = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    lines = result.stdout.splitlines()
+    assert len(lines) == 2 and lines[0].count(":") == 1 and lines[1] == "status 141"
+    assert "Traceback" not in result.stderr and "BrokenPipe" not in result.stderr
+
+
+def test_perft_refuses_a_depth_that_would_never_end(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["perft", "--depth", "1000"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert re.search(r"--depth 1000: about 10\^\d+ positions, roughly 10\^\d+ years on this machine", captured.err)
+    assert re.search(r"depth \d should take under a minute\. Choose a smaller depth, or add --force", captured.err)
+
+
+def test_perft_says_move_in_the_singular(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["perft", "--size", "4", "--depth", "1", "--moves", "a1a2"]) == 0
+    assert "after 1 move:" in capsys.readouterr().err
+    assert main(["perft", "--size", "4", "--depth", "1", "--moves", "a1a2 pass"]) == 0
+    assert "after 2 moves:" in capsys.readouterr().err

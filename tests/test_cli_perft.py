@@ -58,13 +58,13 @@ def test_divide_lists_each_first_move_then_the_total(capsys: pytest.CaptureFixtu
         (["--moves", "d5d4 d4e4 e4e3 f3e3"], "move 4 is illegal: f3e3: the tree at f3 (size 1) is smaller"),
         (["--moves", "z9z8"], "move 1 is illegal: z9z8: z9 is off the 8x8 board"),
         (["--moves", "a1c1"], "move 1 is illegal: a1c1: a1 and c1 are not adjacent"),
+        (["--moves", "a1a1"], "move 1 is illegal: a1a1: the pit and the root must be different (adjacent) cells"),
         (["--moves", "pass pass a1a2"], "move 3 is illegal: a1a2: the game is over"),
         (["--moves", "d5d4 e4"], "--moves: move 2: 'e4' is not a move"),
         (["--size", "8by8"], "--size '8by8' is not a board size: write a number like 8, or files x ranks like 9x7"),
         (["--size", "27x8"], "--size '27x8': a 27x8 board is not supported; width and height must be 2 to 26"),
         (["--size", "1x5"], "a 1x5 board is not supported"),
         (["--depth", "-1"], "--depth -1: the depth must be 0 or more"),
-        (["--komi", "inf"], "--komi inf: the komi must be a finite number"),
     ],
 )
 def test_errors_name_the_problem(capsys: pytest.CaptureFixture[str], args: list[str], message: str) -> None:

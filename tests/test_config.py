@@ -109,13 +109,13 @@ def test_the_example_config_is_valid() -> None:
         ),
         (
             'gmaes = 2\n[[bots]]\nname = "a"\ncommand = "x"\n[[bots]]\nname = "b"\ncommand = "y"\n',
-            "tournament.toml: gmaes: unknown key; the keys here are bots, concurrency,",
+            "tournament.toml: gmaes: unknown key; the keys here are bots, cluster, concurrency,",
         ),
         (
             '[openings]\nplys = 2\n[[bots]]\nname = "a"\ncommand = "x"\n[[bots]]\nname = "b"\ncommand = "y"\n',
             "tournament.toml: openings.plys: unknown key; the keys here are file, plies, seed",
         ),
-        ('[[bots]]\nname = "a"\ncommand = "x"\n', "tournament.toml: bots: List should have at least 2 items"),
+        ('[[bots]]\nname = "a"\ncommand = "x"\n', "tournament.toml: bots: a tournament needs at least two bots"),
         ("", "tournament.toml: bots: field required"),
         (
             '[[bots]]\nname = "a"\ncommand = "x"\n[[bots]]\nname = "a"\ncommand = "y"\n',
@@ -240,7 +240,7 @@ def test_bot_option_forms() -> None:
 
 
 def test_a_single_bot_or_duplicate_names_are_usage_errors() -> None:
-    with pytest.raises(UsageError, match="--bot: bots: List should have at least 2 items"):
+    with pytest.raises(UsageError, match="--bot: bots: a tournament needs at least two bots: add another"):
         build_plan(parse_args("--bot", "random"))
     with pytest.raises(UsageError, match=r"--bot: bots\[1\]\.name: 'random' is already the name of bots\[0\]"):
         build_plan(parse_args("--bot", "random", "--bot", "random"))

@@ -26,6 +26,7 @@ from referee.game import run_game
 from referee.process import BotHost, open_bot
 from referee.record import GameSettings, Termination
 from tests.conftest import BotSpecFactory, live_pids, make_bot_spec, reap_orphans
+from tests.test_process import TURN, start_game
 
 needs_bwrap = pytest.mark.skipif(
     shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed: apt-get install bubblewrap"
@@ -98,8 +99,8 @@ async def test_the_crash_is_seen_when_the_process_exits_not_when_its_output_clos
     bot_spec: BotSpecFactory, tmp_path: Path
 ) -> None:
     async with open_bot(bot_spec("testbot", "crashchild", "1"), tmp_path) as bot:
-        await bot.handshake()
-        await bot.send_line(b'{"type":"turn","game_id":"g","moves":[],"clock":{}}\n')
+        await start_game(bot)
+        await bot.send_turn(TURN)
         with trio.fail_after(5):
             with pytest.raises(Exception, match="exited with code 1"):
                 await bot.receive()

@@ -1,13 +1,16 @@
-"""Output files are replaced whole: the old content or the new, never half, and no temporary file left."""
+"""Output files are replaced whole (never half, no temporary left, with the umask); input files are bounded text."""
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from referee.files import write_text_atomic
+from referee.files import InputFileError, current_umask, read_input_text, write_text_atomic
+from referee.limits import MAX_BOTS
 
 
 def test_writes_a_string_or_pieces_and_replaces_the_old_content(tmp_path: Path) -> None:
@@ -30,3 +33,71 @@ def test_a_failure_midway_keeps_the_old_file_and_leaves_no_temporary(tmp_path: P
         write_text_atomic(path, pieces())
     assert path.read_text(encoding="utf-8") == "complete\n"
     assert [p.name for p in tmp_path.iterdir()] == ["standings.md"]
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_files_are_written_with_the_umask_like_any_other_tool(tmp_path: Path, umask: int) -> None:
+    previous = os.umask(umask)
+    try:
+        assert current_umask() == umask
+        write_text_atomic(tmp_path / "game-001.json", "{}")
+        (tmp_path / "plain.txt").write_text("x")  # what open() would give
+    finally:
+        os.umask(previous)
+    mode = stat.S_IMODE((tmp_path / "game-001.json").stat().st_mode)
+    assert mode == 0o666 & ~umask == stat.S_IMODE((tmp_path / "plain.txt").stat().st_mode)
+
+
+def test_an_input_file_is_read_as_utf8_text(tmp_path: Path) -> None:
+    path = tmp_path / "openings.txt"
+    path.write_text("d5d4 é\n", encoding="utf-8")
+    assert read_input_text(path, "openings file", max_bytes=100) == "d5d4 é\n"
+
+
+def test_a_binary_input_file_is_one_line_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "tournament.toml"
+    path.write_bytes(b"games = 2\n\x89PNG\r\n\x1a\n\x00\xff")
+    with pytest.raises(InputFileError) as error:
+        read_input_text(path, "config file", max_bytes=1000)
+    assert str(error.value) == (
+        f"{path}: the config file is not UTF-8 text (byte 10 is b'\\x89'); give a text file saved as UTF-8"
+    )
+
+
+def test_an_input_file_over_its_limit_is_refused_without_reading_it_all(tmp_path: Path) -> None:
+    path = tmp_path / "huge.toml"
+    path.write_bytes(b"#" * (3 << 20))
+    with pytest.raises(InputFileError, match=r"huge.toml: the config file is larger than 1 MiB"):
+        read_input_text(path, "config file", max_bytes=1 << 20)
+
+
+def test_binary_or_huge_configs_openings_and_bot_files_are_one_line_errors(tmp_path: Path) -> None:
+    from referee.botspec import BotSpecError, load_bot_file
+    from referee.config import ConfigError, load_config
+    from referee.schedule import OpeningsFileError, read_openings_file
+
+    binary = tmp_path / "binary"
+    binary.write_bytes(bytes(range(128, 256)))
+    for load, error_type in (
+        (load_config, ConfigError),
+        (lambda p: read_openings_file(p, 8, 8, 3.5), OpeningsFileError),
+        (load_bot_file, BotSpecError),
+    ):
+        with pytest.raises(error_type) as error:
+            load(binary)
+        assert str(error.value).startswith(f"{binary}: the ") and "is not UTF-8 text" in str(error.value)
+        assert "\n" not in str(error.value)
+
+
+def test_a_config_with_120000_bots_is_refused_quickly_with_the_limit(tmp_path: Path) -> None:
+    from referee.config import ConfigError, load_config, parse_config
+
+    path = tmp_path / "tournament.toml"
+    path.write_text("".join(f'[[bots]]\nname = "bot{i}"\ncommand = "random"\n' for i in range(120_000)))
+    assert path.stat().st_size > 4 << 20
+    with pytest.raises(ConfigError, match=r"the config file is larger than 1 MiB"):
+        load_config(path)
+    # Under the size limit, the number of bots has its own limit.
+    bots = [{"name": f"bot{i}", "command": "random"} for i in range(MAX_BOTS + 1)]
+    with pytest.raises(ConfigError, match=rf"t.toml: bots: more than {MAX_BOTS} bots; split them"):
+        parse_config({"bots": bots}, source="t.toml")

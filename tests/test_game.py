@@ -20,9 +20,10 @@ import trio.testing
 
 from protocol.framing import LineBuffer
 from protocol.messages import TimeControl, Turn, encode, parse_referee_line
-from protocol.rules import Position
+from protocol.rules import BLACK, Position
 from referee.clock import parse_time_control
 from referee.game import INFO_BUDGET_CHARS, MAX_INFOS_PER_MOVE, Limits, _Game, run_game
+from referee.latency import NO_LAG, LagSource
 from referee.process import BotChannel, open_bot
 from referee.record import GameRecord, GameSettings, MoveRecord, Termination
 from tests.conftest import BotSpecFactory, live_pids
@@ -84,13 +85,15 @@ class FakeBot:
 DEFAULT_LIMITS = Limits()
 
 
-def serve_fakes(nursery: trio.Nursery, black: FakeBot, white: FakeBot) -> list[BotChannel]:
+def serve_fakes(
+    nursery: trio.Nursery, black: FakeBot, white: FakeBot, lag_source: LagSource = NO_LAG
+) -> list[BotChannel]:
     """The referee's channels to two fake bots served in memory by tasks in `nursery`."""
     channels = []
     for name, fake in (("black-bot", black), ("white-bot", white)):
         referee_end, bot_end = trio.testing.memory_stream_pair()
         nursery.start_soon(fake.serve, bot_end)
-        channels.append(BotChannel(name, referee_end, referee_end))
+        channels.append(BotChannel(name, referee_end, referee_end, lag_source=lag_source))
     return channels
 
 
@@ -104,10 +107,11 @@ async def fake_game(
     opening: list[str] | None = None,
     limits: Limits = DEFAULT_LIMITS,
     on_move: Callable[[MoveRecord, Position], None] | None = None,
+    lag_source: LagSource = NO_LAG,
 ) -> tuple[GameRecord, BotChannel, BotChannel]:
     settings = GameSettings(width=size, height=size, time_control=control, margin_ms=margin_ms, opening=opening or [])
     async with trio.open_nursery() as nursery:
-        channels = serve_fakes(nursery, black, white)
+        channels = serve_fakes(nursery, black, white, lag_source)
         record = await run_game("g1", channels[0], channels[1], settings, on_move=on_move, limits=limits)
         nursery.cancel_scope.cancel()
     GameRecord.model_validate_json(record.model_dump_json())  # the record is valid against its own schema
@@ -426,9 +430,9 @@ def test_hand_built_turn_line_is_the_protocol_turn() -> None:
         referee_end, _ = trio.testing.memory_stream_pair()
         channel = BotChannel("x", referee_end, referee_end)
         game = _Game('g"1', channel, channel, settings, None, Limits())
-        game.clock.charge("black", 1_234_567)
-        line = game._turn_line("black")
-        expected = Turn(type="turn", game_id='g"1', moves=["a1b1", "pass"], clock=game.clock.message("black"))
+        game.clock.charge(BLACK, 1_234_567)
+        line = game._turn_line(BLACK)
+        expected = Turn(type="turn", game_id='g"1', moves=["a1b1", "pass"], clock=game.clock.message(BLACK))
         assert line.endswith(b"\n") and line.count(b"\n") == 1
         assert parse_referee_line(line) == expected
         assert json.loads(line) == json.loads(encode(expected))

@@ -32,7 +32,7 @@ def hello(protocol: int = 1) -> m.Hello:
 
 
 def turn(game_id: str, moves: list[str], black_ms: int = 60000, white_ms: int = 50000) -> m.Turn:
-    clock = m.Clock(black_ms=black_ms, white_ms=white_ms, increment_ms=500, move_limit_ms=None, moves_to_go=None)
+    clock = m.TurnClocks(black_ms=black_ms, white_ms=white_ms, increment_ms=500, move_limit_ms=None, moves_to_go=None)
     return m.Turn(type="turn", game_id=game_id, moves=moves, clock=clock)
 
 

@@ -109,7 +109,6 @@ def test_a_bot_that_crashes_forfeits_and_is_restarted(tmp_path: Path, capsys: py
         (["--white", "./missing/bot"], "'./missing/bot' does not exist"),
         (["--white", "random", "--tc", "fast"], "--tc 'fast'"),
         (["--white", "random", "--size", "30x30"], "--size '30x30'"),
-        (["--white", "random", "--games", "0"], "--games 0"),
         (["--white", "random", "--opening", "a1a3"], "--opening: move 1"),
         (["--white", "random", "--opening", "pass pass"], "--opening: it ends the game (two passes)"),
     ],

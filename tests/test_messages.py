@@ -33,7 +33,7 @@ time_controls = st.builds(
     move_time_ms=opt_ms,
 )
 clocks = st.builds(
-    m.Clock,
+    m.TurnClocks,
     black_ms=opt_ms,
     white_ms=opt_ms,
     increment_ms=ms,
@@ -121,7 +121,7 @@ def test_a_line_split_anywhere_still_frames_and_parses(message: BaseModel) -> No
 def test_a_longest_turn_fits_in_one_line() -> None:
     # Every placement on the largest board plus two passes: the history a referee could ever send.
     moves = ["z26y26"] * (26 * 26 - 1) + ["pass", "pass"]
-    clock = m.Clock(black_ms=10**9, white_ms=10**9, increment_ms=10**6, move_limit_ms=None, moves_to_go=None)
+    clock = m.TurnClocks(black_ms=10**9, white_ms=10**9, increment_ms=10**6, move_limit_ms=None, moves_to_go=None)
     line = m.encode(m.Turn(type="turn", game_id="g" * 128, moves=moves, clock=clock))
     assert len(line) < m.MAX_LINE_BYTES // 4
 

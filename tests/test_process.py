@@ -17,6 +17,7 @@ import trio
 import trio.testing
 
 from protocol.messages import MAX_LINE_BYTES, BotHello, Hello, Info, MoveReply, Ping, Pong, Ready, parse_referee_line
+from protocol.session import State
 from referee.botspec import BotSpec
 from referee.process import (
     BotChannel,
@@ -29,21 +30,41 @@ from referee.process import (
     open_bot,
 )
 from referee.record import Termination
+from tests.bot_messages import new_game
 from tests.conftest import BotSpecFactory, live_pids, pid_alive
 
 # -- the channel over memory streams --------------------------------------------------------------
 
 
-def channel_pair() -> tuple[BotChannel, trio.testing.MemorySendStream, trio.testing.MemoryReceiveStream]:
-    """A channel plus the bot's ends: what the referee writes, and where the test writes as the bot."""
+def channel_pair(
+    state: State = State.NEW,
+) -> tuple[BotChannel, trio.testing.MemorySendStream, trio.testing.MemoryReceiveStream]:
+    """A channel plus the bot's ends: what the referee writes, and where the test writes as the bot.
+
+    `state`: the session is first walked there through its own API (hello, new_game "g", turn), as if the
+    bot had answered so far.
+    """
     to_bot_send, to_bot_receive = trio.testing.memory_stream_one_way_pair()
     from_bot_send, from_bot_receive = trio.testing.memory_stream_one_way_pair()
     channel = BotChannel("fake", to_bot_send, from_bot_receive)
+    session = channel.session
+    steps: list[tuple[State, Callable[[], None]]] = [
+        (State.AWAITING_HELLO, lambda: session.sent("hello")),
+        (State.IDLE, lambda: session.received(BotHello(type="hello", protocol=1, name="fake"))),
+        (State.AWAITING_READY, lambda: session.sent("new_game", game_id="g")),
+        (State.BETWEEN_TURNS, lambda: session.received(Ready(type="ready", game_id="g"))),
+        (State.ON_TURN, lambda: session.sent("turn")),
+    ]
+    for reached, step in steps:
+        if session.state is state:
+            break
+        step()
+        assert session.state is reached
     return channel, from_bot_send, to_bot_receive
 
 
 async def fault_for(*lines: bytes) -> BotFault:
-    channel, bot_out, _ = channel_pair()
+    channel, bot_out, _ = channel_pair(State.ON_TURN)
     for line in lines:
         await bot_out.send_all(line)
     with pytest.raises(BotFault) as info:
@@ -53,16 +74,17 @@ async def fault_for(*lines: bytes) -> BotFault:
 
 
 async def test_receive_validates_and_notes_when_the_line_was_complete() -> None:
-    channel, bot_out, _ = channel_pair()
+    channel, bot_out, _ = channel_pair(State.ON_TURN)
     await bot_out.send_all(b'{"type":"info","depth":3}\n{"type":"mo')
-    before = trio.current_time()
+    before = channel.now_ns()
     assert await channel.receive() == Info(type="info", depth=3)
-    assert channel.last_line_time >= before
+    assert channel.last_line_ns >= before
     async with trio.open_nursery() as nursery:
         nursery.start_soon(channel.receive)
         await trio.sleep(0.01)
         await bot_out.send_all(b've","move":"a1b1"}\n')
-    assert channel.last_line_time >= before + 0.01  # the move was complete only when its end came
+    assert channel.last_line_ns >= before + 10_000_000  # the move was complete only when its end came
+    assert channel.session.state is State.BETWEEN_TURNS
 
 
 @pytest.mark.parametrize(
@@ -79,7 +101,7 @@ async def test_receive_validates_and_notes_when_the_line_was_complete() -> None:
     ],
 )
 async def test_each_bad_line_is_a_fault_with_a_reason(line: bytes, termination: Termination, says: str) -> None:
-    channel, bot_out, _ = channel_pair()
+    channel, bot_out, _ = channel_pair(State.ON_TURN)
     if line:
         await bot_out.send_all(line)
     else:
@@ -92,7 +114,8 @@ async def test_each_bad_line_is_a_fault_with_a_reason(line: bytes, termination: 
 
 
 async def test_an_endless_line_fails_at_the_limit_without_waiting_for_its_end() -> None:
-    channel, bot_out, _ = channel_pair()
+    channel, bot_out, _ = channel_pair(State.ON_TURN)
+    channel.session.sent("ping", ping_id=1)
     await bot_out.send_all(b'{"type":"pong","id":1}\n' + b"x" * 70_000)
     assert await channel.receive() == Pong(type="pong", id=1)  # lines before the long one still count
     with pytest.raises(BotProtocolError, match=f"over-long line.*{MAX_LINE_BYTES} bytes"):
@@ -101,7 +124,7 @@ async def test_an_endless_line_fails_at_the_limit_without_waiting_for_its_end() 
 
 
 async def test_a_line_of_exactly_the_limit_is_accepted() -> None:
-    channel, bot_out, _ = channel_pair()
+    channel, bot_out, _ = channel_pair(State.ON_TURN)
     text = '{"type":"info","text":"' + "x" * 4000 + '"}'
     padded = text + " " * (MAX_LINE_BYTES - 1 - len(text))
     await bot_out.send_all(padded.encode() + b"\n")
@@ -136,12 +159,12 @@ async def test_writing_to_a_closed_input_is_a_crash_not_a_referee_error() -> Non
     channel, _, bot_in = channel_pair()
     await bot_in.aclose()
     with pytest.raises(BotCrashed, match="closed its input"):
-        await channel.send(Ping(type="ping", id=1))
+        await channel.send(Hello(type="hello", protocol=1, referee="test"))
     assert channel.broken and channel.closed
 
 
 async def test_receive_is_cancel_safe() -> None:
-    channel, bot_out, _ = channel_pair()
+    channel, bot_out, _ = channel_pair(State.AWAITING_READY)
     await bot_out.send_all(b'{"type":"rea')
     with trio.move_on_after(0.01):
         await channel.receive()
@@ -151,7 +174,7 @@ async def test_receive_is_cancel_safe() -> None:
 
 async def test_a_flood_of_lines_in_one_chunk_lets_other_tasks_run() -> None:
     # One referee thread times every game: parsing a bot's flood must not hold up another game's clock.
-    channel, bot_out, _ = channel_pair()
+    channel, bot_out, _ = channel_pair(State.ON_TURN)
     await bot_out.send_all(b'{"type":"info","depth":1}\n' * 1000)
     turns = 0
 
@@ -169,6 +192,16 @@ async def test_a_flood_of_lines_in_one_chunk_lets_other_tasks_run() -> None:
             await channel.receive()
         nursery.cancel_scope.cancel()
     assert turns - before >= 1000 // 64 - 1
+
+
+TURN = b'{"type":"turn","game_id":"g","moves":[],"clock":{}}\n'
+
+
+async def start_game(bot: BotChannel) -> None:
+    """Handshake and start game "g" on a real bot, so that a turn may be sent."""
+    await bot.handshake()
+    await bot.send(new_game("g"))
+    assert isinstance(await bot.receive(), Ready)
 
 
 def test_describe_exit() -> None:
@@ -222,8 +255,8 @@ async def test_the_whole_process_group_is_killed(bot_spec: BotSpecFactory, tmp_p
 async def test_cancellation_stops_the_bot(bot_spec: BotSpecFactory, tmp_path: Path) -> None:
     with trio.move_on_after(1.5) as scope:
         async with open_bot(bot_spec("testbot", "hang"), tmp_path) as bot:
-            await bot.handshake()
-            await bot.send_line(b'{"type":"turn","game_id":"g","moves":[],"clock":{}}\n')
+            await start_game(bot)
+            await bot.send_turn(TURN)
             await bot.receive()  # never comes: cancelled by the outer scope
     assert scope.cancelled_caught
     assert live_pids([bot.pid]) == []
@@ -249,26 +282,25 @@ async def test_stderr_flood_is_capped_and_does_not_block(bot_spec: BotSpecFactor
 
 
 async def test_exit_code_and_signal_are_reported(bot_spec: BotSpecFactory, tmp_path: Path) -> None:
-    turn = b'{"type":"turn","game_id":"g","moves":[],"clock":{}}\n'
     for args, says in ((("crash", "3"), "exited with code 3"), (("signal", "SEGV"), "killed by SIGSEGV")):
         async with open_bot(bot_spec("testbot", *args), tmp_path) as bot:
             with trio.fail_after(10):
-                await bot.handshake()
-                await bot.send_line(turn)
+                await start_game(bot)
+                await bot.send_turn(TURN)
                 with pytest.raises(BotCrashed, match=says):
                     await bot.receive()
                 await bot.settle()
             assert bot.stderr_tail()[-1].startswith("about to")
             with pytest.raises(BotCrashed, match=says):  # writing to the dead bot: a crash, not our error
-                for _ in range(100):
-                    await bot.send(Ping(type="ping", id=1))
+                for ping_id in range(1, 101):
+                    await bot.send(Ping(type="ping", id=ping_id))
 
 
 async def test_closing_stdout_while_running(bot_spec: BotSpecFactory, tmp_path: Path) -> None:
     async with open_bot(bot_spec("testbot", "closeout"), tmp_path) as bot:
         with trio.fail_after(10):
-            await bot.handshake()
-            await bot.send_line(b'{"type":"turn","game_id":"g","moves":[],"clock":{}}\n')
+            await start_game(bot)
+            await bot.send_turn(TURN)
             with pytest.raises(BotCrashed, match="closed its output but is still running"):
                 await bot.receive()
     assert live_pids([bot.pid]) == []
@@ -277,10 +309,8 @@ async def test_closing_stdout_while_running(bot_spec: BotSpecFactory, tmp_path: 
 async def test_info_and_move_are_parsed_from_a_real_bot(bot_spec: BotSpecFactory, tmp_path: Path) -> None:
     async with open_bot(bot_spec("testbot", "info", "--infos", "1"), tmp_path) as bot:
         with trio.fail_after(10):
-            await bot.handshake()
-            await bot.send_line(b'{"type":"new_game","game_id":"g","width":3,"height":3}\n')
-            assert isinstance(await bot.receive(), Ready)
-            await bot.send_line(b'{"type":"turn","game_id":"g","moves":[],"clock":{}}\n')
+            await start_game(bot)
+            await bot.send_turn(TURN)
             assert isinstance(await bot.receive(), Info)
             assert await bot.receive() == MoveReply(type="move", move="a1b1")
 
@@ -333,7 +363,7 @@ async def test_a_host_reuses_its_process_restarts_it_when_broken_and_stops_it(
         first = await host.ready()
         assert await host.ready() is first
         assert (await first.handshake()).name == "testbot"
-        first.broken = True
+        first.give_up("the test says so")
         second = await host.ready()
         assert second is not first and second.pid != first.pid
         assert not pid_alive(first.pid)  # the broken one was stopped before its successor started

@@ -125,7 +125,7 @@ ILLEGAL_CASES = [
     (["d5d4"], "e4d5", "e4d5: d5 already has a dot"),
     ([], "a1c1", "a1c1: a1 and c1 are not adjacent"),
     ([], "a1b2", "a1b2: a1 and b2 are not adjacent"),
-    ([], "a1a1", "a1a1: a1 and a1 are not adjacent"),
+    ([], "a1a1", "a1a1: the pit and the root must be different (adjacent) cells"),
     (["d5d4", "d4e4", "e4e3"], "f3e3", "f3e3: the tree at f3 (size 1) is smaller than the tree at e3 (size 4)"),
     (["a1a2", "pass", "pass"], "b1b2", "b1b2: the game is over"),
     (["pass", "pass"], "pass", "pass: the game is over"),
@@ -463,3 +463,47 @@ def test_a_bad_board_size_says_what_a_size_looks_like(text: str, says: str) -> N
     with pytest.raises(InvalidPositionError) as error:
         parse_size(text)
     assert says in str(error.value)
+
+
+# -- edges found by mutating the rules ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("move", [Move(None, Cell.parse("a1")), Move(Cell.parse("a1"), None)])
+def test_a_half_empty_move_is_no_pass(move: Move) -> None:
+    position = Position(4, 4)
+    assert not move.is_pass and str(move) != "pass"
+    for attempt in (position.check, position.push, position.id_of):
+        with pytest.raises(IllegalMoveError, match="a placement needs both a pit and a root cell"):
+            attempt(move)
+    assert not position.is_legal(move) and position.history == []
+
+
+def test_a_pit_equal_to_its_root_is_refused_on_every_path() -> None:
+    position = Position(4, 4)
+    for attempt in (position.check, position.id_of):
+        with pytest.raises(
+            IllegalMoveError, match=r"^b2b2: the pit and the root must be different \(adjacent\) cells$"
+        ):
+            attempt(Move.parse("b2b2"))
+
+
+def test_positions_differ_when_anything_that_decides_the_game_differs() -> None:
+    base = Position.from_moves(["a1a2"], 4, 4)
+    assert base == Position.from_moves(["a1a2"], 4, 4)
+    assert base != Position.from_moves(["a1b1"], 4, 4)  # another stem
+    assert base != Position.from_moves(["a1a2", "pass"], 4, 4)  # another turn, one pass made
+    assert base != Position.from_moves(["a1a2"], 4, 4, komi=0.5)  # another komi
+    assert base != Position.from_moves(["a1a2"], 4, 5)  # another board
+    passed = Position.from_moves(["pass", "a1a2", "pass"], 4, 4)
+    assert passed != Position.from_moves(["a1a2", "pass", "pass"], 4, 4)  # the same board, the game over in one
+    assert base != "a1a2" and base.__eq__("a1a2") is NotImplemented
+
+
+def test_push_id_zero_is_the_first_placement() -> None:
+    position = Position(3, 3)
+    first = position.move_of(0)
+    assert first == position.legal_placements()[0] and not first.is_pass
+    position.push_id(0)
+    assert position.history == [first]
+    assert position == Position.from_moves([str(first)], 3, 3)
+    assert first.root is not None and position.tree_size(first.root) == 2

@@ -27,7 +27,7 @@ from tests.bot_messages import new_game
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT = 20  # seconds per message; only reached when a bot is broken
-CLOCK = m.Clock(black_ms=60000, white_ms=60000, increment_ms=0, move_limit_ms=None, moves_to_go=None)
+CLOCK = m.TurnClocks(black_ms=60000, white_ms=60000, increment_ms=0, move_limit_ms=None, moves_to_go=None)
 
 
 class Bot:

@@ -36,8 +36,9 @@ def test_the_command_names_the_protocol_directions_as_the_models_do() -> None:
 
 
 def _models(schema: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    # The objects: an enum such as Color has no fields to document.
     defs: dict[str, dict[str, Any]] = schema["$defs"]
-    return defs
+    return {name: model for name, model in defs.items() if "enum" not in model}
 
 
 @pytest.mark.parametrize("direction", SCHEMA_DIRECTIONS)

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from referee.standings import (
     LOSS_KINDS,
     BotStanding,
-    GameResult,
+    ScoredGame,
     Standings,
     compute_standings,
     to_csv,
@@ -29,8 +29,8 @@ K = math.log(10) / 400  # log-odds per Elo point
 TINY_PRIOR = 1e-6  # practically the pure maximum-likelihood fit
 
 
-def games(black: str, white: str, result: str, count: int = 1, termination: str = "normal") -> list[GameResult]:
-    return [GameResult(black, white, result, termination)] * count
+def games(black: str, white: str, result: str, count: int = 1, termination: str = "normal") -> list[ScoredGame]:
+    return [ScoredGame(black, white, result, termination)] * count
 
 
 def by_name(standings: Standings) -> dict[str, BotStanding]:
@@ -48,11 +48,11 @@ def sigmoid(x: float) -> float:
 #   C-B 1-0, B crashed              C: 1     B: 0
 #   B-C 1-0                         B: 1     C: 0
 SMALL = [
-    GameResult("A", "B", "1-0"),
-    GameResult("B", "A", "1/2-1/2"),
-    GameResult("A", "C", "0-1", "time"),
-    GameResult("C", "B", "1-0", "crash"),
-    GameResult("B", "C", "1-0"),
+    ScoredGame("A", "B", "1-0"),
+    ScoredGame("B", "A", "1/2-1/2"),
+    ScoredGame("A", "C", "0-1", "time"),
+    ScoredGame("C", "B", "1-0", "crash"),
+    ScoredGame("B", "C", "1-0"),
 ]
 
 
@@ -90,19 +90,34 @@ def test_crosstable_and_totals_by_hand() -> None:
 
 
 def test_losses_by_kind_come_from_the_forfeiting_side() -> None:
-    extra = [GameResult("C", "A", "1-0", "illegal_move"), GameResult("A", "C", "1-0", "stalled")]
+    extra = [ScoredGame("C", "A", "1-0", "illegal_move"), ScoredGame("A", "C", "1-0", "unresponsive")]
     s = compute_standings([*SMALL, *extra], ["A", "B", "C"])
     rows = by_name(s)
     assert rows["A"].losses_by_kind == {
-        "normal": 0, "time": 1, "illegal_move": 1, "protocol": 0, "crash": 0, "unresponsive": 0, "stalled": 0
+        "normal": 0, "time": 1, "illegal_move": 1, "protocol": 0, "crash": 0, "unresponsive": 0
     }  # fmt: skip
     assert rows["B"].losses_by_kind["normal"] == 1 and rows["B"].losses_by_kind["crash"] == 1
-    assert rows["C"].losses_by_kind["normal"] == 1 and rows["C"].losses_by_kind["stalled"] == 1
+    assert rows["C"].losses_by_kind["normal"] == 1 and rows["C"].losses_by_kind["unresponsive"] == 1
     for bot in s.bots:
         assert list(bot.losses_by_kind)[: len(LOSS_KINDS)] == list(LOSS_KINDS)
         assert sum(bot.losses_by_kind.values()) == bot.losses
     assert rows["A"].forfeit_losses == 2 and rows["B"].forfeit_losses == 1 and rows["C"].forfeit_losses == 1
     assert s.totals.forfeits == 4
+
+
+def test_an_unknown_termination_is_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="termination 'stalled' is not one of normal, time"):
+        ScoredGame("A", "C", "1-0", "stalled")  # type: ignore[arg-type]
+
+
+def test_tied_bots_share_a_rank() -> None:
+    s = compute_standings(
+        [*games("A", "B", "1-0"), *games("B", "A", "1-0"), *games("C", "A", "1/2-1/2", 2)], ["A", "B", "C"]
+    )
+    assert [(bot.name, bot.rank) for bot in s.bots] == [("A", 1), ("B", 2), ("C", 2)]  # B, C: 1 point, same Elo
+    even = compute_standings([*games("A", "B", "1-0"), *games("B", "A", "1-0")], ["A", "B"])
+    assert [bot.rank for bot in even.bots] == [1, 1]
+    assert all(bot.elo is not None and str(bot.elo) != "-0.0" for bot in even.bots)
 
 
 def test_tie_on_points_broken_by_elo() -> None:
@@ -120,13 +135,13 @@ def test_tie_on_points_broken_by_elo() -> None:
     assert rows["B"].elo > rows["A"].elo
 
 
-def test_tie_on_points_and_elo_broken_by_name() -> None:
-    # Mirror-image records: equal points, equal Elo (up to float noise): alphabetical.
+def test_tie_on_points_and_elo_shares_the_rank_listed_by_name() -> None:
+    # Mirror-image records: equal points, equal Elo (up to float noise): one rank, listed alphabetically.
     results = [*games("b", "a", "1-0"), *games("a", "b", "1-0"), *games("zz", "b", "1/2-1/2")]
     results += games("a", "zz", "1/2-1/2")
     s = compute_standings(results, ["zz", "b", "a"])
     assert [bot.name for bot in s.bots] == ["a", "b", "zz"]
-    assert [bot.rank for bot in s.bots] == [1, 2, 3]
+    assert [bot.rank for bot in s.bots] == [1, 1, 3]
 
 
 def test_two_bots_75_percent_matches_the_closed_form() -> None:
@@ -277,12 +292,12 @@ def test_a_bot_with_no_games_has_no_elo_and_stays_out_of_the_mean() -> None:
 @pytest.mark.parametrize(
     ("make", "message"),
     [
-        (lambda: GameResult("A", "B", "*"), "not one of"),
-        (lambda: GameResult("A", "B", "2-0"), "not one of"),
-        (lambda: GameResult("A", "B", "1-0", "void"), "not scored"),
-        (lambda: GameResult("A", "B", "1-0", "aborted"), "not scored"),
-        (lambda: GameResult("A", "A", "1-0"), "cannot play itself"),
-        (lambda: GameResult("A", "B", "1/2-1/2", "time"), "cannot be a draw"),
+        (lambda: ScoredGame("A", "B", "*"), "not one of"),
+        (lambda: ScoredGame("A", "B", "2-0"), "not one of"),
+        (lambda: ScoredGame("A", "B", "1-0", "void"), "not scored"),
+        (lambda: ScoredGame("A", "B", "1-0", "aborted"), "not scored"),
+        (lambda: ScoredGame("A", "A", "1-0"), "cannot play itself"),
+        (lambda: ScoredGame("A", "B", "1/2-1/2", "time"), "cannot be a draw"),
     ],
 )
 def test_bad_game_results_are_refused(make: Callable[[], object], message: str) -> None:
@@ -299,11 +314,11 @@ def test_bad_fields_are_refused() -> None:
         compute_standings([], ["A"], prior_draws=0)
 
 
-def test_termination_enum_is_kept_as_its_string() -> None:
+def test_a_termination_string_becomes_the_enum() -> None:
     from referee.record import Termination
 
-    game = GameResult("A", "B", "1-0", Termination.TIME)
-    assert type(game.termination) is str and game.termination == "time"
+    game = ScoredGame("A", "B", "1-0", "time")  # type: ignore[arg-type]
+    assert game.termination is Termination.TIME
     assert game.loser == "B"
 
 
@@ -335,14 +350,14 @@ def test_markdown_tables() -> None:
 
 
 def test_csv_rows_parse_back() -> None:
-    s = compute_standings([*SMALL, GameResult("C", "A", "1-0", "stalled")], ["A", "B", "C", "idle"])
+    s = compute_standings([*SMALL, ScoredGame("C", "A", "1-0", "protocol")], ["A", "B", "C", "idle"])
     rows = list(csv.DictReader(io.StringIO(to_csv(s))))
     assert [row["name"] for row in rows] == [bot.name for bot in s.bots]
     for row, bot in zip(rows, s.bots, strict=True):
         assert int(row["rank"]) == bot.rank and int(row["games"]) == bot.games
         assert float(row["points"]) == bot.points
         assert int(row["losses_time"]) == bot.losses_by_kind["time"]
-        assert int(row["losses_stalled"]) == bot.losses_by_kind["stalled"]
+        assert int(row["losses_protocol"]) == bot.losses_by_kind["protocol"]
         if bot.elo is None:
             assert row["elo"] == "" and row["elo_margin"] == "" and row["score_pct"] == ""
         else:
@@ -366,7 +381,7 @@ def test_write_standings_writes_three_files_atomically(tmp_path: Path) -> None:
 
 NAMES = ["a", "b", "c", "d", "e"]
 game_strategy = st.builds(
-    lambda pair, result, forfeit: GameResult(
+    lambda pair, result, forfeit: ScoredGame(
         pair[0], pair[1], result, forfeit if result != "1/2-1/2" and forfeit else "normal"
     ),
     st.lists(st.sampled_from(NAMES), min_size=2, max_size=2, unique=True),
@@ -377,7 +392,7 @@ game_strategy = st.builds(
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(game_strategy, max_size=40))
-def test_invariants_on_random_tournaments(results: list[GameResult]) -> None:
+def test_invariants_on_random_tournaments(results: list[ScoredGame]) -> None:
     s = compute_standings(results, NAMES)
     assert sum(bot.points for bot in s.bots) == pytest.approx(len(results))
     assert sum(bot.games for bot in s.bots) == 2 * len(results)
@@ -417,7 +432,7 @@ def test_margins_cover_the_true_ratings_about_95_percent_of_the_time() -> None:
                     draw = 0.4 * min(p_black, 1 - p_black)  # some draws, expected score still p_black
                     u = rng.random()
                     result = "1-0" if u < p_black - draw / 2 else "1/2-1/2" if u < p_black + draw / 2 else "0-1"
-                    results.append(GameResult(black, white, result))
+                    results.append(ScoredGame(black, white, result))
         for bot in compute_standings(results, names).bots:
             assert bot.elo is not None and bot.elo_margin is not None
             inside += abs(bot.elo - (strength[bot.name] - mean)) <= bot.elo_margin
@@ -427,7 +442,7 @@ def test_margins_cover_the_true_ratings_about_95_percent_of_the_time() -> None:
 
 def test_a_rating_a_hair_below_zero_prints_as_plus_zero() -> None:
     # The demo tournament printed "-0 ± 259" for a bot the fit put a rounding error below zero.
-    results = [GameResult("A", "B", "1-0"), GameResult("B", "A", "1-0")]
+    results = [ScoredGame("A", "B", "1-0"), ScoredGame("B", "A", "1-0")]
     standings = compute_standings(results, ["A", "B"])
     bots = [bot.model_copy(update={"elo": -1e-9}) for bot in standings.bots]
     text = to_text(standings.model_copy(update={"bots": bots}))

@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from referee.cli import UsageError, board_size
+from referee.cli import UsageError, board_size, games_count, komi_value
 
 if TYPE_CHECKING:
     from referee.botspec import BotSpec
@@ -105,12 +105,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     clock.add_argument("--movetime", metavar="S", type=float, help="a fixed limit of S seconds per move instead")
     parser.add_argument(
+        "--margin-ms",
+        type=int,
+        default=0,
+        metavar="MS",
+        help="grace added to every deadline before a bot loses on time (default 0; for busy machines)",
+    )
+    parser.add_argument(
         "--size",
         default="8x8",
         metavar="N|WxH",
         help="board size: 8 for 8x8, or WxH like 9x7, 2 to 26 each (default 8x8)",
     )
-    parser.add_argument("--komi", type=float, default=3.5, help="points added to White's score (default 3.5)")
+    parser.add_argument("--komi", type=komi_value, default=3.5, help="points added to White's score (default 3.5)")
     parser.add_argument(
         "--opening", default="", metavar="MOVES", help='moves to play before the bots in every game, e.g. "d5d4 d4e4"'
     )
@@ -125,7 +132,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--games",
-        type=int,
+        type=games_count,
         metavar="N",
         help=f"games to play, colours alternating (default {DEFAULT_GAMES}); with --sprt the most to play"
         f" (default {DEFAULT_SPRT_GAMES})",
@@ -271,7 +278,11 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--opening: it ends the game (two passes); leave moves for the bots")
     except (InvalidMoveError, IllegalMoveError) as error:
         raise UsageError(f"--opening: {error}") from None
-    settings = GameSettings(width=width, height=height, komi=args.komi, time_control=time_control, opening=opening)
+    if args.margin_ms < 0:
+        raise UsageError(f"--margin-ms {args.margin_ms}: give 0 or more milliseconds, e.g. --margin-ms 20")
+    settings = GameSettings(
+        width=width, height=height, komi=args.komi, time_control=time_control, opening=opening, margin_ms=args.margin_ms
+    )
 
     # Openings per pair of games: seeded random ones, or the lines of a file; or one fixed opening for all.
     if args.openings_plies is not None and args.openings_file is not None:

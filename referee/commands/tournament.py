@@ -9,27 +9,28 @@ how to resume.
 from __future__ import annotations
 
 import argparse
-import re
 import shutil
 import signal
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from referee.cli import UsageError
+from referee.cli import UsageError, games_count, komi_value
+from referee.commands.cluster_options import CLUSTER_HELP, add_cluster_options, cluster_table
 from referee.commands.match import add_sandbox_options, check_containment, check_memory_mb
 
 if TYPE_CHECKING:  # imported in the functions that need them: `--help` must not load pydantic
     from referee.botspec import BotSpec
+    from referee.cluster import Cluster
     from referee.config import TournamentPlan
     from referee.events import Event
 
 HELP = "play a tournament (round robin or gauntlet) between bots; resumable; the demo with no arguments"
 
-_NAMED_BOT = re.compile(r"^([A-Za-z0-9._+-]{1,64})=(.+)$", re.DOTALL)
-
-EPILOG = """\
+EPILOG = (
+    """\
 examples:
   alternator tournament                                   the demo: the sample bots, round robin
   alternator tournament examples/tournament.toml          a tournament from a config file
@@ -37,8 +38,12 @@ examples:
   alternator tournament --format gauntlet --bot mine=./mybot --bot random --bot alphabeta
   alternator tournament entries.toml --sandbox --memory-mb 512   bots from strangers: no network,
                                                           read-only files but /tmp, 512 MiB each
+  alternator tournament examples/tournament.toml --cluster tcp://10.0.0.5:8786   on a Dask cluster
 Re-run the same command to resume a stopped or killed tournament: only missing games are played.
+
 """
+    + CLUSTER_HELP
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -58,7 +63,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         " replaces the config file's bots",
     )
     parser.add_argument("--format", choices=["round-robin", "gauntlet"], help="pairings (default: round-robin)")
-    parser.add_argument("--games", type=int, metavar="N", help="games per pairing (default: 2; the demo: 4)")
+    parser.add_argument("--games", type=games_count, metavar="N", help="games per pairing (default: 2; the demo: 4)")
     parser.add_argument(
         "--tc",
         metavar="BASE+INC",
@@ -66,22 +71,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--movetime", type=float, metavar="SECONDS", help="a fixed time per move instead of a clock")
     parser.add_argument("--size", metavar="N|WxH", help="board size: 8 for 8x8, or WxH like 9x7 (default: 8x8)")
-    parser.add_argument("--komi", type=float, help="points added to White's score (default: 3.5)")
+    parser.add_argument("--komi", type=komi_value, help="points added to White's score (default: 3.5)")
     parser.add_argument("--margin-ms", type=int, metavar="MS", help="grace before a bot loses on time")
     parser.add_argument("--openings-plies", type=int, metavar="N", help="random legal placements to start each pair")
     parser.add_argument("--openings-seed", metavar="SEED", help="seed of the random openings")
     parser.add_argument("--openings-file", type=Path, metavar="FILE", help="one opening (a move list) per line")
     add_sandbox_options(parser)
+    add_cluster_options(parser)
 
 
 def parse_bot_option(text: str) -> BotSpec:
     """`--bot NAME=CMD` (a name for any bot form), or any form `parse_bot_arg` accepts."""
-    from referee.botspec import is_field_form, parse_bot_arg
+    from referee.botspec import parse_bot_arg
 
-    match = _NAMED_BOT.match(text.strip())
-    if match and not is_field_form(text):
-        spec = parse_bot_arg(match.group(2))
-        return spec.model_copy(update={"name": match.group(1)})
     return parse_bot_arg(text)
 
 
@@ -117,7 +119,7 @@ def build_plan(args: argparse.Namespace) -> TournamentPlan:
                 "name": s.name,
                 "command": s.command,
                 "env": s.env,
-                **({"dir": str(s.dir)} if s.dir else {}),
+                "dir": str(s.dir or cwd),  # relative paths on the command line are the current directory's
                 **({"sandbox": True} if s.sandbox else {}),
                 **({"memory_mb": s.memory_mb} if s.memory_mb is not None else {}),
                 **({"max_processes": s.max_processes} if s.max_processes != DEFAULT_MAX_PROCESSES else {}),
@@ -153,6 +155,9 @@ def build_plan(args: argparse.Namespace) -> TournamentPlan:
             overrides["openings"] = (flag, openings)
     if args.openings_file is not None:
         openings.pop("plies", None)
+    table = cluster_table(args, cwd, data.get("cluster"))
+    if table is not None and table != data.get("cluster"):
+        overrides["cluster"] = ("--cluster", table)
     for key, (_, value) in overrides.items():
         data[key] = value
     if "bots" not in data:
@@ -192,6 +197,25 @@ def _check_bots(plan: TournamentPlan) -> None:
             check_bot_command(spec)
         except BotSpecError as error:
             raise UsageError(str(error)) from None
+
+
+async def _open_cluster(plan: TournamentPlan, display: TournamentDisplay) -> Cluster:
+    """Connect to the plan's cluster and check that every worker can start every bot (ClusterError)."""
+    from referee.cluster import Cluster
+
+    assert plan.cluster is not None
+    display.message(f"cluster: connecting to the Dask scheduler at {plan.cluster.address} ...")
+    cluster = await Cluster.connect(plan.cluster, on_message=display.message)
+    try:
+        await cluster.preflight(plan.bots)
+    except BaseException:
+        await cluster.close()
+        raise
+    workers = cluster.healthy()
+    display.message(
+        f"cluster: {len(workers)} worker(s), {cluster.slots} game(s) at once; every worker started every bot"
+    )
+    return cluster
 
 
 def _duration(seconds: float) -> str:
@@ -322,6 +346,7 @@ class _EventWriter:
 def run(args: argparse.Namespace) -> int:
     import trio
 
+    from referee.cluster import ClusterError, ClusterLostError
     from referee.exceptions import find_exception
     from referee.process import BotStartError
     from referee.standings import to_text
@@ -329,7 +354,8 @@ def run(args: argparse.Namespace) -> int:
     from referee.tournament import Tournament, TournamentSummary
 
     plan = build_plan(args)
-    _check_bots(plan)
+    if plan.cluster is None:
+        _check_bots(plan)  # on a cluster each worker checks them (the preflight)
     if plan.cpu_affinity:
         from referee.containment import use_cpu_affinity
 
@@ -352,30 +378,44 @@ def run(args: argparse.Namespace) -> int:
 
     async def main() -> TournamentSummary:
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-            async with trio.open_nursery() as nursery:
+            if plan.cluster is not None:
+                tournament.cluster = await _open_cluster(plan, display)
+            try:
+                return await play(signals)
+            finally:
+                if tournament.cluster is not None:
+                    await tournament.cluster.close()
 
-                async def tick() -> None:
-                    while True:
-                        await trio.sleep(1)
-                        display.tick()
+    async def play(signals: AsyncIterator[int]) -> TournamentSummary:
+        async with trio.open_nursery() as nursery:
 
-                async def watch() -> None:
-                    async for _ in signals:
-                        display.message("stopping: abandoning the games in progress and stopping the bots ...")
-                        tournament.stop()
-                        return
+            async def tick() -> None:
+                while True:
+                    await trio.sleep(1)
+                    display.tick()
 
-                nursery.start_soon(watch)
-                if display.live:
-                    nursery.start_soon(tick)
-                summary = await tournament.run()
-                nursery.cancel_scope.cancel()
+            async def watch() -> None:
+                async for _ in signals:
+                    display.message("stopping: abandoning the games in progress and stopping the bots ...")
+                    tournament.stop()
+                    return
+
+            nursery.start_soon(watch)
+            if display.live:
+                nursery.start_soon(tick)
+            summary = await tournament.run()
+            nursery.cancel_scope.cancel()
         return summary
 
     try:
         summary = trio.run(main)
     except BaseException as error:
-        found = find_exception(error, (BotStartError, StoreError))
+        lost = find_exception(error, ClusterLostError)
+        if lost is not None:
+            display.message(f"stopped: {lost}")
+            display.message(f"the standings so far are in {plan.out_dir}")
+            return 1
+        found = find_exception(error, (BotStartError, StoreError, ClusterError))
         if found is not None:
             raise UsageError(str(found)) from None
         raise
@@ -387,6 +427,8 @@ def run(args: argparse.Namespace) -> int:
     results_out = sys.stderr if args.events == "-" else sys.stdout
     results_out.write(table if table.endswith("\n") else table + "\n")
     results_out.write(f"files: {', '.join(str(p) for p in summary.files)}\n")
+    if tournament.cluster is not None:
+        results_out.write("workers:\n" + "".join(f"  {line}\n" for line in tournament.cluster.summary_lines()))
     results_out.flush()
     if summary.void_games:
         display.message(

@@ -1,0 +1,717 @@
+"""Games on a Dask cluster: the coordinator submits games as Dask tasks, workers play them with `run_game`.
+
+The `alternator` process stays the coordinator: it keeps the schedule, the database, standings, events and
+SPRT, and commits each record as it comes back. A worker is an ordinary `dask worker ADDRESS` process on a
+machine where the arena is installed and the bots are at the same paths (a shared filesystem or the same
+checkout). Each game is one task (`play_game`); a worker plays as many at once as it has threads (its
+slots), all in one trio loop of its own (`_WorkerGames`, one per worker process), which keeps bot processes
+open between games and reuses them as a local slot does. The game's clocks are read on the worker that
+plays it, so a slow network between coordinator and worker costs throughput, never a bot's time.
+
+Before the first game every worker must start and handshake every bot (`Cluster.preflight`). A worker that
+later cannot start a bot, or whose games keep failing on the referee's side, is taken out of the run with
+a message: its games are void (played again elsewhere), never forfeits of healthy bots. A worker killed
+mid-game loses only its task: the scheduler runs it again on another worker. Each submission has its own
+task key, and the coordinator commits one result per scheduled game, so no game is counted twice. The
+scheduler going away stops the run (`ClusterLostError`); the database resumes it, on a cluster or not.
+
+Dask is imported only when a cluster is used (the `cluster` extra: `pip install 'alternator-arena[cluster]'`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import logging
+import os
+import re
+import socket
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import trio
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from referee import __version__
+from referee.botspec import BotSpec
+from referee.game import run_game
+from referee.process import BotFault, BotHost, BotProcess, BotStartError, open_bot
+from referee.record import BotInfo, GameRecord, GameSettings, Termination
+from referee.schedule import ScheduledGame
+
+if TYPE_CHECKING:
+    from distributed import Client, Future
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PORT = 8786
+CONNECT_TIMEOUT_S = 10.0
+"""How long to try to reach the scheduler before saying it cannot be reached."""
+WORKER_WAIT_S = 10.0
+"""How long a run waits for the first worker to join the scheduler."""
+PROBE_TIMEOUT_S = 20.0
+"""The preflight: how long one worker may take to start and handshake every bot."""
+WORKER_FAILURE_LIMIT = 3
+"""A worker whose last this many games all failed on the referee's side (void) is taken out of the run."""
+IDLE_CLOSE_S = 60.0
+"""On a worker: bot processes unused for this long are stopped (a run ended, or its bots changed)."""
+MAX_OPEN_PER_SLOT = 4
+"""On a worker: bot processes one slot keeps open; the least recently used is closed to make room."""
+PYTHON_WORD = "{python}"
+"""In a job's bot commands: the Python running the referee, which on a worker is the worker's own."""
+
+_ADDRESS = re.compile(r"^(tcp|tls)://(\[[0-9A-Fa-f:]+\]|[A-Za-z0-9.-]+)(?::(\d{1,5}))?$")
+
+
+class ClusterError(Exception):
+    """The cluster cannot be used for this run; the message says what happened and what to do."""
+
+
+class ClusterLostError(ClusterError):
+    """The scheduler went away during the run: it stops, and resumes when started again."""
+
+
+# --- configuration ------------------------------------------------------------------------------------
+
+
+class ClusterConfig(BaseModel):
+    """Where the Dask scheduler is, and the certificates for a tls:// one: `cluster = "tcp://host:8786"`
+    in a tournament config, or a `[cluster]` table with these keys."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    address: str = Field(description="The scheduler: tcp://HOST:PORT (a trusted network) or tls://HOST:PORT.")
+    ca_file: Path | None = Field(
+        default=None, description="tls://: the CA certificate (PEM) that signed every certificate."
+    )
+    cert: Path | None = Field(default=None, description="tls://: this client's certificate (PEM).")
+    key: Path | None = Field(default=None, description="tls://: this client's private key (PEM).")
+
+    @model_validator(mode="after")
+    def _check(self) -> ClusterConfig:
+        address = normalize_address(self.address)
+        if address != self.address:
+            object.__setattr__(self, "address", address)
+        given = [name for name in ("ca_file", "cert", "key") if getattr(self, name) is not None]
+        if address.startswith("tls://") and len(given) < 3:
+            missing = [name for name in ("ca_file", "cert", "key") if name not in given]
+            raise ValueError(
+                f"a tls:// scheduler needs ca_file, cert and key; missing {', '.join(missing)}"
+                " (--cluster-ca, --cluster-cert, --cluster-key on the command line)"
+            )
+        if address.startswith("tcp://") and given:
+            raise ValueError(
+                f"{', '.join(given)} given for a tcp:// scheduler, which does not use certificates;"
+                " use a tls:// address, or leave the certificates out"
+            )
+        return self
+
+    def resolved(self, base_dir: Path) -> ClusterConfig:
+        """The certificate paths made absolute, relative to `base_dir` (a config file's folder)."""
+        update = {
+            name: path if path.is_absolute() else base_dir / path
+            for name in ("ca_file", "cert", "key")
+            if (path := getattr(self, name)) is not None
+        }
+        return self.model_copy(update=update)
+
+
+def normalize_address(text: str) -> str:
+    """tcp://HOST:PORT or tls://HOST:PORT (HOST:PORT alone means tcp://, no port means 8786); ValueError."""
+    text = text.strip()
+    if "://" not in text:
+        text = f"tcp://{text}"
+    match = _ADDRESS.match(text)
+    if match is None:
+        raise ValueError(
+            f"{text!r} is not a scheduler address; give tcp://HOST:PORT (e.g. tcp://10.0.0.5:{DEFAULT_PORT})"
+            " or tls://HOST:PORT"
+        )
+    port = int(match.group(3) or DEFAULT_PORT)
+    if not 0 < port < 65536:
+        raise ValueError(f"{text!r}: port {port} is out of range (1 to 65535)")
+    return f"{match.group(1)}://{match.group(2)}:{port}"
+
+
+def portable_spec(spec: BotSpec) -> BotSpec:
+    """The spec with this Python written as `{python}`, which a worker replaces with its own."""
+    command = [PYTHON_WORD if word == sys.executable else word for word in spec.command]
+    return spec.model_copy(update={"command": command})
+
+
+def _local_spec(spec: BotSpec) -> BotSpec:
+    command = [sys.executable if word == PYTHON_WORD else word for word in spec.command]
+    return spec.model_copy(update={"command": command})
+
+
+# --- the worker side: Dask tasks and the worker process's games ------------------------------------------
+
+
+@dataclass(frozen=True)
+class GameJob:
+    """One game for a worker: everything `run_game` needs, in a picklable form."""
+
+    game_id: str
+    black: BotSpec
+    white: BotSpec
+    settings: GameSettings
+
+
+@dataclass(frozen=True)
+class WorkerReply:
+    """What a worker sends back for a game: the record, or why it could not play it (`failure`)."""
+
+    worker: str
+    record_json: str | None
+    failure: str | None = None
+    duration_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """The preflight of one bot on one worker: None, or what failed."""
+
+    worker: str
+    bot: str
+    failure: str | None
+    announced: str | None = None
+    version: str = __version__  # the arena's version on the worker
+
+
+@dataclass
+class _Slot:
+    """One game at a time; its bot processes by spec (the same name may mean another bot in another run)."""
+
+    hosts: dict[str, BotHost] = field(default_factory=dict)
+    last_used: float = 0.0
+
+    def running(self) -> set[str]:
+        return {key for key, host in self.hosts.items() if host.process is not None}
+
+
+def _spec_keys(job: GameJob) -> tuple[str, str]:
+    black, white = job.black.model_dump_json(), job.white.model_dump_json()
+    return black, (white + "#white" if white == black else white)
+
+
+class _WorkerGames:
+    """The games of one worker process: a trio loop in a thread of its own, hosting every slot's bots.
+
+    Dask runs tasks in its threads; each `play_game` task hands its game to this loop and waits. The loop
+    outlives the tasks, so a slot's bot processes are reused by the next game that needs them.
+    """
+
+    def __init__(self, log_dir: Path) -> None:
+        self.log_dir = log_dir
+        self._idle: list[_Slot] = []
+        self._slots: list[_Slot] = []
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._closing: trio.Event | None = None
+        self._nursery: trio.Nursery | None = None
+        ready = threading.Event()
+        self._thread = threading.Thread(target=trio.run, args=(self._main, ready), name="alternator-games", daemon=True)
+        self._thread.start()
+        ready.wait()
+
+    async def _main(self, ready: threading.Event) -> None:
+        self._token = trio.lowlevel.current_trio_token()
+        self._closing = trio.Event()
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            nursery.start_soon(self._sweep)
+            ready.set()
+            await self._closing.wait()
+            # Every bot is stopped by its host's task (quit, grace, kill): open_bot's exit is shielded.
+            nursery.cancel_scope.cancel()
+
+    def run(self, function: Callable[..., Any], *args: Any) -> Any:
+        """Run `await function(*args)` in the loop, from a Dask thread."""
+        return trio.from_thread.run(function, *args, trio_token=self._token)
+
+    def close(self) -> None:
+        """Stop every bot and the loop (at the worker process's exit)."""
+        if self._closing is not None and self._thread.is_alive():
+            with contextlib.suppress(trio.RunFinishedError):
+                trio.from_thread.run_sync(self._closing.set, trio_token=self._token)
+            self._thread.join(timeout=5)
+
+    async def _sweep(self) -> None:
+        while True:
+            await trio.sleep(IDLE_CLOSE_S / 4)
+            for slot in self._idle:
+                if slot.hosts and time.monotonic() - slot.last_used > IDLE_CLOSE_S:
+                    for host in slot.hosts.values():
+                        host.close_soon()
+                    slot.hosts.clear()
+
+    def _take_slot(self, keys: tuple[str, str]) -> _Slot:
+        """The idle slot with most of this game's bots running, or a new one."""
+        if not self._idle:
+            slot = _Slot()
+            self._slots.append(slot)
+            return slot
+        best = max(range(len(self._idle)), key=lambda i: len(self._idle[i].running() & set(keys)))
+        return self._idle.pop(best)
+
+    async def _process(self, slot: _Slot, key: str, spec: BotSpec) -> BotProcess:
+        """The slot's process for this bot, started and handshaken if new; BotStartError when it cannot be.
+
+        A new process is handshaken here, not in `run_game`: every worker started every bot in the
+        preflight, so one that fails now says something about this worker, not the bot (no forfeit).
+        """
+        assert self._nursery is not None
+        host = slot.hosts.pop(key, None)
+        if host is None:
+            while len(slot.hosts) >= MAX_OPEN_PER_SLOT:
+                await slot.hosts.pop(next(iter(slot.hosts))).close()
+            host = BotHost(spec, self.log_dir, self._nursery)
+        slot.hosts[key] = host  # most recently used last
+        process = await host.ready()
+        if process.hello is None:
+            failure = await _handshake(process)
+            if failure is not None:
+                await slot.hosts.pop(key).close()
+                raise BotStartError(f"bot {spec.name!r} {failure}")
+        return process
+
+    async def play(self, job: GameJob, worker: str) -> WorkerReply:
+        keys = _spec_keys(job)
+        black_spec, white_spec = _local_spec(job.black), _local_spec(job.white)
+        slot = self._take_slot(keys)
+        started = time.monotonic()
+        try:
+            try:
+                black = await self._process(slot, keys[0], black_spec)
+                white = await self._process(slot, keys[1], white_spec)
+            except BotStartError as error:
+                return WorkerReply(worker, None, failure=str(error), duration_s=time.monotonic() - started)
+            record = await run_game(job.game_id, black, white, job.settings)
+            for key, process in zip(keys, (black, white), strict=True):
+                if record.termination is Termination.VOID or process.broken:
+                    await slot.hosts.pop(key).close()
+            record = record.model_copy(update={"worker": worker})
+            return WorkerReply(worker, record.model_dump_json(), duration_s=time.monotonic() - started)
+        finally:
+            slot.last_used = time.monotonic()
+            self._idle.append(slot)
+
+    async def probe(self, specs: Sequence[BotSpec], worker: str) -> list[ProbeResult]:
+        async def one(spec: BotSpec, results: list[ProbeResult]) -> None:
+            failure = None
+            try:
+                async with open_bot(_local_spec(spec), self.log_dir) as process:
+                    failure = await _handshake(process)
+            except BotStartError as error:
+                failure = str(error)
+            announced = None if failure is not None or process.hello is None else process.hello.name
+            results.append(ProbeResult(worker, spec.name, failure, announced))
+
+        results: list[ProbeResult] = []
+        async with trio.open_nursery() as nursery:
+            for spec in specs:
+                nursery.start_soon(one, spec, results)
+        return sorted(results, key=lambda result: result.bot)
+
+
+async def _handshake(process: BotProcess) -> str | None:
+    """Handshake a new process: None, or what went wrong (with its last stderr lines)."""
+    try:
+        with trio.fail_after(PROBE_TIMEOUT_S):
+            await process.handshake()
+    except BotFault as error:
+        await process.settle()
+        tail = " | ".join(process.stderr_tail(3))
+        return f"started but its handshake failed: it {error.reason}" + (f" (stderr: {tail})" if tail else "")
+    except trio.TooSlowError:
+        return f"started but did not answer hello within {PROBE_TIMEOUT_S:g} s"
+    return None
+
+
+_games: _WorkerGames | None = None
+_games_lock = threading.Lock()
+
+
+def _worker_games() -> _WorkerGames:
+    """This worker process's games loop, started by its first task."""
+    global _games
+    with _games_lock:
+        if _games is None:
+            log_dir = Path(tempfile.gettempdir()) / f"alternator-worker-{os.getpid()}" / "logs"
+            _games = _WorkerGames(log_dir)
+            atexit.register(_games.close)
+        return _games
+
+
+def _worker_address() -> str:
+    from distributed import get_worker
+
+    try:
+        return str(get_worker().address)
+    except ValueError:  # not in a Dask worker (a test calling the task directly)
+        return f"local-{os.getpid()}"
+
+
+def play_game(job: GameJob) -> WorkerReply:
+    """The Dask task: play one game on this worker (in its games loop) and send back the record."""
+    games = _worker_games()
+    reply: WorkerReply = games.run(games.play, job, _worker_address())
+    return reply
+
+
+def probe_bots(specs: list[BotSpec]) -> list[ProbeResult]:
+    """The Dask task of the preflight: start and handshake every bot on this worker, then stop them."""
+    games = _worker_games()
+    results: list[ProbeResult] = games.run(games.probe, specs, _worker_address())
+    return results
+
+
+# --- the coordinator side -----------------------------------------------------------------------------
+
+
+@dataclass
+class WorkerStats:
+    """One worker's share of a run, for the summary."""
+
+    address: str
+    games: int = 0
+    void: int = 0
+    game_s: float = 0.0  # the games' own duration, measured on the worker
+    overhead_s: float = 0.0  # submit to result, minus the game: queueing, scheduling, transfer
+    move_ms: float = 0.0  # sum of the bots' move times (elapsed_ms), to average per move
+    moves: int = 0
+    consecutive_failures: int = 0
+    removed: str | None = None  # why it was taken out of the run
+
+    def describe(self) -> str:
+        games = f"{self.games} game{'s' if self.games != 1 else ''}"
+        parts = [f"{self.address}: {games}"]
+        if self.void:
+            parts.append(f"{self.void} void")
+        played = self.games + self.void
+        if played:
+            parts.append(f"{self.game_s / played:.2f} s per game")
+            parts.append(f"queue+dispatch {self.overhead_s / played * 1000:.0f} ms per game")
+        if self.moves:
+            parts.append(f"{self.move_ms / self.moves:.1f} ms per move")
+        if self.removed:
+            parts.append(f"taken out: {self.removed}")
+        return ", ".join(parts)
+
+
+def _quiet_dask_logs() -> None:
+    """Dask logs every lost connection with a traceback; the run reports those itself, in one line."""
+    for name in ("distributed", "distributed.client", "distributed.core", "distributed.comm", "tornado"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+def _check_listening(address: str) -> None:
+    """Fail at once when nothing listens at the address (Dask itself retries until its timeout)."""
+    host, port = address.split("://", 1)[1].rsplit(":", 1)
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as error:
+        raise ClusterError(
+            f"cannot reach the Dask scheduler at {address} ({error.strerror or error}); start it with"
+            " `dask scheduler`, check the address (--cluster), or run without --cluster"
+        ) from None
+
+
+def _connect(config: ClusterConfig) -> Client:
+    try:
+        from distributed import Client
+        from distributed.security import Security
+    except ImportError:
+        raise ClusterError(
+            "a cluster needs Dask, which is not installed here: pip install 'alternator-arena[cluster]'"
+            " (on this machine and every worker)"
+        ) from None
+
+    _check_listening(config.address)
+    security = None
+    if config.address.startswith("tls://"):
+        for name in ("ca_file", "cert", "key"):
+            path = getattr(config, name)
+            if not Path(path).is_file():
+                raise ClusterError(f"cluster {name}: {path} is not a readable file; give the PEM file's path")
+        security = Security(  # type: ignore[no-untyped-call]
+            tls_ca_file=str(config.ca_file),
+            tls_client_cert=str(config.cert),
+            tls_client_key=str(config.key),
+            require_encryption=True,
+        )
+    try:
+        client = Client(config.address, security=security, timeout=CONNECT_TIMEOUT_S, set_as_default=False)  # type: ignore[no-untyped-call]
+    except (OSError, TimeoutError) as error:
+        raise ClusterError(
+            f"cannot reach the Dask scheduler at {config.address} ({error or type(error).__name__}); start it"
+            " with `dask scheduler`, check the address (--cluster; tls:// with certificates if the scheduler"
+            " was started with them), or run without --cluster"
+        ) from None
+    try:
+        client.wait_for_workers(1, timeout=WORKER_WAIT_S)
+    except TimeoutError:
+        client.close()  # type: ignore[no-untyped-call]
+        raise ClusterError(
+            f"the Dask scheduler at {config.address} has no workers (waited {WORKER_WAIT_S:g} s); start one on"
+            f" each machine with `dask worker {config.address}`"
+        ) from None
+    return client
+
+
+class Cluster:
+    """The coordinator's side of a run on a Dask cluster: submit games, get their records back.
+
+    Made by `Cluster.connect`; `preflight` before the first game; `play` from as many tasks as `slots`;
+    `close` at the end. Messages for people (a worker taken out) go to `on_message`.
+    """
+
+    def __init__(self, client: Client, config: ClusterConfig, on_message: Callable[[str], None]) -> None:
+        self.client = client
+        self.config = config
+        self.on_message = on_message
+        self.stats: dict[str, WorkerStats] = {}
+        self._run = uuid.uuid4().hex[:8]
+        self._attempts: dict[str, int] = {}
+        self._limiter = trio.CapacityLimiter(10_000)
+        self._lost = False
+
+    @classmethod
+    async def connect(cls, config: ClusterConfig, *, on_message: Callable[[str], None] | None = None) -> Cluster:
+        """Connect to the scheduler and wait for a worker; ClusterError says what is wrong."""
+        _quiet_dask_logs()
+        client = await trio.to_thread.run_sync(_connect, config, abandon_on_cancel=True)
+        return cls(client, config, on_message or (lambda text: None))
+
+    async def close(self) -> None:
+        """Disconnect (tasks of this run still queued are released by the scheduler)."""
+        with trio.CancelScope(shield=True):
+            await trio.to_thread.run_sync(self._close_client)
+
+    def _close_client(self) -> None:
+        with contextlib.suppress(Exception):
+            self.client.close(timeout=2)  # type: ignore[no-untyped-call]
+
+    # -- workers -----------------------------------------------------------------------------------
+
+    def _workers(self) -> dict[str, int]:
+        """The scheduler's workers and their threads (slots)."""
+        info = self.client.scheduler_info(n_workers=-1)
+        return {address: int(worker.get("nthreads", 1)) for address, worker in info["workers"].items()}
+
+    def healthy(self) -> list[str]:
+        return [address for address in self._workers() if not self._stat(address).removed]
+
+    @property
+    def slots(self) -> int:
+        """Games the healthy workers can play at once: their threads."""
+        workers = self._workers()
+        return sum(n for address, n in workers.items() if not self._stat(address).removed)
+
+    @property
+    def in_flight(self) -> int:
+        """Games to keep submitted: the slots, and one waiting on each worker, so that a worker starts its
+        next game as soon as it finishes one instead of after a round trip to the coordinator."""
+        workers = self._workers()
+        return sum(n + 1 for address, n in workers.items() if not self._stat(address).removed)
+
+    def _stat(self, address: str) -> WorkerStats:
+        if address not in self.stats:
+            self.stats[address] = WorkerStats(address)
+        return self.stats[address]
+
+    def _remove(self, address: str, why: str) -> None:
+        stat = self._stat(address)
+        if stat.removed:
+            return
+        stat.removed = why
+        self.on_message(f"worker {address} is taken out of this run: {why}; its games are played on the others")
+        if not self.healthy():
+            raise ClusterError(
+                f"every worker of {self.config.address} is out of this run (last: {address}: {why}); fix the"
+                " workers and run the same command again to resume"
+            )
+
+    async def preflight(self, specs: Sequence[BotSpec]) -> None:
+        """Every worker starts and handshakes every bot; ClusterError names each worker, bot and failure."""
+        portable = [portable_spec(spec) for spec in specs]
+        results: list[ProbeResult] = await trio.to_thread.run_sync(self._probe_all, portable, abandon_on_cancel=True)
+        failures = [r for r in results if r.failure is not None]
+        lines = [f"worker {r.worker}: bot {r.bot!r}: {r.failure}" for r in failures]
+        versions = {r.worker: r.version for r in results if r.version != __version__}
+        if versions:
+            raise ClusterError(
+                "workers run another version of the arena than this one"
+                f" ({__version__}): install the same everywhere:\n  "
+                + "\n  ".join(f"worker {worker}: {version}" for worker, version in sorted(versions.items()))
+            )
+        if failures:
+            raise ClusterError(
+                "not every worker can start every bot (the bots must be at the same paths on every machine:"
+                " a shared filesystem or the same checkout, see README):\n  " + "\n  ".join(lines)
+            )
+
+    def _probe_all(self, specs: list[BotSpec]) -> list[ProbeResult]:
+        futures = {
+            address: self.client.submit(
+                probe_bots,
+                specs,
+                key=f"alternator-probe-{self._run}-{index}",
+                workers=[address],
+                allow_other_workers=False,
+                pure=False,
+            )
+            for index, address in enumerate(self._workers())
+        }
+        deadline = time.monotonic() + PROBE_TIMEOUT_S * 2
+        results: list[ProbeResult] = []
+        for address, future in futures.items():
+            try:
+                results.extend(future.result(timeout=max(0.1, deadline - time.monotonic())))
+            except TimeoutError:
+                future.cancel()  # type: ignore[no-untyped-call]
+                results.append(ProbeResult(address, "*", f"no answer within {PROBE_TIMEOUT_S * 2:g} s"))
+            except Exception as error:
+                results.append(ProbeResult(address, "*", f"the probe task failed: {type(error).__name__}: {error}"))
+        return results
+
+    # -- games -------------------------------------------------------------------------------------
+
+    async def play(self, game_id: str, black: BotSpec, white: BotSpec, settings: GameSettings) -> GameRecord:
+        """Play a game on some healthy worker and return its record (a void one when no worker could play it).
+
+        ClusterLostError when the scheduler is gone; ClusterError when no worker is left in the run.
+        """
+        if self._lost:
+            raise ClusterLostError(self._lost_message())
+        attempt = self._attempts[game_id] = self._attempts.get(game_id, 0) + 1
+        job = GameJob(game_id, portable_spec(black), portable_spec(white), settings)
+        submitted = time.monotonic()
+        future = await trio.to_thread.run_sync(self._submit, job, attempt)
+        try:
+            reply = await trio.to_thread.run_sync(self._wait, future, abandon_on_cancel=True, limiter=self._limiter)
+        except BaseException:
+            with trio.CancelScope(shield=True):
+                await trio.to_thread.run_sync(self._cancel, future)
+            raise
+        if isinstance(reply, str):
+            return _void_record(game_id, black, white, settings, reply)
+        stat = self._stat(reply.worker)
+        stat.overhead_s += max(0.0, time.monotonic() - submitted - reply.duration_s)
+        stat.game_s += reply.duration_s
+        if reply.record_json is None:
+            stat.void += 1
+            why = f"it cannot start a bot ({reply.failure})"
+            self._remove(reply.worker, why)
+            return _void_record(
+                game_id, black, white, settings, f"worker {reply.worker}: {reply.failure}", reply.worker
+            )
+        record = GameRecord.model_validate_json(reply.record_json)
+        if record.termination is Termination.VOID:
+            stat.void += 1
+            stat.consecutive_failures += 1
+            if stat.consecutive_failures >= WORKER_FAILURE_LIMIT:
+                self._remove(reply.worker, f"its last {stat.consecutive_failures} games failed (last: {record.reason})")
+        else:
+            stat.games += 1
+            stat.consecutive_failures = 0
+            stat.moves += len(record.moves)
+            stat.move_ms += sum(move.elapsed_ms for move in record.moves)
+        return record
+
+    def _submit(self, job: GameJob, attempt: int) -> Future[WorkerReply]:
+        # Only restricted when a worker is out: asking the scheduler for its workers costs a round trip.
+        removed = any(stat.removed for stat in self.stats.values())
+        return self.client.submit(
+            play_game,
+            job,
+            key=f"alternator-{self._run}-{job.game_id}-{attempt}",
+            pure=False,
+            workers=self.healthy() if removed else None,
+            allow_other_workers=False,
+        )
+
+    def _wait(self, future: Future[WorkerReply]) -> WorkerReply | str:
+        """The worker's reply, or why the game could not be played (a str); ClusterLostError."""
+        from distributed import KilledWorker
+        from distributed.client import FutureCancelledError
+
+        try:
+            reply: WorkerReply = future.result()
+        except KilledWorker as error:
+            return f"the workers playing it died ({error})"
+        except FutureCancelledError as error:
+            if "scheduler-connection-lost" in str(error) or self.client.status != "running":
+                self._lost = True
+                raise ClusterLostError(self._lost_message()) from None
+            return f"its task was cancelled ({error})"
+        except (OSError, TimeoutError) as error:
+            self._lost = True
+            raise ClusterLostError(self._lost_message()) from error
+        except Exception as error:  # raised by the task on the worker: our failure, never the bots'
+            return f"the task failed on a worker ({type(error).__name__}: {error})"
+        return reply
+
+    def _cancel(self, future: Future[WorkerReply]) -> None:
+        with contextlib.suppress(Exception):
+            future.cancel()  # type: ignore[no-untyped-call]
+
+    def _lost_message(self) -> str:
+        return (
+            f"lost the Dask scheduler at {self.config.address}; the games in progress are not scored. Start the"
+            " scheduler and workers again and re-run the same command to resume (or run without --cluster)"
+        )
+
+    def summary_lines(self) -> list[str]:
+        """One line per worker that played: games, void games, time per game and dispatch latency."""
+        return [stat.describe() for stat in sorted(self.stats.values(), key=lambda s: s.address)]
+
+
+class ClusterSlot:
+    """A runner's worker slot whose games are played on the cluster: the interface of a local slot (`index`,
+    `running`, `play`, `close_all`), with no processes of its own."""
+
+    def __init__(self, index: int, cluster: Cluster, bots: Sequence[BotSpec]) -> None:
+        self.index = index
+        self.cluster = cluster
+        self._specs = {spec.name: spec for spec in bots}
+
+    def running(self) -> set[str]:
+        return set()  # the bots run on the workers, which choose their own slots
+
+    async def play(self, game: ScheduledGame, settings: GameSettings, on_move: object = None) -> GameRecord:
+        """Play `game` on the cluster. Moves are not streamed back (`on_move` is not called): the record is."""
+        return await self.cluster.play(game.game_id, self._specs[game.black], self._specs[game.white], settings)
+
+    def close_all(self) -> None:
+        """Nothing to close here: each worker stops its idle bots itself."""
+
+
+def _void_record(
+    game_id: str, black: BotSpec, white: BotSpec, settings: GameSettings, why: str, worker: str | None = None
+) -> GameRecord:
+    """The record of a game no worker could play: void, never scored, played again."""
+    at = datetime.now(UTC)
+    return GameRecord(
+        game_id=game_id,
+        black=BotInfo(name=black.name, command=list(black.command)),
+        white=BotInfo(name=white.name, command=list(white.command)),
+        settings=settings,
+        result="*",
+        winner=None,
+        termination=Termination.VOID,
+        reason=f"void: not played on the cluster: {why}; the game is not scored",
+        black_score=None,
+        white_score=None,
+        final_position="",
+        started_at=at,
+        finished_at=at,
+        worker=worker,
+    )

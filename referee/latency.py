@@ -1,0 +1,299 @@
+"""The referee's own lateness: measured around every move, so that a bot is never charged for the host's delays.
+
+A bot's move is timed by the thread that reads its pipe (`referee.reader`), but that thread can itself be
+late: descheduled on a busy host, waiting for the interpreter lock, or the whole referee stopped. This
+module measures how late the referee was during each move, from three sources, and the game asks it before
+it forfeits a bot on time (`referee.game`): when the measured lag is larger than the bot's overrun, the
+referee cannot show that it was on time itself, and the game is void instead.
+
+- `HostLagMonitor`: one thread per referee process that sleeps a fixed period and notes how much later
+  than asked it woke (host scheduling and the interpreter lock both delay it, as they delay the readers).
+  A move's window collects the longest such stall overlapping it, and a stall still in progress counts.
+- The reader's scheduling delay: each chunk a reader thread reads carries the run-queue wait of that
+  thread since its previous read (`/proc/thread-self/schedstat`, where the kernel has it).
+- CPU pressure (`/proc/pressure/cpu`, where the kernel has it) is not charged against anything, but it is
+  named in the reason of a game voided for the host's lateness, to say what the host was doing.
+
+`LagSource` is the interface a channel uses, so tests can inject their own (`ConstantLag`). The summary of
+a run's latency (`summarize_latency`) is pure arithmetic over game records.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from referee.record import GameRecord, Termination
+
+__all__ = [
+    "MONITOR_PERIOD_NS",
+    "NO_LAG",
+    "VOID_WARNING_PCT",
+    "ConstantLag",
+    "HostLagMonitor",
+    "LagSource",
+    "LagWindow",
+    "LatencySummary",
+    "cpu_pressure",
+    "host_lag_monitor",
+    "latency_text",
+    "summarize_latency",
+]
+
+MONITOR_PERIOD_NS = 1_000_000
+"""How often the monitor thread wakes (1 ms): a stall shorter than this may go unseen by it."""
+PRESSURE_PATH = Path("/proc/pressure/cpu")
+VOID_WARNING_PCT = 2.0
+"""More than this share of games voided for the referee's lateness gets a prominent warning."""
+
+
+class LagWindow(Protocol):
+    """The referee's lateness measured from one instant (a move's start) on."""
+
+    def lag_ns(self, end_ns: int) -> int:
+        """The longest the referee was measurably late between the window's start and `end_ns`."""
+        ...
+
+    def close(self) -> None:
+        """Stop measuring (the move is over)."""
+        ...
+
+
+class LagSource(Protocol):
+    """Opens a `LagWindow` at a move's start (times in the channel's clock, nanoseconds)."""
+
+    def open(self, start_ns: int) -> LagWindow: ...
+
+
+class _FixedWindow:
+    __slots__ = ("_lag_ns",)
+
+    def __init__(self, lag_ns: int) -> None:
+        self._lag_ns = lag_ns
+
+    def lag_ns(self, end_ns: int) -> int:
+        return self._lag_ns
+
+    def close(self) -> None:
+        pass
+
+
+class ConstantLag:
+    """A lag source that reports the same lag for every move: for tests, and for channels without a host."""
+
+    def __init__(self, lag_ns: int = 0) -> None:
+        self._window = _FixedWindow(lag_ns)
+
+    def open(self, start_ns: int) -> LagWindow:
+        return self._window
+
+
+NO_LAG = ConstantLag(0)
+"""Memory-stream channels (tests) have no host to be late: nothing is ever voided for lag."""
+
+
+class _MonitorWindow:
+    """A window of the host monitor. Its stalls are updated by the monitor thread (under the GIL)."""
+
+    __slots__ = ("_monitor", "stalls", "start_ns")
+
+    def __init__(self, monitor: HostLagMonitor, start_ns: int) -> None:
+        self._monitor = monitor
+        self.start_ns = start_ns
+        self.stalls: list[tuple[int, int]] = []
+        """(from, to) of the stalls that overlapped the window, each longer than the ones before it."""
+
+    def lag_ns(self, end_ns: int) -> int:
+        start = self.start_ns
+        worst = 0
+        for stall_from, stall_to in (*self.stalls, self._monitor.stall_in_progress()):
+            overlap = min(stall_to, end_ns) - max(stall_from, start)
+            worst = max(worst, overlap)
+        return worst
+
+    def close(self) -> None:
+        self._monitor.windows.discard(self)
+
+
+class HostLagMonitor:
+    """A thread that wakes every `period_ns` and notes how late it woke; windows collect the stalls.
+
+    Runs while it has users (`acquire`/`release`), so an idle referee spends nothing on it.
+    """
+
+    def __init__(self, period_ns: int = MONITOR_PERIOD_NS) -> None:
+        self.period_ns = period_ns
+        self.windows: set[_MonitorWindow] = set()
+        self.worst_ns = 0
+        """The longest stall seen since the monitor started (for summaries)."""
+        self._target_ns = 0  # when the thread should next wake (0: not sleeping)
+        self._users = 0
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+
+    def open(self, start_ns: int) -> LagWindow:
+        window = _MonitorWindow(self, start_ns)
+        self.windows.add(window)
+        return window
+
+    def stall_in_progress(self) -> tuple[int, int]:
+        """(from, now) if the thread is late to wake right now (a stall it cannot report yet), else (0, 0)."""
+        target = self._target_ns
+        now = time.monotonic_ns()
+        return (target, now) if target and now > target else (0, 0)
+
+    def acquire(self) -> None:
+        with self._lock:
+            self._users += 1
+            if self._thread is None or not self._thread.is_alive():
+                self._stop = threading.Event()
+                self._thread = threading.Thread(target=self._run, args=(self._stop,), name="lag-monitor", daemon=True)
+                self._thread.start()
+
+    def release(self) -> None:
+        with self._lock:
+            self._users -= 1
+            if self._users <= 0:
+                self._users = 0
+                self._stop.set()
+                self._thread = None
+                self._target_ns = 0
+
+    def _run(self, stop: threading.Event) -> None:
+        period = self.period_ns
+        monotonic_ns, sleep = time.monotonic_ns, time.sleep
+        target = monotonic_ns() + period
+        while not stop.is_set():
+            self._target_ns = target
+            delay = target - monotonic_ns()
+            if delay > 0:
+                sleep(delay / 1e9)
+            woke = monotonic_ns()
+            late = woke - target
+            if late > 0:
+                self._note_stall(target, woke, late)
+            # The next wake is a period after this one: a long stall is not followed by catch-up wakes.
+            target = max(target + period, woke + period // 2)
+        self._target_ns = 0
+
+    def _note_stall(self, stall_from: int, stall_to: int, late: int) -> None:
+        self.worst_ns = max(self.worst_ns, late)
+        for window in tuple(self.windows):
+            overlap = stall_to - max(stall_from, window.start_ns)
+            stalls = window.stalls
+            if overlap > 0 and (not stalls or overlap > stalls[-1][1] - max(stalls[-1][0], window.start_ns)):
+                stalls.append((stall_from, stall_to))
+
+
+_MONITOR = HostLagMonitor()
+
+
+def host_lag_monitor() -> HostLagMonitor:
+    """The monitor of this referee process (one for all games: it measures the host, not a game)."""
+    return _MONITOR
+
+
+def cpu_pressure() -> float | None:
+    """The share of the last 10 s in which some task waited for a CPU (`/proc/pressure/cpu`), or None."""
+    try:
+        text = PRESSURE_PATH.read_text(encoding="ascii")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("some "):
+            for field in line.split()[1:]:
+                key, _, value = field.partition("=")
+                if key == "avg10":
+                    try:
+                        return float(value)
+                    except ValueError:
+                        return None
+    return None
+
+
+# -- the summary of a run --------------------------------------------------------------------------------------
+
+
+class LatencySummary(BaseModel):
+    """The referee's measured lateness over the moves of a run, and the games voided because of it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    moves: int = Field(ge=0, description="Moves with a measured latency (the records' `latency_ms`).")
+    p50_ms: float | None = Field(description="Median of the referee's lateness per move, ms (null: no moves).")
+    p99_ms: float | None = Field(description="99th percentile (nearest rank) of the lateness per move, ms.")
+    max_ms: float | None = Field(description="The largest lateness of any move, ms.")
+    games: int = Field(ge=0, description="Games looked at (voids included).")
+    void_for_lag: int = Field(
+        ge=0,
+        description="Games voided because a bot would have lost on time while the referee measured itself"
+        " later than the bot's overrun: never scored, played again.",
+    )
+    void_for_lag_pct: float = Field(ge=0, description="void_for_lag as a percentage of `games`.")
+    warning: str | None = Field(
+        description="Set when more than a few percent of games were voided for the referee's lateness: what to do."
+    )
+
+
+def _nearest_rank(values: Sequence[float], fraction: float) -> float:
+    """The nearest-rank percentile of sorted `values` (an observed value, never an interpolation)."""
+    rank = max(1, math.ceil(fraction * len(values)))
+    return values[rank - 1]
+
+
+def is_void_for_lag(record: GameRecord) -> bool:
+    """Whether the game was voided because the referee could not show it was on time itself."""
+    return record.termination is Termination.VOID and record.referee_lag_ms is not None
+
+
+def summarize_latency(records: Iterable[GameRecord]) -> LatencySummary:
+    """p50, p99 and max of the referee's lateness per move, and the games voided for it, with a warning."""
+    latencies: list[float] = []
+    games = voids = 0
+    for record in records:
+        if record.termination is Termination.ABORTED:
+            continue
+        games += 1
+        voids += is_void_for_lag(record)
+        latencies.extend(move.latency_ms for move in record.moves if move.latency_ms is not None)
+    latencies.sort()
+    pct = 100.0 * voids / games if games else 0.0
+    warning = None
+    if voids and pct > VOID_WARNING_PCT:
+        warning = (
+            f"{voids} of {games} games ({pct:.1f}%) were void because the referee itself was late (the host is"
+            " overloaded): they are not scored and are played again. Lower --concurrency, raise the time control,"
+            " or add --margin-ms"
+        )
+    return LatencySummary(
+        moves=len(latencies),
+        p50_ms=_nearest_rank(latencies, 0.5) if latencies else None,
+        p99_ms=_nearest_rank(latencies, 0.99) if latencies else None,
+        max_ms=latencies[-1] if latencies else None,
+        games=games,
+        void_for_lag=voids,
+        void_for_lag_pct=pct,
+        warning=warning,
+    )
+
+
+def latency_text(summary: LatencySummary) -> str:
+    """One line for the end of a run (and the warning, if any, on the lines after it)."""
+    if summary.p50_ms is None:
+        line = "referee latency: no moves measured"
+    else:
+        line = (
+            f"referee latency per move: p50 {summary.p50_ms:.3f} ms, p99 {summary.p99_ms:.3f} ms,"
+            f" max {summary.max_ms:.3f} ms over {summary.moves} moves"
+        )
+    line += f"; games void for the referee's lateness: {summary.void_for_lag} of {summary.games}"
+    if summary.warning:
+        line += f"\nWARNING: {summary.warning}"
+    return line

@@ -1,0 +1,174 @@
+"""Reading a bot's output on a thread of its own, each chunk stamped with the time its read returned.
+
+A move ends when its line's last byte is read. If the trio event loop did the reading, the time would be
+taken when the loop got round to it, and everything the referee does for other games (standings, records,
+encoding, logging) would be charged to the bot whose reply waited meanwhile. A `PipeReader` blocks in
+`poll` on the pipe in its own thread and takes `time.monotonic_ns()` as soon as `os.read` returns, then
+hands the chunk and its time to trio. It also notes how long the thread waited on the run queue before that
+read (its scheduling delay, from `/proc/thread-self/schedstat` where the kernel has it), which
+`referee.latency` counts as the referee's own lateness.
+
+The interpreter switch interval is lowered (`sys.setswitchinterval`) while readers run, so a reader
+waiting for the interpreter lock gets it within a fraction of a millisecond even when the loop is busy.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import select
+import sys
+import termios
+import threading
+import time
+from collections import deque
+
+import trio
+
+__all__ = ["SWITCH_INTERVAL_S", "Chunk", "PipeReader"]
+
+CHUNK_BYTES = 65536
+SWITCH_INTERVAL_S = 0.0002
+"""The interpreter switch interval while readers run (Python's default is 5 ms)."""
+
+Chunk = tuple[bytes, int, int]
+"""(data, monotonic ns when the read returned, the reader's run-queue wait before it in ns); b"" is the end."""
+
+_switch_lock = threading.Lock()
+_switch_users = 0
+_switch_saved = 0.005
+
+
+def _lower_switch_interval() -> None:
+    global _switch_users, _switch_saved
+    with _switch_lock:
+        if _switch_users == 0:
+            _switch_saved = sys.getswitchinterval()
+            sys.setswitchinterval(min(_switch_saved, SWITCH_INTERVAL_S))
+        _switch_users += 1
+
+
+def _restore_switch_interval() -> None:
+    global _switch_users
+    with _switch_lock:
+        _switch_users -= 1
+        if _switch_users == 0:
+            sys.setswitchinterval(_switch_saved)
+
+
+def _run_delay_reader() -> tuple[int | None, bool]:
+    """An open fd on this thread's schedstat (None: the kernel has none), and whether it can be read."""
+    try:
+        fd = os.open("/proc/thread-self/schedstat", os.O_RDONLY)
+    except OSError:
+        return None, False
+    return fd, True
+
+
+def _run_delay(fd: int) -> int:
+    """The thread's total run-queue wait so far, ns (second field of schedstat)."""
+    fields = os.pread(fd, 96, 0).split()
+    return int(fields[1]) if len(fields) > 1 else 0
+
+
+class PipeReader:
+    """Reads one pipe on a daemon thread; `receive` gives the chunks, in order, with their times."""
+
+    def __init__(self, fd: int, name: str) -> None:
+        self._fd = fd
+        self._chunks: deque[Chunk] = deque()
+        self._waiter: trio.Event | None = None
+        self._token = trio.lowlevel.current_trio_token()
+        self._wake_r, self._wake_w = os.pipe()
+        self._closed = False
+        self.reading = False
+        """True from the moment the thread sees data until the chunk is handed over (or the thread ends)."""
+        _lower_switch_interval()
+        self._thread = threading.Thread(target=self._run, name=f"reader-{name}", daemon=True)
+        self._thread.start()
+
+    # -- the thread -------------------------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        schedstat, _ = _run_delay_reader()
+        try:
+            last_delay = _run_delay(schedstat) if schedstat is not None else 0
+            poller = select.poll()
+            poller.register(self._fd, select.POLLIN)
+            poller.register(self._wake_r, select.POLLIN)
+            while True:
+                events = poller.poll()
+                if any(fd == self._wake_r for fd, _ in events):
+                    return
+                self.reading = True
+                try:
+                    data = os.read(self._fd, CHUNK_BYTES)
+                except BlockingIOError:
+                    self.reading = False
+                    continue
+                except OSError:
+                    data = b""
+                stamp = time.monotonic_ns()
+                delay = 0
+                if schedstat is not None:
+                    total = _run_delay(schedstat)
+                    delay, last_delay = total - last_delay, total
+                self._chunks.append((data, stamp, delay))
+                self.reading = False
+                try:
+                    self._token.run_sync_soon(self._notify)
+                except trio.RunFinishedError:
+                    return
+                if not data:
+                    return
+        finally:
+            self.reading = False
+            if schedstat is not None:
+                os.close(schedstat)
+            os.close(self._wake_r)
+
+    # -- the trio side ----------------------------------------------------------------------------------------
+
+    def _notify(self) -> None:
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            waiter.set()
+
+    async def receive(self) -> Chunk:
+        """The next chunk (b"" at the end of the output). Cancel-safe: nothing is taken until it returns."""
+        while not self._chunks:
+            if self._closed:
+                return b"", time.monotonic_ns(), 0
+            waiter = self._waiter = trio.Event()
+            await waiter.wait()
+        return self._chunks.popleft()
+
+    def take_nowait(self) -> Chunk | None:
+        """The next chunk if the thread has one ready, else None."""
+        return self._chunks.popleft() if self._chunks else None
+
+    def unread_bytes(self) -> int:
+        """Bytes that have arrived but are not handed over yet (in the pipe, or being read by the thread)."""
+        if self.reading:
+            return 1
+        if self._closed:
+            return 0
+        buffer = bytearray(4)
+        try:
+            fcntl.ioctl(self._fd, termios.FIONREAD, buffer)
+        except OSError:
+            return 0
+        return int.from_bytes(buffer, sys.byteorder)
+
+    async def close(self) -> None:
+        """Stop the thread (before the pipe is closed, so that it never reads a reused descriptor)."""
+        if self._closed:
+            return
+        self._closed = True
+        with contextlib.suppress(OSError):
+            os.close(self._wake_w)
+        await trio.to_thread.run_sync(self._thread.join, 2.0)
+        _restore_switch_interval()
+        self._notify()

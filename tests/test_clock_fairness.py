@@ -1,0 +1,221 @@
+"""Fair clocks: the referee's own lateness voids a game instead of forfeiting a bot, and a move's time starts
+before the turn is written.
+
+The voiding rule is tested with fake bots in memory and an injected lag source (autojump_clock: no timed
+assertions); the real-process test stops the referee itself (SIGSTOP, then SIGCONT 300 ms later) while a
+real bot answers at once, and never uses autojump_clock.
+"""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import trio
+import trio.testing
+
+from referee.botspec import BotSpec
+from referee.cli import main
+from referee.clock import parse_time_control
+from referee.game import run_game
+from referee.latency import ConstantLag, summarize_latency
+from referee.process import BotChannel, open_bot
+from referee.record import GameRecord, GameSettings, Termination
+from tests.conftest import BotSpecFactory
+from tests.test_game import FakeBot, fake_game
+
+MS = 1_000_000
+
+
+# -- the voiding rule, with an injected lag source -------------------------------------------------------------
+
+
+async def test_lag_larger_than_the_overrun_voids_the_game(autojump_clock: trio.testing.MockClock) -> None:
+    # Black's 2nd move takes 1.2 s of its 1 s: 200 ms over. The referee measured 300 ms of its own lateness.
+    late = FakeBot(lambda n: 1.2 if n == 2 else 0.1)
+    record, black, _ = await fake_game(
+        late, FakeBot(), parse_time_control("movetime:1"), lag_source=ConstantLag(300 * MS)
+    )
+    assert record.termination is Termination.VOID
+    assert (record.result, record.winner, record.loser) == ("*", None, None)
+    assert record.overrun_ms == pytest.approx(200, abs=1e-3)
+    assert record.referee_lag_ms == pytest.approx(300)
+    assert "void, the host was late: black (black-bot) took 1200 ms, 200 ms over its 1000 ms" in record.reason
+    assert "the referee measured 300 ms of its own lateness" in record.reason
+    assert not black.broken  # its move arrived whole: the pipe is in order
+    assert all(move.latency_ms == pytest.approx(300) for move in record.moves)
+    assert summarize_latency([record]).void_for_lag == 1
+
+
+async def test_lag_smaller_than_the_overrun_forfeits(autojump_clock: trio.testing.MockClock) -> None:
+    # 100 ms of the referee's lateness cannot excuse 200 ms: the referee waits 100 ms past the deadline, then
+    # the bot has lost on time.
+    late = FakeBot(lambda n: 1.2 if n == 2 else 0.1)
+    record, black, _ = await fake_game(
+        late, FakeBot(), parse_time_control("movetime:1"), lag_source=ConstantLag(100 * MS)
+    )
+    assert record.termination is Termination.TIME
+    assert record.loser == "black" and record.referee_lag_ms is None
+    assert "lost on time: no move after 1100 ms, 100 ms over its 1000 ms" in record.reason
+    assert black.broken  # its move may still come: restart it
+
+
+async def test_a_late_answer_inside_the_referee_s_lag_is_void_even_past_the_deadline(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    late = FakeBot(lambda n: 1.05 if n == 2 else 0.1)
+    record, _, _ = await fake_game(late, FakeBot(), parse_time_control("movetime:1"), lag_source=ConstantLag(100 * MS))
+    assert record.termination is Termination.VOID
+    assert record.overrun_ms == pytest.approx(50, abs=1e-3) and record.referee_lag_ms == pytest.approx(100)
+
+
+async def test_no_lag_forfeits(autojump_clock: trio.testing.MockClock) -> None:
+    late = FakeBot(lambda n: 1.2 if n == 2 else 0.1)
+    record, _, _ = await fake_game(late, FakeBot(), parse_time_control("movetime:1"))
+    assert record.termination is Termination.TIME
+    assert "lost on time: no move after 1000 ms, 0.0 ms over its 1000 ms" in record.reason
+    assert all(move.latency_ms == 0 for move in record.moves)
+
+
+async def test_moves_in_time_are_charged_exactly_whatever_the_lag(autojump_clock: trio.testing.MockClock) -> None:
+    record, _, _ = await fake_game(
+        FakeBot(lambda n: 0.25), FakeBot(lambda n: 0.5), parse_time_control("movetime:1"), lag_source=ConstantLag(MS)
+    )
+    assert record.termination is Termination.NORMAL
+    assert {m.elapsed_ms for m in record.moves} == {250.0, 500.0}
+
+
+class StarvedChannel(BotChannel):
+    """A channel whose bot has waited for a CPU half of all the time so far (as a busy host would do)."""
+
+    def cpu_wait_ns(self) -> int | None:
+        return round(trio.current_time() * 1e9) // 2
+
+
+async def test_a_bot_kept_off_the_cpu_longer_than_its_overrun_is_not_forfeited(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # Black's 2nd move: 1.2 s of its 1 s, 200 ms over; it waited 600 ms of that for a CPU. No referee lag.
+    settings = GameSettings(width=3, height=3, time_control=parse_time_control("movetime:1"))
+    async with trio.open_nursery() as nursery:
+        channels = []
+        for name, fake in (("black-bot", FakeBot(lambda n: 1.2 if n == 2 else 0.1)), ("white-bot", FakeBot())):
+            referee_end, bot_end = trio.testing.memory_stream_pair()
+            nursery.start_soon(fake.serve, bot_end)
+            channels.append(StarvedChannel(name, referee_end, referee_end))
+        record = await run_game("g1", channels[0], channels[1], settings)
+        nursery.cancel_scope.cancel()
+    assert record.termination is Termination.VOID, record.reason
+    assert "the bot waited 600 ms for a CPU it was ready to use" in record.reason
+    assert record.referee_lag_ms == pytest.approx(600) and record.overrun_ms == pytest.approx(200, abs=1e-3)
+
+
+# -- the move's time starts before the turn is written ---------------------------------------------------------
+
+
+class SlowWrite(trio.abc.SendStream):
+    """A send stream whose `turn` writes block for a second before the bytes go through (a full pipe)."""
+
+    def __init__(self, inner: trio.abc.SendStream) -> None:
+        self.inner = inner
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        if b'"type":"turn"' in bytes(data):
+            await trio.sleep(1)
+        await self.inner.send_all(data)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self.inner.wait_send_all_might_not_block()
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def test_a_move_s_time_includes_a_write_that_blocks(autojump_clock: trio.testing.MockClock) -> None:
+    # The bot answers at once, but writing its turn took a second (it did not read its input): that second is
+    # its own. A clock started after the write returned would charge nothing.
+    settings = GameSettings(width=3, height=3, time_control=parse_time_control("movetime:5"))
+    async with trio.open_nursery() as nursery:
+        channels = []
+        for name in ("black-bot", "white-bot"):
+            referee_end, bot_end = trio.testing.memory_stream_pair()
+            nursery.start_soon(FakeBot().serve, bot_end)
+            channels.append(BotChannel(name, SlowWrite(referee_end), referee_end))
+        record = await run_game("g1", channels[0], channels[1], settings)
+        nursery.cancel_scope.cancel()
+    assert record.termination is Termination.NORMAL
+    assert record.moves and all(move.elapsed_ms == pytest.approx(1000) for move in record.moves)
+
+
+# -- a real referee, stopped by the host -----------------------------------------------------------------------
+
+STOPPING_BOT = textwrap.dedent(
+    """\
+    # On its first turn: has a helper process stop the referee (its parent) and wake it 300 ms later,
+    # and answers at once, well within its time.
+    import json, os, subprocess, sys, time
+    helper = None
+    for line in sys.stdin:
+        message = json.loads(line)
+        kind = message["type"]
+        if kind == "hello":
+            reply = {"type": "hello", "protocol": 1, "name": "stopper"}
+        elif kind == "new_game":
+            reply = {"type": "ready", "game_id": message["game_id"]}
+        elif kind == "turn":
+            if helper is None:
+                referee = os.getppid()
+                helper = subprocess.Popen(
+                    ["sh", "-c", f"kill -STOP {referee}; sleep 0.3; kill -CONT {referee}"]
+                )
+                time.sleep(0.05)  # the referee is stopped by now
+            reply = {"type": "move", "move": "pass"}
+        elif kind == "ping":
+            reply = {"type": "pong", "id": message["id"]}
+        else:
+            if kind == "quit":
+                break
+            continue
+        sys.stdout.write(json.dumps(reply) + "\\n")
+        sys.stdout.flush()
+    if helper is not None:
+        helper.wait()
+    """
+)
+
+
+async def test_a_referee_stopped_by_the_host_does_not_forfeit_a_bot_in_time(
+    bot_spec: BotSpecFactory, tmp_path: Path
+) -> None:
+    script = tmp_path / "stopper.py"
+    script.write_text(STOPPING_BOT)
+    stopper = BotSpec(name="stopper", command=[sys.executable, str(script)])
+    # 100 ms a move: the bot answers in about 50 ms, but the referee sees the answer some 300 ms late.
+    settings = GameSettings(width=3, height=3, time_control=parse_time_control("movetime:0.1"))
+    with trio.fail_after(30):
+        async with open_bot(stopper, tmp_path) as black, open_bot(bot_spec("testbot"), tmp_path) as white:
+            record = await run_game("stopped", black, white, settings)
+    assert record.termination is not Termination.TIME, record.reason
+    assert record.termination is Termination.VOID, record.reason
+    assert record.referee_lag_ms is not None and record.overrun_ms is not None
+    assert record.referee_lag_ms > record.overrun_ms
+    assert "void, the host was late: black (stopper) took" in record.reason
+
+
+# -- --margin-ms on match ----------------------------------------------------------------------------------------
+
+
+def test_match_takes_a_margin_and_records_it(tmp_path: Path) -> None:
+    out = tmp_path / "m"
+    argv = ["match", "--black", "random", "--white", "random", "--size", "3x3", "--games", "1", "--margin-ms", "25"]
+    assert main([*argv, "--out", str(out)]) == 0
+    records = [GameRecord.model_validate_json(path.read_text()) for path in sorted(out.glob("game-*.json"))]
+    assert records and all(record.settings.margin_ms == 25 for record in records)
+
+
+def test_match_refuses_a_negative_margin(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["match", "--black", "random", "--white", "random", "--margin-ms", "-5", "--out", str(tmp_path / "m")]
+    assert main(argv) == 2
+    assert "--margin-ms -5: give 0 or more milliseconds" in capsys.readouterr().err

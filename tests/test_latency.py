@@ -1,0 +1,111 @@
+"""The referee's lateness: the summary of a run (pure), the host monitor's windows, and the reader threads'
+lifetime with real bot processes."""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+import trio
+
+from protocol.rules import BLACK, WHITE
+from referee.clock import parse_time_control
+from referee.latency import VOID_WARNING_PCT, HostLagMonitor, host_lag_monitor, latency_text, summarize_latency
+from referee.process import open_bot
+from referee.record import BotInfo, GameRecord, GameSettings, MoveRecord, Termination
+from tests.conftest import BotSpecFactory
+
+
+def record(termination: Termination, latencies: list[float | None], *, lag_ms: float | None = None) -> GameRecord:
+    bot = BotInfo(name="x", command=["x"])
+    moves = [
+        MoveRecord(color=BLACK if i % 2 == 0 else WHITE, move="pass", elapsed_ms=1.0, clock_ms=None, latency_ms=lat)
+        for i, lat in enumerate(latencies)
+    ]
+    now = datetime.now(UTC)
+    return GameRecord(
+        game_id="g",
+        black=bot,
+        white=bot,
+        settings=GameSettings(time_control=parse_time_control("1+0")),
+        moves=moves,
+        result="*" if termination in (Termination.VOID, Termination.ABORTED) else "1/2-1/2",
+        winner=None,
+        termination=termination,
+        reason="test",
+        referee_lag_ms=lag_ms,
+        black_score=None,
+        white_score=None,
+        final_position="",
+        started_at=now,
+        finished_at=now,
+    )
+
+
+def test_the_summary_takes_observed_percentiles_and_counts_voids_for_lag() -> None:
+    games = [
+        record(Termination.NORMAL, [float(v) for v in range(1, 101)]),  # 1 .. 100 ms
+        record(Termination.VOID, [0.5, None], lag_ms=12.0),  # void for the host's lateness
+        record(Termination.VOID, []),  # void for a referee error: not counted as lateness
+        record(Termination.ABORTED, [1000.0]),  # stopped by the user: left out
+    ]
+    summary = summarize_latency(games)
+    assert summary.moves == 101
+    assert (summary.p50_ms, summary.p99_ms, summary.max_ms) == (50.0, 99.0, 100.0)  # nearest rank of 101 values
+    assert (summary.games, summary.void_for_lag) == (3, 1)
+    assert summary.void_for_lag_pct == pytest.approx(100 / 3)
+    assert summary.warning is not None and "Lower --concurrency" in summary.warning and "--margin-ms" in summary.warning
+    text = latency_text(summary)
+    assert "p50 50.000 ms, p99 99.000 ms, max 100.000 ms over 101 moves" in text
+    assert "\nWARNING: 1 of 3 games (33.3%) were void" in text
+
+
+def test_few_voids_give_no_warning_and_no_moves_give_no_figures() -> None:
+    games = [record(Termination.NORMAL, [0.1]) for _ in range(99)] + [record(Termination.VOID, [], lag_ms=3.0)]
+    summary = summarize_latency(games)
+    assert summary.void_for_lag_pct == pytest.approx(1.0)
+    assert summary.void_for_lag_pct < VOID_WARNING_PCT and summary.warning is None
+    empty = summarize_latency([])
+    assert (empty.moves, empty.p50_ms, empty.max_ms, empty.games, empty.warning) == (0, None, None, 0, None)
+    assert latency_text(empty).startswith("referee latency: no moves measured")
+
+
+def test_a_monitor_window_keeps_the_stalls_that_overlap_it_clipped_to_it() -> None:
+    monitor = HostLagMonitor()  # not started: the stalls are noted by hand, as its thread would
+    window = monitor.open(1_000)
+    monitor._note_stall(500, 1_500, 1_000)  # began before the window: only 500 ns of it are in it
+    monitor._note_stall(2_000, 2_100, 100)  # shorter than the worst so far: not kept
+    monitor._note_stall(3_000, 3_900, 900)
+    assert window.lag_ns(1_200) == 200  # up to 1 200 ns, only 200 ns of the first stall had passed
+    assert window.lag_ns(2_500) == 500
+    assert window.lag_ns(10_000) == 900
+    # A stall in progress (the thread should have woken 5 ms ago and has not) counts too.
+    now = time.monotonic_ns()
+    late = monitor.open(now - 10_000_000)
+    monitor._target_ns = now - 5_000_000
+    assert late.lag_ns(time.monotonic_ns()) >= 5_000_000
+    window.close()
+    late.close()
+    assert monitor.windows == set()
+
+
+async def test_readers_and_the_monitor_stop_with_their_bots(bot_spec: BotSpecFactory, tmp_path: Path) -> None:
+    def readers() -> list[str]:
+        return [t.name for t in threading.enumerate() if t.name.startswith("reader-")]
+
+    assert readers() == []
+    async with open_bot(bot_spec("testbot"), tmp_path) as first, open_bot(bot_spec("testbot"), tmp_path) as second:
+        await first.handshake()
+        await second.handshake()
+        assert len(readers()) == 2
+        assert 0 <= await first.ping() < 10
+    for _ in range(100):  # the monitor thread ends at its next wake
+        if not readers() and not any(t.name == "lag-monitor" for t in threading.enumerate()):
+            break
+        await trio.sleep(0.01)
+    assert readers() == []
+    assert not any(t.name == "lag-monitor" for t in threading.enumerate())
+    assert host_lag_monitor().windows == set()

@@ -1,0 +1,41 @@
+"""The incremental standings tally gives exactly what `compute_standings` gives over the same games."""
+
+from __future__ import annotations
+
+import random
+
+from protocol.rules import Result
+from referee.record import Termination
+from referee.standings import ScoredGame, StandingsTally, compute_standings
+
+RESULTS: list[Result] = ["1-0", "0-1", "1/2-1/2"]
+FORFEITS = [Termination.TIME, Termination.CRASH, Termination.ILLEGAL_MOVE]
+
+
+def random_games(count: int, bots: list[str], seed: int) -> list[ScoredGame]:
+    rng = random.Random(seed)
+    games = []
+    for _ in range(count):
+        black, white = rng.sample(bots, 2)
+        result = rng.choice(RESULTS)
+        termination = Termination.NORMAL if result == "1/2-1/2" or rng.random() < 0.8 else rng.choice(FORFEITS)
+        games.append(ScoredGame(black, white, result, termination))
+    return games
+
+
+def test_a_tally_built_game_by_game_matches_compute_standings() -> None:
+    bots = ["a", "b", "c", "d", "idle"]
+    games = random_games(2000, bots[:4], seed=7)
+    tally = StandingsTally()
+    for number, game in enumerate(games, start=1):
+        tally.add(game)
+        if number in (1, 17, 500, 2000):
+            assert tally.standings(bots) == compute_standings(games[:number], bots)
+    assert StandingsTally(games).standings(bots, prior_draws=2) == compute_standings(games, bots, prior_draws=2)
+    standings = tally.standings(bots)
+    assert standings.totals.games == 2000
+    assert sum(row.losses_by_kind.get("illegal_move", 0) for row in standings.bots) > 0  # forfeits by kind are counted
+
+
+def test_an_empty_tally_is_the_empty_standings() -> None:
+    assert StandingsTally().standings(["x", "y"]) == compute_standings([], ["x", "y"])
