@@ -24,7 +24,7 @@ from referee.clock import parse_time_control
 from referee.containment import HostSupport, end_leftovers, host_support
 from referee.game import run_game
 from referee.process import BotHost, open_bot
-from referee.record import GameSettings, Termination
+from referee.record import GameRecord, GameSettings, Termination
 from tests.conftest import BotSpecFactory, live_pids, make_bot_spec, reap_orphans
 from tests.test_process import TURN, start_game
 
@@ -242,3 +242,45 @@ async def test_a_fork_bomb_without_the_sandbox_is_bounded_too(tracking: str, tmp
         await bot.settle()
         line = next(line for line in bot.stderr_tail() if line.startswith("forked"))
     assert 0 < int(line.split()[1]) < 16
+
+
+# -- CPU: accounted per move, and a waiting bot frozen with --no-ponder ------------------------------------
+
+
+async def play_burner_against_thinker(tmp_path: Path, *, ponder: bool, cores: list[int] | None) -> GameRecord:
+    burner = make_bot_spec("testbot", "burn", name="burner").model_copy(update={"ponder": ponder})
+    thinker = make_bot_spec("testbot", "think", "60", name="thinker")
+    async with (
+        open_bot(burner, tmp_path / "logs", cores=cores) as black,
+        open_bot(thinker, tmp_path / "logs", cores=cores) as white,
+    ):
+        await wait_for_escapee(black)
+        record = await run_game(
+            "cpu", black, white, GameSettings(width=4, height=4, time_control=parse_time_control("60+1"))
+        )
+    assert record.termination is Termination.NORMAL, record.reason
+    return record
+
+
+def burner_share(record: GameRecord) -> float:
+    """Of the CPU used during the thinker's turns, the part the burner took (on their shared core)."""
+    moves = [m for m in record.moves if m.color == "white"]
+    burner = sum(m.opponent_cpu_ms or 0 for m in moves)
+    return burner / (burner + sum(m.cpu_ms or 0 for m in moves))
+
+
+async def test_a_burner_is_charged_off_turn_cpu_and_frozen_with_no_ponder(tracking: str, tmp_path: Path) -> None:
+    core = [sorted(os.sched_getaffinity(0))[0]]  # both on one core: the burner competes with the thinker
+    pondering = await play_burner_against_thinker(tmp_path, ponder=True, cores=core)
+    frozen = await play_burner_against_thinker(tmp_path, ponder=False, cores=core)
+    thinker_moves = [m for m in pondering.moves if m.color == "white"]
+    assert all(m.opponent_cpu_ms is not None and m.cpu_ms is not None for m in thinker_moves)
+    # While the thinker thinks, the pondering burner burns: its off-turn CPU is recorded, per move and per game.
+    assert pondering.black.off_turn_cpu_ms is not None and pondering.black.off_turn_cpu_ms > 50
+    assert pondering.black.off_turn_cpu_ms == pytest.approx(sum(m.opponent_cpu_ms or 0 for m in thinker_moves))
+    # Frozen on the thinker's turns, it uses nothing then, and the thinker gets its core back.
+    assert frozen.black.off_turn_cpu_ms is not None and frozen.black.off_turn_cpu_ms < 5
+    assert not frozen.black.ponder and frozen.black.cores == core
+    # The share of the thinker's core the burner took on the thinker's turns: about half (the scheduler is fair
+    # to the two), and nothing when frozen.
+    assert burner_share(pondering) > 0.2 and burner_share(frozen) < 0.02

@@ -11,6 +11,7 @@ It plays the first legal move instantly and answers pings from a reader thread (
     signal NAME           prints "about to die" to stderr and kills itself with signal NAME (e.g. SEGV)
     hang                  stops reading and writing (no move, no pong) and sleeps
     slow MS               takes MS milliseconds before each move from turn N on (still answers pings)
+    think MS              burns MS milliseconds of CPU time (not wall time) before each move from turn N on
     garbage               sends a line that is not JSON
     unknown               sends a message of an unknown type
     outofturn             sends `ready` instead of a move
@@ -253,6 +254,10 @@ class Bot:
                 time.sleep(60)
         elif mode == "slow":
             time.sleep(int(arg) / 1000)
+        elif mode == "think":
+            until = time.process_time() + int(arg) / 1000
+            while time.process_time() < until:
+                pass
         elif mode == "infoflood":
             lines = "".join(f'{{"type":"info","depth":{depth},"text":"flood"}}\n' for depth in range(int(arg)))
             with self.lock:
