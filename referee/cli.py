@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from referee import __version__
+from referee.terminal import printable
 
 # Subcommand name -> module in referee.commands, in the order `--help` lists them.
 COMMANDS = {
@@ -94,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         result: int = args.run(args)
         sys.stdout.flush()  # a closed pipe shows here, while it can still be handled
     except UsageError as error:
-        print(f"alternator {args.command}: error: {error}", file=sys.stderr)
+        print(f"alternator {args.command}: error: {printable(str(error))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"alternator {args.command}: interrupted", file=sys.stderr)

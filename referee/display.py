@@ -16,6 +16,7 @@ from typing import TextIO
 from protocol.rules import WHITE, Position
 from referee.record import GameRecord, MoveRecord, Termination
 from referee.sprt import PENTANOMIAL_OUTCOMES, EloEstimate, SprtStatus, Verdict, elo_estimate
+from referee.terminal import printable
 
 _TERMINATION_WORDS = {
     Termination.NORMAL: "both passed",
@@ -222,7 +223,7 @@ class MatchDisplay:
         self._line(text)
 
     def _draw(self, text: str) -> None:
-        self.out.write(f"\r\x1b[K{text}")
+        self.out.write(f"\r\x1b[K{printable(text)}")
         self.out.flush()
         self._drawn = True
 
@@ -230,7 +231,7 @@ class MatchDisplay:
         if self._drawn:
             self.out.write("\r\x1b[K")
             self._drawn = False
-        self.out.write(text + "\n")
+        self.out.write(printable(text) + "\n")
         self.out.flush()
 
 
@@ -255,7 +256,21 @@ def format_match_report(records: Sequence[GameRecord], first: str, second: str) 
     if len(listed) > MAX_LISTED_GAMES:
         lines.append(f"  ... and {len(listed) - MAX_LISTED_GAMES} more")
     lines.append(format_match_score(records, first, second))
+    cpu = off_turn_cpu_s(records)
+    if cpu:
+        shown = ", ".join(f"{name} {cpu[name]:.1f} s" for name in (first, second) if name in cpu)
+        lines.append(f"CPU used during the opponent's turns (pondering, or taking its CPU): {shown}")
     return lines
+
+
+def off_turn_cpu_s(records: Sequence[GameRecord]) -> dict[str, float]:
+    """Per bot: CPU seconds its processes used during its opponents' turns, over the games that measured it."""
+    totals: dict[str, float] = {}
+    for record in records:
+        for side in (record.black, record.white):
+            if side.off_turn_cpu_ms is not None:
+                totals[side.name] = totals.get(side.name, 0.0) + side.off_turn_cpu_ms / 1000
+    return totals
 
 
 def _signed(elo: float) -> str:

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from protocol.rules import Position
 from referee.botspec import BotSpec
-from referee.display import side_name, tally
+from referee.display import off_turn_cpu_s, side_name, tally
 from referee.exceptions import find_exception, single_exception
 from referee.files import write_text_atomic
 from referee.game import run_game
@@ -351,6 +351,11 @@ class MatchSummary(BaseModel):
     score: MatchScore
     elo: EloSummary
     sprt: SprtSummary | None = Field(description="The SPRT, when the match ran one (--sprt).")
+    off_turn_cpu_s: dict[str, float] = Field(
+        default_factory=dict,
+        description="Per bot: CPU seconds all its processes used during its opponent's turns (pondering, or taking"
+        " the opponent's CPU), over the games that measured it.",
+    )
     records: list[str] = Field(description="The game record files, relative to this file, in playing order.")
     started_at: datetime = Field(description="When the match started, with its time zone.")
     finished_at: datetime = Field(description="When it ended, with its time zone.")
@@ -398,6 +403,7 @@ def match_summary(match: Match, *, ended: Ended, openings: OpeningsUsed, started
         ),
         elo=EloSummary(score=estimate.score, elo=estimate.elo, lower=estimate.lower, upper=estimate.upper),
         sprt=sprt,
+        off_turn_cpu_s=off_turn_cpu_s(match.records),
         records=[path.name for path in match.paths],
         started_at=started_at,
         finished_at=datetime.now(UTC),

@@ -128,7 +128,7 @@ class Tournament:
         with TournamentStore(self.out_dir / DB_NAME) as store:
             self._store = store
             store.start(self.plan.fingerprint, self.schedule)
-            self._results = [ScoredGame(b, w, r, Termination(t)) for _, b, w, r, t in store.finished()]
+            self._results = [ScoredGame(b, w, r, Termination(t), *cpu) for _, b, w, r, t, *cpu in store.finished()]
             self._rewrite_games_file()
             self._pending = [self._by_number[n] for n in store.pending()]
             self.on_event(
@@ -270,7 +270,16 @@ class Tournament:
         scored = record.termination.is_scored
         if scored:
             self._played_now += 1
-            self._results.append(ScoredGame(game.black, game.white, record.result, record.termination))
+            self._results.append(
+                ScoredGame(
+                    game.black,
+                    game.white,
+                    record.result,
+                    record.termination,
+                    record.black.off_turn_cpu_ms,
+                    record.white.off_turn_cpu_ms,
+                )
+            )
         else:
             self._voids_now += 1
             tries = self._void_tries[game.number] = self._void_tries.get(game.number, 0) + 1

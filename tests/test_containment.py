@@ -20,11 +20,13 @@ import pytest
 import trio
 
 from referee import containment
+from referee.cli import main
 from referee.clock import parse_time_control
 from referee.containment import HostSupport, end_leftovers, host_support
 from referee.game import run_game
 from referee.process import BotHost, open_bot
 from referee.record import GameRecord, GameSettings, Termination
+from referee.terminal import printable
 from tests.conftest import BotSpecFactory, live_pids, make_bot_spec, reap_orphans
 from tests.test_process import TURN, start_game
 
@@ -284,3 +286,35 @@ async def test_a_burner_is_charged_off_turn_cpu_and_frozen_with_no_ponder(tracki
     # The share of the thinker's core the burner took on the thinker's turns: about half (the scheduler is fair
     # to the two), and nothing when frozen.
     assert burner_share(pondering) > 0.2 and burner_share(frozen) < 0.02
+
+
+# -- nothing a bot wrote reaches the terminal raw -----------------------------------------------------------
+
+
+def test_printable_escapes_control_characters_and_bidi_overrides() -> None:
+    assert printable("\x1b[2J\x1b]0;owned\x07 ok\ttab\nline") == "\\x1b[2J\\x1b]0;owned\\x07 ok\ttab\nline"
+    assert printable("a\u202eb\x9bc\x7f\r") == "a\\u202eb\\x9bc\\x7f\\x0d"
+    assert printable("plain: é, 中, emoji 🙂") == "plain: é, 中, emoji 🙂"
+
+
+def test_ansi_sequences_in_a_bots_stderr_are_escaped_in_the_match_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = Path(__file__).parent / "bots" / "testbot.py"
+    bot = f'name=evil cmd="python3 {script} ansi --name evil\x1b[31m"'
+    argv = ["match", "--black", bot, "--white", "random", "--size", "4x4", "--games", "1", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "evil (black) crashed: exited with code 1" in out
+    assert "\\x1b[2J\\x1b]0;owned\\x07\\x1b[31mred alert\\x1b[0m" in out  # shown, escaped
+    assert "\x1b[2J" not in out and "\x1b]0;" not in out and "\x07" not in out and "\x1b[31m" not in out
+
+
+def test_standings_show_off_turn_cpu() -> None:
+    from referee.standings import ScoredGame, compute_standings, to_text
+
+    games = [ScoredGame("a", "b", "1-0", Termination.NORMAL, 1500.0, 20.0), ScoredGame("b", "a", "1-0")]
+    standings = compute_standings(games, ["a", "b"])
+    assert {bot.name: bot.off_turn_cpu_s for bot in standings.bots} == {"a": 1.5, "b": 0.02}
+    assert "Off-turn CPU" in to_text(standings) and "1.5 s" in to_text(standings)
+    assert all(bot.off_turn_cpu_s is None for bot in compute_standings(games[1:], ["a", "b"]).bots)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from referee.cli import UsageError, board_size, games_count, komi_value
+from referee.terminal import printable
 
 if TYPE_CHECKING:
     from referee.botspec import BotSpec
@@ -368,16 +369,16 @@ def run(args: argparse.Namespace) -> int:
             summary = match_summary(match, ended=ended, openings=used, started_at=started)
             display.message(f"summary: {write_summary(summary, out_dir)}")
         except MatchError as error:
-            print(f"alternator match: error: {error}", file=sys.stderr)
+            print(f"alternator match: error: {printable(str(error))}", file=sys.stderr)
 
     try:
         trio.run(match.run)
     except BotStartError as error:
-        print(f"alternator match: error: {error}", file=sys.stderr)
+        print(f"alternator match: error: {printable(str(error))}", file=sys.stderr)
         return 2
     except MatchError as error:
         report("error")
-        print(f"alternator match: error: {error}", file=sys.stderr)
+        print(f"alternator match: error: {printable(str(error))}", file=sys.stderr)
         return 1
     except BaseException as error:
         if not is_interrupt(error):

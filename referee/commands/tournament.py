@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from referee.cli import UsageError, games_count, komi_value
 from referee.commands.cluster_options import CLUSTER_HELP, add_cluster_options, cluster_table
 from referee.commands.match import add_sandbox_options, check_containment, check_memory_mb
+from referee.terminal import printable
 
 if TYPE_CHECKING:  # imported in the functions that need them: `--help` must not load pydantic
     from referee.botspec import BotSpec
@@ -299,7 +300,7 @@ class TournamentDisplay:
             text += f"; playing {', '.join(self._playing.values())}"
         # Wider than the terminal, the line would wrap and \r could not redraw it in place.
         width = shutil.get_terminal_size().columns - 1
-        self.out.write(f"\r\x1b[K{text[:width]}")
+        self.out.write(f"\r\x1b[K{printable(text)[:width]}")
         self.out.flush()
         self._drawn = True
 
@@ -311,7 +312,7 @@ class TournamentDisplay:
 
     def _line(self, text: str) -> None:
         self._clear()
-        self.out.write(text + "\n")
+        self.out.write(printable(text) + "\n")
         self.out.flush()
         self._status()
 
