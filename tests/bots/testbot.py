@@ -35,7 +35,8 @@ It plays the first legal move instantly and answers pings from a reader thread (
     daemon CODE           at start-up double-forks a daemon (new session) that sleeps holding stdout ("escaped
                           pid P"); on turn N exits with CODE
     crashchild CODE       on turn N spawns a sleeping child holding stdout ("escaped pid P") and exits with CODE
-    burn                  at start-up spawns a CPU burner in a session of its own ("escaped pid P"), then plays
+    burn [N]              at start-up spawns N CPU burners (default 1), each in a session of its own ("escaped pid
+                          P"), then plays
     forkbomb COUNT        at start-up forks up to COUNT sleeping children, prints "forked N of COUNT", kills them,
                           then plays
     read [PATH]           at start-up tries to list or read PATH (default: $READ_PATH, so that the path is not in
@@ -146,8 +147,9 @@ class Bot:
         elif self.mode in ("setsid", "setpgid", "burn"):
             code = "while True: pass" if self.mode == "burn" else "import time; time.sleep(120)"
             option = {"start_new_session": True} if self.mode != "setpgid" else {"process_group": 0}
-            child = subprocess.Popen([sys.executable, "-c", code], **option)  # type: ignore[call-overload]
-            print(f"escaped pid {child.pid}", file=sys.stderr, flush=True)
+            for _ in range(int(self.arg or "1") if self.mode == "burn" else 1):
+                child = subprocess.Popen([sys.executable, "-c", code], **option)  # type: ignore[call-overload]
+                print(f"escaped pid {child.pid}", file=sys.stderr, flush=True)
         elif self.mode == "daemon":
             if os.fork() == 0:
                 os.setsid()
