@@ -433,6 +433,7 @@ class _Game:
         )
         for color in COLORS:
             bot = self.bots[color]
+            bot.begin_turn()  # a bot frozen for not pondering is thawed: the game is over
             if bot.closed:
                 continue
             # A bot that is gone cannot be told; the record already says how the game ended.

@@ -2,27 +2,28 @@
 
 For competitions where strangers submit bots. A sandboxed bot (`BotSpec.sandbox`) runs under bubblewrap
 (`bwrap`, Linux only) with no network at all (its own empty network namespace: even the host's 127.0.0.1 is
-out of reach), the whole filesystem mounted read-only, an empty private /tmp (and HOME=/tmp) that is thrown
-away with it, /run hidden (it holds the sockets of system services), whatever it needs from inside /tmp or
-/run (its working directory, its program's folder, a Python bot's venv and this project: see `visible_paths`)
-mounted again read-only, its own process, IPC and UTS namespaces (it sees only its own processes), and an
+out of reach) and sees only what it needs, all read-only: the system folders (`SYSTEM_DIRS`: /usr, /bin,
+/lib..., /etc with its secrets such as /etc/shadow masked, `SECRET_FILES`), its working directory, the
+folders of its program and of the files its command names, and for a Python bot its Python installation
+and this project (see `visible_paths`); plus an empty private /tmp (and HOME=/tmp) thrown away with it, an
+empty /run, its own /dev and /proc. Nothing else of the host exists for it: not /home, /root, /srv, the
+output directory or other bots' folders, and those are hidden again (`private`) where they lie inside a
+folder it sees. It has its own process, IPC and UTS namespaces (it sees only its own processes) and an
 environment cleared of everything but PATH, locale, PYTHONPATH and its own `env` settings (the referee's
 environment may hold secrets). It dies with the referee (--die-with-parent), and when the referee kills the
-bot's process group, bwrap goes with it and the kernel kills everything left in the sandbox's process
-namespace, even a child that moved to a session of its own: nothing escapes. There is deliberately no
---new-session: the sandbox must stay in the process group the referee kills (the bot has no terminal to abuse
-anyway, its standard streams are pipes and the referee starts it in a new session).
+bot, the kernel kills everything left in the sandbox's process namespace, even a child that moved to a
+session of its own: nothing escapes. There is deliberately no --new-session: the sandbox must stay in the
+process group the referee kills (the bot has no terminal to abuse anyway, its standard streams are pipes
+and the referee starts it in a new session). Process limits, CPU accounting and freezing are the same with
+or without the sandbox (`referee.containment`: a cgroup per bot where the host allows it).
 
 A memory limit (`BotSpec.memory_mb`, with or without the sandbox) caps the bot's address space
 (`prlimit --as`, RLIMIT_AS): allocations beyond it fail, so a bot that wants too much crashes rather than
 pushing the machine into swap. It is virtual memory, not resident memory: runtimes that reserve large
-address ranges up front (Java, Go, Node) need a generous limit. There is no process-count limit:
-RLIMIT_NPROC counts every process of the user, so a tight one would make bot starts fail at random; the
-process namespace already guarantees that whatever a bot starts dies with it.
+address ranges up front (Java, Go, Node) need a generous limit.
 
-What the sandbox does not do: hide files (a bot can read whatever the referee's user can read, so run a
-competition's referee as a user that owns nothing secret), limit CPU, or stop a bot from connecting to a
-Unix socket in a folder it can see outside /tmp and /run.
+What the sandbox does not do: stop a bot from connecting to a Unix socket in a folder it can see outside
+/tmp and /run, or from reading what the system folders hold that is not listed in `SECRET_FILES`.
 
 The argv builders are pure; `check_launch` (before a match or tournament starts) and `launch_command`
 (in `open_bot`) find the tools, and `check_launch` tries the sandbox once to report a machine that cannot

@@ -22,7 +22,7 @@ import trio
 from referee import containment
 from referee.cli import main
 from referee.clock import parse_time_control
-from referee.containment import HostSupport, end_leftovers, host_support
+from referee.containment import CpuSlots, HostSupport, end_leftovers, host_support
 from referee.game import run_game
 from referee.process import BotHost, open_bot
 from referee.record import GameRecord, GameSettings, Termination
@@ -318,3 +318,40 @@ def test_standings_show_off_turn_cpu() -> None:
     assert {bot.name: bot.off_turn_cpu_s for bot in standings.bots} == {"a": 1.5, "b": 0.02}
     assert "Off-turn CPU" in to_text(standings) and "1.5 s" in to_text(standings)
     assert all(bot.off_turn_cpu_s is None for bot in compute_standings(games[1:], ["a", "b"]).bots)
+
+
+async def test_a_bot_frozen_for_not_pondering_is_thawed_for_the_next_game(tmp_path: Path) -> None:
+    frozen = make_bot_spec("testbot", name="frozen").model_copy(update={"ponder": False})
+    settings = GameSettings(width=4, height=4, time_control=parse_time_control("30+1"))
+    async with open_bot(frozen, tmp_path) as black, open_bot(make_bot_spec("testbot", name="b"), tmp_path) as white:
+        first = await run_game("g1", black, white, settings)
+        assert black.tree is not None and not black.tree.frozen
+        second = await run_game("g2", white, black, settings)
+    assert first.termination is Termination.NORMAL and second.termination is Termination.NORMAL, second.reason
+    assert not first.black.ponder and first.black.off_turn_cpu_ms is not None
+
+
+def test_the_containment_flags_reach_the_records(tmp_path: Path) -> None:
+    from referee.commands.replay import read_record
+    from referee.containment import cpu_slots, use_cpu_affinity
+
+    argv = ["match", "--black", "random", "--white", "greedy", "--size", "4x4", "--games", "1", "--out", str(tmp_path)]
+    try:
+        assert main([*argv, "--no-ponder", "--cpu-affinity", "--max-processes", "32"]) == 0
+        slots = cpu_slots()
+        assert slots is not None and slots.sets == [sorted(os.sched_getaffinity(0))]
+    finally:
+        use_cpu_affinity(None)
+    record = read_record(tmp_path / "game-001.json")
+    for side in (record.black, record.white):
+        assert not side.ponder and side.max_processes == 32 and side.cores == sorted(os.sched_getaffinity(0))
+        assert side.containment is not None and side.off_turn_cpu_ms is not None and side.cpu_ms is not None
+    assert all(move.cpu_ms is not None and move.opponent_cpu_ms is not None for move in record.moves)
+
+
+def test_cpu_slots_give_each_slot_its_own_cores() -> None:
+    slots = CpuSlots(2, cores=[0, 1, 2, 3])
+    first, second, third = object(), object(), object()
+    assert slots.cores_for(first) == [0, 1] and slots.cores_for(second) == [2, 3]
+    assert slots.cores_for(first) == [0, 1] and slots.cores_for(third) == [0, 1]  # more slots than sets: shared
+    assert CpuSlots(8, cores=[0, 1]).sets == [[0], [1]]

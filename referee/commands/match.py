@@ -317,10 +317,9 @@ def run(args: argparse.Namespace) -> int:
 
     check_memory_mb(args.memory_mb)
     check_containment(args)
-    if args.cpu_affinity:
-        from referee.containment import use_cpu_affinity
+    from referee.containment import use_cpu_affinity
 
-        use_cpu_affinity(1)
+    use_cpu_affinity(1 if args.cpu_affinity else None)  # a match is one slot: all the cores it may use
     bots = []
     for flag, text in (("--black", args.black), ("--white", args.white)):
         try:

@@ -357,10 +357,9 @@ def run(args: argparse.Namespace) -> int:
     plan = build_plan(args)
     if plan.cluster is None:
         _check_bots(plan)  # on a cluster each worker checks them (the preflight)
-    if plan.cpu_affinity:
-        from referee.containment import use_cpu_affinity
+    from referee.containment import use_cpu_affinity
 
-        use_cpu_affinity(plan.concurrency)
+    use_cpu_affinity(plan.concurrency if plan.cpu_affinity else None)
     try:
         plan.out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as error:
