@@ -323,6 +323,20 @@ def reap_session(leader: int, wait_s: float = 0.5) -> None:
         time.sleep(0.005)
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _locked(method: F) -> F:
+    """Run a `ProcessTree` method under the tree's lock."""
+
+    @functools.wraps(method)
+    def locked(self: ProcessTree, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return locked  # type: ignore[return-value]
+
+
 # -- one bot's processes -------------------------------------------------------------------------------
 
 
@@ -351,12 +365,16 @@ class ProcessTree:
         self.pid: int | None = None
         self.frozen = False
         self._seen: dict[tuple[int, int], int] = {}
-        """(pid, start time) -> last CPU ticks seen, for every process ever seen in the tree (no cgroups)."""
+        """(pid, start time) -> last CPU ticks seen, for every live process of the tree (no cgroups)."""
+        self._dead_ticks = 0
+        """CPU ticks of the tree's processes seen before and gone since."""
         self._cores = cores
         self._note: Path | None = None
         self._note_dir = note_dir
         self.cgroups: dict[str, Path] = {}
         self.limit_in_force = "none"
+        self._lock = threading.RLock()
+        """Ending the tree runs on a worker thread; sampling and freezing on the referee's."""
         if self.support.uses_cgroups:
             self._make_cgroups()
 
@@ -448,6 +466,7 @@ class ProcessTree:
         except OSError:
             return []
 
+    @_locked
     def sample(self) -> list[tuple[int, int]]:
         """Walk /proc for the tree (no cgroups): remember every process found, return the live ones."""
         if self.pid is None:
@@ -460,7 +479,8 @@ class ProcessTree:
         referee = os.getpid()
         token = self.token.encode()
         # Orphans re-parented to the referee (the subreaper) that carry this bot's token.
-        roots += [pid for pid in children.get(referee, ()) if pid not in self._seen_pids() and _has_token(pid, token)]
+        seen = self._seen_pids()
+        roots += [pid for pid in children.get(referee, ()) if pid not in seen and _has_token(pid, token)]
         live: list[tuple[int, int]] = []
         stack = [pid for pid in roots if pid in table]
         visited: set[int] = set()
@@ -476,6 +496,9 @@ class ProcessTree:
             self._seen[key] = max(ticks, self._seen.get(key, 0))
             live.append(key)
             stack.extend(children.get(pid, ()))
+        alive = set(live)
+        for key in [key for key in self._seen if key not in alive]:
+            self._dead_ticks += self._seen.pop(key)  # gone: its CPU time stays counted
         if grew:
             self._write_note()
         return live
@@ -494,7 +517,7 @@ class ProcessTree:
         if self.pid is None:
             return None
         self.sample()
-        return sum(self._seen.values()) * _NS_PER_TICK
+        return (self._dead_ticks + sum(self._seen.values())) * _NS_PER_TICK
 
     # -- control -----------------------------------------------------------------------------------
 
@@ -502,20 +525,7 @@ class ProcessTree:
     def cores(self) -> list[int] | None:
         return None if self._cores is None else list(self._cores)
 
-    def pin(self, cores: list[int] | None) -> None:
-        """Run the bot (all its processes, and what they start later) on `cores` (None: on all of the slot's)."""
-        self._cores = cores
-        target = cores if cores is not None else sorted(os.sched_getaffinity(0))
-        path = self.cgroups.get("cpuset")
-        if path is not None:
-            with contextlib.suppress(OSError):
-                (path / "cpuset.cpus").write_text(_cpu_list(target))
-                return
-        for pid in self.pids():
-            for task in _tasks(pid):
-                with contextlib.suppress(OSError):
-                    os.sched_setaffinity(task, target)
-
+    @_locked
     def freeze(self) -> None:
         """Stop every process of the bot (cgroup freezer, else SIGSTOP to each) until `thaw`."""
         if self.frozen:
@@ -526,6 +536,7 @@ class ProcessTree:
             return
         _signal_all(self.pids(), signal.SIGSTOP)
 
+    @_locked
     def thaw(self) -> None:
         if not self.frozen:
             return
@@ -535,6 +546,7 @@ class ProcessTree:
             _set_freezer(path, "THAWED")
         _signal_all(self.pids(), signal.SIGCONT)
 
+    @_locked
     def kill_all(self) -> int:
         """SIGKILL every process of the bot still alive, reap those re-parented to the referee; how many."""
         killed: dict[int, int | None] = {}
@@ -595,6 +607,7 @@ class ProcessTree:
                 left = True
         return left
 
+    @_locked
     def close(self) -> None:
         """The end of the bot's life: kill what is left, remove its cgroups and its note."""
         self.kill_all()
@@ -635,13 +648,6 @@ class ProcessTree:
 
 def _cpu_list(cores: Iterable[int]) -> str:
     return ",".join(str(core) for core in sorted(cores))
-
-
-def _tasks(pid: int) -> list[int]:
-    try:
-        return [int(name) for name in os.listdir(f"/proc/{pid}/task")]
-    except OSError:
-        return [pid]
 
 
 def _set_freezer(path: Path, state: str) -> bool:

@@ -469,9 +469,6 @@ class BotChannel:
     def begin_turn(self) -> None:
         """Its own turn is about to begin: thaw it if it was frozen."""
 
-    def pin(self, cores: list[int] | None) -> None:
-        """Run the bot on these cores (None: undo)."""
-
 
 class ChildProcess:
     """A bot's main process, forked by the referee's spawner thread (see `referee.containment`).
@@ -591,10 +588,6 @@ class BotProcess(BotChannel):
         if self.tree is not None:
             self.tree.thaw()
 
-    def pin(self, cores: list[int] | None) -> None:
-        if self.tree is not None:
-            self.tree.pin(cores)
-
     @property
     def returncode(self) -> int | None:
         return self.process.returncode
@@ -705,10 +698,10 @@ class BotProcess(BotChannel):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, signal.SIGKILL)
         if self.tree is not None:
-            self.tree.kill_all()
+            await trio.to_thread.run_sync(self.tree.kill_all)  # it waits for the kills: not on the event loop
         await process.wait()
         if self.tree is not None:
-            self.tree.close()
+            await trio.to_thread.run_sync(self.tree.close)
         self.session.gone("stopped")
         await self.close_reading()
         if self._schedstat is not None and self._schedstat >= 0:
@@ -859,7 +852,7 @@ async def _watch_exit(bot: BotProcess) -> None:
                 nursery.start_soon(track)
                 await bot.process.watch()
                 nursery.cancel_scope.cancel()
-    tree.kill_all()
+        await trio.to_thread.run_sync(tree.kill_all)
 
 
 class BotHost:
