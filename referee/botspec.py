@@ -42,6 +42,7 @@ def check_bot_name(name: str) -> str:
 BotName = Annotated[str, AfterValidator(check_bot_name)]
 """A bot's name, checked by `check_bot_name` (pydantic field type)."""
 
+BOT_FILE_FIELDS = {"name", "command", "dir", "env", "sandbox", "memory_mb", "max_processes", "cpu_limit_s", "ponder"}
 DEFAULT_MAX_PROCESSES = 128
 """Processes and threads a bot may have at once (a fork bomb stops there); threads count, so not too few."""
 
@@ -72,6 +73,12 @@ class BotSpec(BaseModel):
         description="At most this many processes and threads for the bot and all it starts (a cgroup's pids.max"
         " where the referee can make cgroups; else RLIMIT_NPROC inside the sandbox only). Null: no limit.",
     )
+    cpu_limit_s: float | None = Field(
+        default=None,
+        gt=0,
+        description="CPU seconds the bot may use in one game, all its processes, on its turns and off them; past"
+        " it, it loses on time. Null: no limit.",
+    )
     ponder: bool = Field(
         default=True,
         description="Whether the bot may run during its opponent's turn. False (--no-ponder): it is frozen"
@@ -84,7 +91,7 @@ class BotSpecError(ValueError):
 
 
 _FIELD_RE = re.compile(
-    r"^(name|cmd|dir|sandbox|memory_mb|max_processes|ponder|env\.[A-Za-z_][A-Za-z0-9_]*)=", re.DOTALL
+    r"^(name|cmd|dir|sandbox|memory_mb|max_processes|cpu_limit_s|ponder|env\.[A-Za-z_][A-Za-z0-9_]*)=", re.DOTALL
 )
 _TRUE_WORDS = ("1", "true", "yes", "on")
 _FALSE_WORDS = ("0", "false", "no", "off")
@@ -247,7 +254,8 @@ def _parse_fields(words: list[str], what: str, base_dir: Path | None) -> BotSpec
         if not _FIELD_RE.match(word):
             raise BotSpecError(
                 f'{what}: {word!r} is not a field; use name=NAME cmd="COMMAND LINE" dir=DIR env.KEY=VALUE'
-                " sandbox=1 memory_mb=N max_processes=N ponder=0 (quote the command line so it stays one field)"
+                " sandbox=1 memory_mb=N max_processes=N cpu_limit_s=S ponder=0 (quote the command line so it stays"
+                " one field)"
             )
         key, value = word.split("=", 1)
         if key == "name":
@@ -268,6 +276,11 @@ def _parse_fields(words: list[str], what: str, base_dir: Path | None) -> BotSpec
             if not value.isdigit() or int(value) < 1:
                 raise BotSpecError(f"{what}: max_processes={value!r}: give a whole number, e.g. max_processes=64")
             limits["max_processes"] = int(value)
+        elif key == "cpu_limit_s":
+            try:
+                limits["cpu_limit_s"] = float(value)
+            except ValueError:
+                raise BotSpecError(f"{what}: cpu_limit_s={value!r}: give seconds, e.g. cpu_limit_s=30") from None
         elif key == "ponder":
             if value.lower() not in (*_TRUE_WORDS, *_FALSE_WORDS):
                 raise BotSpecError(
@@ -297,11 +310,13 @@ def load_bot_file(path: Path) -> BotSpec:
         raise BotSpecError(str(error)) from None
     except tomllib.TOMLDecodeError as error:
         raise BotSpecError(f"{what} is not valid TOML: {error}") from None
-    unknown = sorted(set(data) - {"name", "command", "dir", "env", "sandbox", "memory_mb", "max_processes", "ponder"})
+    unknown = sorted(
+        set(data) - {"name", "command", "dir", "env", "sandbox", "memory_mb", "max_processes", "cpu_limit_s", "ponder"}
+    )
     if unknown:
         raise BotSpecError(
             f"{what}: unknown field(s) {', '.join(unknown)}; the fields are name, command, dir, env, sandbox,"
-            " memory_mb, max_processes, ponder"
+            " memory_mb, max_processes, cpu_limit_s, ponder"
         )
     raw_command = data.get("command")
     if isinstance(raw_command, str):
@@ -334,6 +349,10 @@ def load_bot_file(path: Path) -> BotSpec:
         if isinstance(data["max_processes"], bool) or not isinstance(data["max_processes"], int):
             raise BotSpecError(f"{what}: `max_processes` must be a whole number, e.g. max_processes = 64")
         limits["max_processes"] = data["max_processes"]
+    if "cpu_limit_s" in data:
+        if isinstance(data["cpu_limit_s"], bool) or not isinstance(data["cpu_limit_s"], int | float):
+            raise BotSpecError(f"{what}: `cpu_limit_s` must be a number of seconds, e.g. cpu_limit_s = 30")
+        limits["cpu_limit_s"] = float(data["cpu_limit_s"])
     if "ponder" in data:
         if not isinstance(data["ponder"], bool):
             raise BotSpecError(f"{what}: `ponder` must be true or false")

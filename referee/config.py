@@ -70,6 +70,9 @@ class BotConfig(BaseModel):
     ponder: bool | None = Field(
         None, description="Whether this bot may run during its opponent's turns (default: the top-level `ponder`)."
     )
+    cpu_limit_s: float | None = Field(
+        None, gt=0, description="This bot's CPU seconds per game (default: the top-level `cpu_limit_s`)."
+    )
 
     @field_validator("command", mode="before")
     @classmethod
@@ -137,6 +140,12 @@ class TournamentConfig(BaseModel):
         True,
         description="False: freeze every bot during its opponent's turns (--no-ponder; a bot's own `ponder`"
         " overrides).",
+    )
+    cpu_limit_s: float | None = Field(
+        None,
+        gt=0,
+        description="CPU seconds each bot may use in one game, all its processes, on its turns and off them; past"
+        " it, it loses on time (a bot's own `cpu_limit_s` overrides). Null: no limit.",
     )
     cpu_affinity: bool = Field(
         False, description="Give each concurrent game its own cores; both bots of a game run on them."
@@ -325,6 +334,7 @@ def _bot_spec(bot: BotConfig, index: int, base_dir: Path, source: str, config: T
         memory_mb=config.memory_mb if bot.memory_mb is None else bot.memory_mb,
         **({"max_processes": limit} if (limit := _first(bot.max_processes, config.max_processes)) else {}),
         ponder=config.ponder if bot.ponder is None else bot.ponder,
+        cpu_limit_s=config.cpu_limit_s if bot.cpu_limit_s is None else bot.cpu_limit_s,
     )
 
 
@@ -389,6 +399,7 @@ def resolve_plan(config: TournamentConfig, *, base_dir: Path, source: str, defau
                 **({"sandbox": True} if s.sandbox else {}),
                 **({"memory_mb": s.memory_mb} if s.memory_mb is not None else {}),
                 **({"ponder": False} if not s.ponder else {}),
+                **({"cpu_limit_s": s.cpu_limit_s} if s.cpu_limit_s is not None else {}),
             }
             for s in specs
         ],

@@ -139,6 +139,7 @@ class _Game:
         self._history: list[bytes] = [b'"%s"' % str(m).encode() for m in self.position.history]
         self._bot_names = {color: self.bots[color].name for color in COLORS}
         self._info_budget = dict.fromkeys(COLORS, INFO_BUDGET_CHARS)
+        self._cpu_game_ms = dict.fromkeys(COLORS, 0.0)
 
     # -- setup: handshake and new_game, both bots at once, not charged --------------------------------
 
@@ -283,6 +284,7 @@ class _Game:
         self.moves.append(record)
         if self.on_move is not None:
             self.on_move(record, self.position)
+        self._check_cpu_limits(color, cpu_ms)
 
     def _before_turn(self, color: Color) -> tuple[int | None, int | None]:
         """Freeze the waiting bot if it may not ponder, thaw the mover (both before its time starts), and
@@ -291,6 +293,22 @@ class _Game:
         waiting.wait_for_turn()
         mover.begin_turn()
         return mover.cpu_ns(), waiting.cpu_ns()
+
+    def _check_cpu_limits(self, color: Color, used: tuple[float | None, float | None]) -> None:
+        """Add this move's CPU to each bot's game total; a bot past its CPU limit for the game (on its turns and
+        off them) loses on time, whichever side is to move."""
+        for side, ms in ((color, used[0]), (color.other, used[1])):
+            total = self._cpu_game_ms[side] = self._cpu_game_ms[side] + (ms or 0.0)
+            limit_s = self.bots[side].cpu_limit_s()
+            if limit_s is not None and total > limit_s * 1000:
+                own = sum(m.cpu_ms or 0.0 for m in self.moves if m.color == side)
+                reason = (
+                    f"lost on CPU time: its processes used {total / 1000:.2f} s of CPU in this game"
+                    f" ({own / 1000:.2f} s on its turns, {(total - own) / 1000:.2f} s on its opponent's),"
+                    f" over its limit of {limit_s:g} s per game"
+                )
+                self.bots[side].give_up(reason)
+                raise _Forfeit(side, BotTimeout(reason, overrun_ms=total - limit_s * 1000))
 
     def _cpu_used(self, color: Color, before: tuple[int | None, int | None]) -> tuple[float | None, float | None]:
         """CPU milliseconds of the mover and of the waiting bot since `_before_turn`."""

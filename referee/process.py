@@ -469,6 +469,10 @@ class BotChannel:
     def begin_turn(self) -> None:
         """Its own turn is about to begin: thaw it if it was frozen."""
 
+    def cpu_limit_s(self) -> float | None:
+        """The CPU seconds per game the bot may use, all its processes, on its turns and off (None: no limit)."""
+        return None
+
 
 class ChildProcess:
     """A bot's main process, forked by the referee's spawner thread (see `referee.containment`).
@@ -588,6 +592,9 @@ class BotProcess(BotChannel):
         if self.tree is not None:
             self.tree.thaw()
 
+    def cpu_limit_s(self) -> float | None:
+        return self.spec.cpu_limit_s
+
     @property
     def returncode(self) -> int | None:
         return self.process.returncode
@@ -629,6 +636,7 @@ class BotProcess(BotChannel):
         info.run_command = None if self.argv == self.command else list(self.argv)
         info.max_processes = self.spec.max_processes
         info.ponder = self.spec.ponder
+        info.cpu_limit_s = self.spec.cpu_limit_s
         if self.tree is not None:
             info.containment = self.tree.describe()
             info.cores = self.tree.cores

@@ -64,6 +64,9 @@ class BotInfo(BaseModel):
         default=None, description="Its limit on processes and threads at once (null: none, or not recorded)."
     )
     ponder: bool = Field(default=True, description="Whether it could run during its opponent's turns (--no-ponder).")
+    cpu_limit_s: float | None = Field(
+        default=None, description="The CPU seconds per game it was allowed, all its processes (null: no limit)."
+    )
     containment: str | None = Field(
         default=None,
         description="What held its processes: cgroups or /proc tracking, subreaper, death signal, process limit.",

@@ -355,3 +355,39 @@ def test_cpu_slots_give_each_slot_its_own_cores() -> None:
     assert slots.cores_for(first) == [0, 1] and slots.cores_for(second) == [2, 3]
     assert slots.cores_for(first) == [0, 1] and slots.cores_for(third) == [0, 1]  # more slots than sets: shared
     assert CpuSlots(8, cores=[0, 1]).sets == [[0], [1]]
+
+
+async def test_a_bot_past_its_cpu_limit_for_the_game_loses_on_time_even_off_turn(tmp_path: Path) -> None:
+    burner = make_bot_spec("testbot", "burn", name="burner").model_copy(update={"cpu_limit_s": 0.3})
+    thinker = make_bot_spec("testbot", "think", "50", name="thinker")
+    settings = GameSettings(width=5, height=5, time_control=parse_time_control("60+1"))
+    async with open_bot(burner, tmp_path) as black, open_bot(thinker, tmp_path) as white:
+        record = await run_game("cpu-limit", black, white, settings)
+    assert record.termination is Termination.TIME and record.loser == "black", record.reason
+    assert "lost on CPU time" in record.reason and "over its limit of 0.3 s per game" in record.reason
+    assert record.black.cpu_limit_s == 0.3 and record.overrun_ms is not None and record.overrun_ms > 0
+
+
+def test_bot_forms_config_keys_and_flags_for_containment(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from referee.botspec import BotSpecError, parse_bot_arg
+    from referee.config import load_config, resolve_plan
+
+    spec = parse_bot_arg("name=x cmd=random max_processes=8 ponder=0 cpu_limit_s=2.5")
+    assert (spec.max_processes, spec.ponder, spec.cpu_limit_s) == (8, False, 2.5)
+    with pytest.raises(BotSpecError, match="ponder='maybe': write ponder=0"):
+        parse_bot_arg("name=x cmd=random ponder=maybe")
+    with pytest.raises(BotSpecError, match="max_processes='0': give a whole number"):
+        parse_bot_arg("name=x cmd=random max_processes=0")
+    config = tmp_path / "t.toml"
+    config.write_text(
+        "ponder = false\ncpu_affinity = true\nmax_processes = 40\ncpu_limit_s = 9\n"
+        '[[bots]]\nname = "a"\ncommand = "random"\nponder = true\n[[bots]]\nname = "b"\ncommand = "greedy"\n'
+    )
+    plan = resolve_plan(load_config(config), base_dir=tmp_path, source="t.toml", default_out=tmp_path / "out")
+    assert plan.cpu_affinity
+    assert [(b.ponder, b.max_processes, b.cpu_limit_s) for b in plan.bots] == [(True, 40, 9.0), (False, 40, 9.0)]
+    argv = ["match", "--black", "random", "--white", "greedy", "--out", str(tmp_path / "m")]
+    assert main([*argv, "--max-processes", "0"]) == 2
+    assert main([*argv, "--cpu-limit", "-1"]) == 2
+    err = capsys.readouterr().err
+    assert "--max-processes 0: give at least 1" in err and "--cpu-limit -1: give a positive number" in err

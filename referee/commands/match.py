@@ -177,6 +177,13 @@ def add_sandbox_options(parser: argparse.ArgumentParser) -> None:
         " writable cgroups, else only a sandboxed bot of a non-root referee is bounded)",
     )
     parser.add_argument(
+        "--cpu-limit",
+        type=float,
+        metavar="SECONDS",
+        help="the most CPU time a bot (all its processes, on its turns and off them) may use in one game;"
+        " past it, it loses on time",
+    )
+    parser.add_argument(
         "--no-ponder",
         action="store_true",
         help="freeze each bot (all its processes) during its opponent's turns, so it cannot think on the"
@@ -190,9 +197,11 @@ def add_sandbox_options(parser: argparse.ArgumentParser) -> None:
 
 
 def check_containment(args: argparse.Namespace) -> None:
-    """Usage errors for --max-processes; --cpu-affinity takes effect here (for the whole run)."""
+    """Usage errors for --max-processes and --cpu-limit."""
     if args.max_processes is not None and args.max_processes < 1:
         raise UsageError(f"--max-processes {args.max_processes}: give at least 1 (a bot is a process)")
+    if args.cpu_limit is not None and not args.cpu_limit > 0:
+        raise UsageError(f"--cpu-limit {args.cpu_limit:g}: give a positive number of CPU seconds, e.g. --cpu-limit 60")
 
 
 def contained(spec: BotSpec, args: argparse.Namespace) -> BotSpec:
@@ -200,6 +209,8 @@ def contained(spec: BotSpec, args: argparse.Namespace) -> BotSpec:
     update: dict[str, object] = {}
     if args.max_processes is not None:
         update["max_processes"] = args.max_processes
+    if args.cpu_limit is not None:
+        update["cpu_limit_s"] = args.cpu_limit
     if args.no_ponder:
         update["ponder"] = False
     return spec.model_copy(update=update) if update else spec

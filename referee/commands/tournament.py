@@ -125,6 +125,7 @@ def build_plan(args: argparse.Namespace) -> TournamentPlan:
                 **({"memory_mb": s.memory_mb} if s.memory_mb is not None else {}),
                 **({"max_processes": s.max_processes} if s.max_processes != DEFAULT_MAX_PROCESSES else {}),
                 **({"ponder": False} if not s.ponder else {}),
+                **({"cpu_limit_s": s.cpu_limit_s} if s.cpu_limit_s is not None else {}),
             }
             for s in specs
         ]
@@ -172,6 +173,7 @@ def build_plan(args: argparse.Namespace) -> TournamentPlan:
         ("sandbox", True if args.sandbox else None),
         ("memory_mb", args.memory_mb),
         ("max_processes", args.max_processes),
+        ("cpu_limit_s", args.cpu_limit),
         ("ponder", False if args.no_ponder else None),
     ):
         if value is not None and isinstance(data["bots"], list):
