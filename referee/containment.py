@@ -23,6 +23,7 @@ same output directory ends what a killed referee left behind (`end_leftovers`).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import ctypes
 import functools
@@ -145,6 +146,7 @@ def _probe_cgroups() -> tuple[dict[str, Path], str | None]:
                 reason = f"no {controller} cgroup hierarchy under {CGROUP_ROOT}"
             return {}, reason
         base = mount / _own_cgroup(controller).lstrip("/") / "alternator" / str(os.getpid())
+        _sweep(base.parent)
         try:
             base.mkdir(parents=True, exist_ok=True)
             if controller == "cpuset":
@@ -163,12 +165,33 @@ def _copy_cpuset(child: Path, parent: Path) -> None:
             (child / name).write_text((parent / name).read_text().strip() or "0")
 
 
+def _sweep(folder: Path) -> None:
+    """Remove the empty cgroup folders of referees that are gone (a cgroup with processes cannot be removed)."""
+    with contextlib.suppress(OSError):
+        for entry in folder.iterdir():
+            if not entry.is_dir() or not entry.name.isdigit() or os.path.exists(f"/proc/{entry.name}"):
+                continue
+            for child in entry.iterdir():
+                if child.is_dir():
+                    with contextlib.suppress(OSError):
+                        child.rmdir()
+            with contextlib.suppress(OSError):
+                entry.rmdir()
+
+
+def _remove_bases(bases: list[Path]) -> None:
+    for base in bases:
+        with contextlib.suppress(OSError):
+            base.rmdir()
+
+
 @functools.cache
 def host_support() -> HostSupport:
     """Detect once per referee what containment is available; makes the referee a child subreaper."""
     subreaper = _prctl(_PR_SET_CHILD_SUBREAPER, 1)
     cgroups, problem = _probe_cgroups()
     support = HostSupport(subreaper=subreaper, pdeathsig=subreaper, cgroups=cgroups, cgroup_problem=problem)
+    atexit.register(_remove_bases, list(cgroups.values()))
     log.info("bot containment: %s", support.describe())
     return support
 

@@ -148,7 +148,9 @@ def test_a_bot_ignoring_end_of_input_dies_with_a_referee_killed_by_sigkill(tmp_p
             referee.wait()
 
 
-def test_a_run_on_the_same_output_directory_ends_what_a_killed_referee_left(tmp_path: Path) -> None:
+def test_a_run_on_the_same_output_directory_ends_what_a_killed_referee_left(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The bot dies with the referee, its setsid child does not: the next run on the folder ends it."""
     script = Path(__file__).parent / "bots" / "testbot.py"
     out = tmp_path / "m"
@@ -165,7 +167,9 @@ def test_a_run_on_the_same_output_directory_ends_what_a_killed_referee_left(tmp_
         referee.wait()
         time.sleep(0.2)
         assert live_pids(escapees, wait_s=0) == escapees  # left behind by the killed referee
-        assert end_leftovers(out / "logs") >= 1
+        # The next run on the same output directory ends them before its first bot starts.
+        again = ["match", "--black", "random", "--white", "greedy", "--size", "4x4", "--games", "1"]
+        assert main([*again, "--out", str(out)]) == 0
         assert live_pids(escapees) == []
         assert not list((out / "logs" / containment.RUNNING_DIR).glob("*.json"))
     finally:
@@ -391,3 +395,29 @@ def test_bot_forms_config_keys_and_flags_for_containment(tmp_path: Path, capsys:
     assert main([*argv, "--cpu-limit", "-1"]) == 2
     err = capsys.readouterr().err
     assert "--max-processes 0: give at least 1" in err and "--cpu-limit -1: give a positive number" in err
+
+
+def test_end_leftovers_spares_the_processes_of_a_referee_still_running(tmp_path: Path) -> None:
+    import json
+
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        start = containment.process_start_time(sleeper.pid)
+        notes = tmp_path / containment.RUNNING_DIR
+        notes.mkdir()
+
+        def note(referee: list[int | None]) -> None:
+            data = {"referee": referee, "processes": [[sleeper.pid, start]], "cgroups": []}
+            (notes / "live.json").write_text(json.dumps(data))
+
+        me = [os.getpid(), containment.process_start_time(os.getpid())]
+        note(me)
+        assert end_leftovers(tmp_path) == 0 and sleeper.poll() is None  # its referee (this process) is alive
+        note([me[0], (me[1] or 0) + 1])  # the same pid, another start time: a referee long gone
+        assert end_leftovers(tmp_path) == 1
+        assert live_pids([sleeper.pid]) == []
+        assert not (notes / "live.json").exists()
+    finally:
+        if sleeper.poll() is None:
+            sleeper.kill()
+            sleeper.wait()
