@@ -59,7 +59,7 @@ def without_cgroups() -> Iterator[None]:
     try:
         yield
     finally:
-        containment.host_support = saved  # type: ignore[assignment]
+        containment.host_support = saved
 
 
 # -- 1. the burner ---------------------------------------------------------------------------------------

@@ -36,7 +36,8 @@ import trio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from protocol.messages import Clock, Ping, TimeControl, Turn, encode  # noqa: E402
+from protocol.messages import Ping, TimeControl, Turn, TurnClocks, encode  # noqa: E402
+from protocol.rules import BLACK  # noqa: E402
 from referee.botspec import BotSpec  # noqa: E402
 from referee.game import run_game  # noqa: E402
 from referee.process import BotProcess, open_bot  # noqa: E402
@@ -105,7 +106,7 @@ def turn_lines(record: GameRecord) -> list[tuple[str, bytes]]:
     """The turn lines of a recorded game, as (colour, encoded line), with clocks like run_game sends."""
     lines: list[tuple[str, bytes]] = []
     for index, move in enumerate(record.moves):
-        clock = Clock(black_ms=60_000, white_ms=60_000, increment_ms=0, move_limit_ms=None, moves_to_go=None)
+        clock = TurnClocks(black_ms=60_000, white_ms=60_000, increment_ms=0, move_limit_ms=None, moves_to_go=None)
         history = [m.move for m in record.moves[:index]]
         lines.append((move.color, encode(Turn(type="turn", game_id=record.game_id, moves=history, clock=clock))))
     return lines
@@ -157,7 +158,7 @@ def breakdown(size: int) -> None:
     move = Move.parse(parse_bot_line(reply).move)  # type: ignore[union-attr]
 
     def turn_line() -> bytes:
-        turn = Turn.model_construct(type="turn", game_id="g", moves=history, clock=clock.message("black"))
+        turn = Turn.model_construct(type="turn", game_id="g", moves=history, clock=clock.message(BLACK))
         return turn.model_dump_json().encode() + b"\n"
 
     def push_pop() -> None:
@@ -172,12 +173,12 @@ def breakdown(size: int) -> None:
         return timeit.timeit(scopes, number=20_000) / 20_000
 
     steps = {
-        "clock.message (Clock model)": lambda: clock.message("black"),
+        "clock.message (TurnClocks model)": lambda: clock.message(BLACK),
         "turn line (construct + JSON)": turn_line,
         "parse_bot_line (move reply)": lambda: parse_bot_line(reply),
         "Move.parse": lambda: Move.parse("d5d4"),
         "rules: push + pop (checked)": push_pop,
-        "clock.charge": lambda: GameClock(control).charge("black", 50_000),
+        "clock.charge": lambda: GameClock(control).charge(BLACK, 50_000),
         "MoveRecord.model_construct": lambda: MoveRecord.model_construct(
             color="black", move="d5d4", elapsed_ms=0.05, clock_ms=1, infos=[]
         ),

@@ -10,7 +10,9 @@ import argparse
 import importlib
 import math
 import os
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from types import ModuleType
 
@@ -23,7 +25,10 @@ COMMANDS = {
     "match": "match",
     "replay": "replay",
     "perft": "perft",
+    "solve": "solve",
     "schema": "schema",
+    "report": "report",
+    "serve": "serve",
 }
 
 
@@ -84,22 +89,48 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C raises KeyboardInterrupt: every command stops the same way for both.
+
+    A command that handles signals itself (a tournament in progress) takes SIGTERM over while it runs;
+    this covers the rest, start-up included, which the default action would end without a word.
+    """
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise Terminated
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args, extra = parser.parse_known_args(argv)
-    if extra:
-        # argparse leaves a subcommand's unknown arguments to the top level, which would print the top-level
-        # usage; the subcommand's own usage is the one that helps.
-        args.parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    previous = None
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
+        return _main(argv)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    command = "?"
+    try:
+        parser = build_parser()
+        args, extra = parser.parse_known_args(argv)
+        command = args.command
+        if extra:
+            # argparse leaves a subcommand's unknown arguments to the top level, which would print the
+            # top-level usage; the subcommand's own usage is the one that helps.
+            args.parser.error(f"unrecognized arguments: {' '.join(extra)}")
         result: int = args.run(args)
         sys.stdout.flush()  # a closed pipe shows here, while it can still be handled
     except UsageError as error:
-        print(f"alternator {args.command}: error: {printable(str(error))}", file=sys.stderr)
+        print(f"alternator {command}: error: {printable(str(error))}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(f"alternator {args.command}: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as interrupt:
+        terminated = isinstance(interrupt, Terminated)
+        print(f"alternator {command}: {'terminated' if terminated else 'interrupted'}", file=sys.stderr)
+        return 128 + (signal.SIGTERM if terminated else signal.SIGINT)
     except BrokenPipeError:
         # The reader went away (`alternator replay --moves game.json | head`): stop quietly, as other tools do.
         # Python would report the pipe again when it flushes stdout at exit, so stdout goes to /dev/null.

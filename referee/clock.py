@@ -134,9 +134,6 @@ class GameClock:
         """The side's game clock (None: no game clock)."""
         return self._remaining[color]
 
-    def moves_made(self, color: Color) -> int:
-        return self._moves[color]
-
     def moves_to_go(self, color: Color) -> int | None:
         """Moves the side must make before its clock is filled up again (periods only)."""
         if self._period is None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import logging
+import math
 import os
 import re
 import socket
@@ -31,6 +32,7 @@ import tempfile
 import threading
 import time
 import uuid
+from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -57,6 +59,8 @@ CONNECT_TIMEOUT_S = 10.0
 """How long to try to reach the scheduler before saying it cannot be reached."""
 WORKER_WAIT_S = 10.0
 """How long a run waits for the first worker to join the scheduler."""
+WATCH_INTERVAL_S = 1.0
+"""While waiting for a game: how often the coordinator checks that the scheduler still has workers."""
 PROBE_TIMEOUT_S = 20.0
 """The preflight: how long one worker may take to start and handshake every bot."""
 WORKER_FAILURE_LIMIT = 3
@@ -360,9 +364,18 @@ def _worker_address() -> str:
 
 
 def play_game(job: GameJob) -> WorkerReply:
-    """The Dask task: play one game on this worker (in its games loop) and send back the record."""
-    games = _worker_games()
-    reply: WorkerReply = games.run(games.play, job, _worker_address())
+    """The Dask task: play one game on this worker (in its games loop) and send back the record.
+
+    A failure of the worker itself is sent back too, with the worker's address, so the coordinator can
+    take that worker out of the run (an exception would not say which worker raised it).
+    """
+    address = _worker_address()
+    try:
+        games = _worker_games()
+        reply: WorkerReply = games.run(games.play, job, address)
+    except Exception as error:
+        log.exception("game %s: the worker failed", job.game_id)
+        return WorkerReply(address, None, failure=f"the worker failed ({type(error).__name__}: {error})")
     return reply
 
 
@@ -387,8 +400,23 @@ class WorkerStats:
     overhead_s: float = 0.0  # submit to result, minus the game: queueing, scheduling, transfer
     move_ms: float = 0.0  # sum of the bots' move times (elapsed_ms), to average per move
     moves: int = 0
+    latencies_ms: array[float] = field(default_factory=lambda: array("d"))  # the worker's own lateness per move
+    void_for_lag: int = 0  # games the worker voided because it was late itself (an overloaded machine)
     consecutive_failures: int = 0
     removed: str | None = None  # why it was taken out of the run
+
+    def add(self, record: GameRecord) -> None:
+        """Count a game this worker played (void or not)."""
+        self.latencies_ms.extend(move.latency_ms for move in record.moves if move.latency_ms is not None)
+        if record.termination is Termination.VOID:
+            self.void += 1
+            self.consecutive_failures += 1
+            self.void_for_lag += record.referee_lag_ms is not None
+        else:
+            self.games += 1
+            self.consecutive_failures = 0
+            self.moves += len(record.moves)
+            self.move_ms += sum(move.elapsed_ms for move in record.moves)
 
     def describe(self) -> str:
         games = f"{self.games} game{'s' if self.games != 1 else ''}"
@@ -401,6 +429,12 @@ class WorkerStats:
             parts.append(f"queue+dispatch {self.overhead_s / played * 1000:.0f} ms per game")
         if self.moves:
             parts.append(f"{self.move_ms / self.moves:.1f} ms per move")
+        if self.latencies_ms:
+            ordered = sorted(self.latencies_ms)
+            p50, p99 = ordered[(len(ordered) - 1) // 2], ordered[max(0, math.ceil(0.99 * len(ordered)) - 1)]
+            parts.append(f"latency p50 {p50:.3f} ms, p99 {p99:.3f} ms, max {ordered[-1]:.3f} ms")
+        if self.void_for_lag:
+            parts.append(f"{self.void_for_lag} void for the worker's own lateness")
         if self.removed:
             parts.append(f"taken out: {self.removed}")
         return ", ".join(parts)
@@ -481,6 +515,10 @@ class Cluster:
         self._run = uuid.uuid4().hex[:8]
         self._attempts: dict[str, int] = {}
         self._limiter = trio.CapacityLimiter(10_000)
+        self.no_workers_grace_s = WORKER_WAIT_S
+        self._workers_at: tuple[float, dict[str, int]] | None = None
+        self._workers_lock = threading.Lock()
+        """How long games may wait for a worker when the scheduler has none before the run stops."""
         self._lost = False
 
     @classmethod
@@ -501,10 +539,15 @@ class Cluster:
 
     # -- workers -----------------------------------------------------------------------------------
 
-    def _workers(self) -> dict[str, int]:
-        """The scheduler's workers and their threads (slots)."""
-        info = self.client.scheduler_info(n_workers=-1)
-        return {address: int(worker.get("nthreads", 1)) for address, worker in info["workers"].items()}
+    def _workers(self, max_age_s: float = 0.0) -> dict[str, int]:
+        """The scheduler's workers and their threads (slots); asked again when older than `max_age_s` (a
+        round trip to the scheduler, which every waiting game would otherwise make every second)."""
+        with self._workers_lock:
+            if self._workers_at is None or time.monotonic() - self._workers_at[0] > max_age_s:
+                info = self.client.scheduler_info(n_workers=-1)
+                workers = {address: int(worker.get("nthreads", 1)) for address, worker in info["workers"].items()}
+                self._workers_at = (time.monotonic(), workers)
+            return self._workers_at[1]
 
     def healthy(self) -> list[str]:
         return [address for address in self._workers() if not self._stat(address).removed]
@@ -608,22 +651,15 @@ class Cluster:
         stat.game_s += reply.duration_s
         if reply.record_json is None:
             stat.void += 1
-            why = f"it cannot start a bot ({reply.failure})"
-            self._remove(reply.worker, why)
+            self._remove(reply.worker, reply.failure or "it could not play a game")
             return _void_record(
                 game_id, black, white, settings, f"worker {reply.worker}: {reply.failure}", reply.worker
             )
         record = GameRecord.model_validate_json(reply.record_json)
-        if record.termination is Termination.VOID:
-            stat.void += 1
-            stat.consecutive_failures += 1
-            if stat.consecutive_failures >= WORKER_FAILURE_LIMIT:
-                self._remove(reply.worker, f"its last {stat.consecutive_failures} games failed (last: {record.reason})")
-        else:
-            stat.games += 1
-            stat.consecutive_failures = 0
-            stat.moves += len(record.moves)
-            stat.move_ms += sum(move.elapsed_ms for move in record.moves)
+        stat.add(record)
+        if record.termination is Termination.VOID and stat.consecutive_failures >= WORKER_FAILURE_LIMIT:
+            why = f"its last {stat.consecutive_failures} games failed (last: {record.reason})"
+            self._remove(reply.worker, why)
         return record
 
     def _submit(self, job: GameJob, attempt: int) -> Future[WorkerReply]:
@@ -644,7 +680,7 @@ class Cluster:
         from distributed.client import FutureCancelledError
 
         try:
-            reply: WorkerReply = future.result()
+            reply = self._result(future)
         except KilledWorker as error:
             return f"the workers playing it died ({error})"
         except FutureCancelledError as error:
@@ -652,12 +688,35 @@ class Cluster:
                 self._lost = True
                 raise ClusterLostError(self._lost_message()) from None
             return f"its task was cancelled ({error})"
+        except ClusterError:
+            raise
         except (OSError, TimeoutError) as error:
             self._lost = True
             raise ClusterLostError(self._lost_message()) from error
         except Exception as error:  # raised by the task on the worker: our failure, never the bots'
             return f"the task failed on a worker ({type(error).__name__}: {error})"
         return reply
+
+    def _result(self, future: Future[WorkerReply]) -> WorkerReply:
+        """`future.result()`, watching the workers meanwhile: ClusterError when none has been left for
+        `no_workers_grace_s` (the scheduler would keep the game waiting for one forever)."""
+        alone_since: float | None = None
+        while True:
+            try:
+                reply: WorkerReply = future.result(timeout=WATCH_INTERVAL_S)
+                return reply
+            except TimeoutError:
+                pass
+            if self._workers(max_age_s=WATCH_INTERVAL_S):
+                alone_since = None
+            elif alone_since is None:
+                alone_since = time.monotonic()
+            elif time.monotonic() - alone_since > self.no_workers_grace_s:
+                raise ClusterError(
+                    f"the Dask scheduler at {self.config.address} has had no workers for"
+                    f" {self.no_workers_grace_s:g} s; start workers (dask worker {self.config.address}) and run the"
+                    " same command again to resume, or run it without --cluster"
+                )
 
     def _cancel(self, future: Future[WorkerReply]) -> None:
         with contextlib.suppress(Exception):

@@ -4,7 +4,9 @@ users' input files (configs, openings, bot files) read with a size limit and a m
 
 from __future__ import annotations
 
+import errno
 import os
+import sqlite3
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -74,3 +76,32 @@ def read_input_text(path: Path, what: str, *, max_bytes: int) -> str:
 
 def _size(count: int) -> str:
     return f"{count >> 20} MiB" if count >= 1 << 20 else f"{count >> 10} KiB"
+
+
+class OutputDirError(Exception):
+    """The output directory cannot be written; the message names it, says why and what to do."""
+
+
+def prepare_output_dir(path: Path) -> None:
+    """Create `path` (and parents) and check that files can be created in it; OutputDirError otherwise.
+
+    Done before anything else is written, so that a read-only or missing mount is one clear line rather
+    than a traceback from whichever write happens to come first (the lock, the logs, the database).
+    """
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".write-test-", dir=path)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as error:
+        raise OutputDirError(
+            f"cannot write to the output directory {path} ({error.strerror or error}); make it writable or choose"
+            " another one (--out DIR)"
+        ) from None
+
+
+def is_disk_full(error: BaseException) -> bool:
+    """Whether `error` is the file system running out of space (or of the user's quota), from a file or SQLite."""
+    if isinstance(error, sqlite3.Error):
+        return getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
+    return isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT)

@@ -31,7 +31,7 @@ from protocol.messages import GameOver, Info, MoveReply, NewGame, Pong, Ready
 from protocol.rules import BLACK, WHITE, Color, IllegalMoveError, InvalidMoveError, Move, Position, Result, result_for
 from referee.clock import NS_PER_MS, Charge, GameClock
 from referee.hints import with_hint
-from referee.latency import LagWindow, cpu_pressure
+from referee.latency import LagWindow, ReadWatch, cpu_pressure
 from referee.process import (
     BotChannel,
     BotFault,
@@ -236,22 +236,27 @@ class _Game:
         await bot.check_idle()
         cpu_before = self._before_turn(color)
         waited = bot.cpu_wait_ns()
+        watch = None
+        if waited is not None and bot.input_unread() is not None:
+            # The monitor notes how long the host kept the bot from reading this turn (its wait for a CPU).
+            watch = ReadWatch(lambda: bot.input_unread() or 0, bot.cpu_wait_ns, waited)
         # The bot's time runs from immediately before the write: a bot may answer before the write returns.
         start = bot.now_ns()
-        window = bot.lag_source.open(start)
+        window = bot.lag_source.open(start, watch)
         try:
             await bot.send_turn(line)
             infos: deque[Info] = deque(maxlen=MAX_INFOS_PER_MOVE)
             deadline = None if limit_ns is None else start + limit_ns
-            reply, infos_seen = await self._await_move(bot, start, deadline, window, waited, infos)
+            reply, infos_seen = await self._await_move(bot, start, deadline, window, infos)
             end = bot.last_line_ns if reply is not None else bot.now_ns()
             lag_ns = max(window.lag_ns(end), bot.last_line_delay_ns if reply is not None else 0)
+            before_read_ns = window.wait_before_read_ns()
         finally:
             window.close()
         charge = clock.charge(color, end - start, timed_out=reply is None)
         if not charge.in_time:
             bot_wait_ns = _cpu_wait_since(bot, waited)
-            self._late(color, charge, limit_ns or 0, lag_ns, bot_wait_ns, answered=reply is not None)
+            self._late(color, charge, limit_ns or 0, lag_ns, before_read_ns, bot_wait_ns, answered=reply is not None)
         assert reply is not None
         text = reply.move
         try:
@@ -320,41 +325,52 @@ class _Game:
         return used(before[0], after[0]), used(before[1], after[1])
 
     def _late(
-        self, color: Color, charge: Charge, limit_ns: int, lag_ns: int, bot_wait_ns: int, *, answered: bool
+        self,
+        color: Color,
+        charge: Charge,
+        limit_ns: int,
+        lag_ns: int,
+        before_read_ns: int,
+        bot_wait_ns: int,
+        *,
+        answered: bool,
     ) -> NoReturn:
         """A move past its deadline: a loss on time, or a void game if the host was later than the bot.
 
-        `limit_ns` is the deadline the bot was judged by (its allowance plus the margin). The bot is over it
-        by `excess`. If the referee measured more lateness of its own during the move (`lag_ns`), or the bot
-        waited longer than that for a CPU it was ready to use (`bot_wait_ns`, its run-queue time), the host
-        spoiled the move: nobody can show that the bot was late rather than the machine, and the game is void
-        (never a forfeit for the host's delay).
+        `limit_ns` is the deadline the bot was judged by (its allowance plus the margin); the bot is over it by
+        `excess`. The host spoiled the move, and the game is void (never a forfeit for the host's delay), when
+        the referee measured more lateness of its own during the move (`lag_ns`), or the host kept the bot from
+        reading its turn for longer (`before_read_ns`: its wait for a CPU before it read, so before its own
+        clock could start). The bot's wait for a CPU while it thinks (`bot_wait_ns`) is only reported: a bot
+        that budgets by the wall clock absorbs being preempted then, so it does not show the host made it late.
         """
         clock = self.clock
         allowed = charge.allowed_ns or 0
         excess = charge.elapsed_ns - limit_ns
         margin = f" (a {_fmt_ms(clock.margin_ns)} margin was allowed)" if clock.margin_ns else ""
         what = "no move after" if not answered else "took"
-        if answered and max(lag_ns, bot_wait_ns) > excess:
+        if answered and max(lag_ns, before_read_ns) > excess:
             pressure = cpu_pressure()
             host = "" if pressure is None else f"; CPU pressure on the host: {pressure:g}% over the last 10 s"
             causes = []
             if lag_ns > excess:
                 causes.append(f"the referee measured {_fmt_ms(lag_ns)} of its own lateness during that move")
-            if bot_wait_ns > excess:
-                causes.append(f"the bot waited {_fmt_ms(bot_wait_ns)} for a CPU it was ready to use")
+            if before_read_ns > excess:
+                causes.append(f"the host kept the bot from reading its turn for {_fmt_ms(before_read_ns)}")
             raise _HostLate(
                 f"void, the host was late: {color} ({self._bot_names[color]}) {what}"
                 f" {_fmt_ms(charge.elapsed_ns)}, {_fmt_ms(charge.overrun_ns)} over its {_fmt_ms(allowed)}{margin},"
                 f" but {' and '.join(causes)}{host}; the game is not scored and is played again",
                 overrun_ms=charge.overrun_ns / NS_PER_MS,
-                lag_ms=max(lag_ns, bot_wait_ns) / NS_PER_MS,
+                lag_ms=max(lag_ns, before_read_ns) / NS_PER_MS,
             )
         bot = self.bots[color]
         reason = (
             f"lost on time: {what} {_fmt_ms(charge.elapsed_ns)}, {_fmt_ms(charge.overrun_ns)} over its "
             f"{_fmt_ms(allowed)}{margin}"
         )
+        if bot_wait_ns >= NS_PER_MS:
+            reason += f" (the host is busy: the bot waited {_fmt_ms(bot_wait_ns)} for a CPU during the move)"
         # Restarted before its next game, as after every fault but an illegal move (PROTOCOL.md): without an
         # answer, a late move would be read as the answer to the next message.
         bot.give_up(reason)
@@ -380,14 +396,13 @@ class _Game:
         start: int,
         deadline: int | None,
         window: LagWindow,
-        waited: int | None,
         infos: deque[Info],
     ) -> tuple[MoveReply | None, int]:
         """Read until the move (None: the deadline passed first) and count the infos that came before it.
 
         Times are in the bot channel's clock (ns). Past the deadline, the referee keeps listening for as long
-        as the host's measured lateness (its own, or the bot's wait for a CPU since `waited`): a reply in that
-        time is judged by `_late` (a void game, not a loss).
+        as the host's measured delay (the referee's lateness, or the bot kept from reading its turn): a reply
+        in that time is judged by `_late` (a void game, not a loss).
         Pings the bot while it thinks. `infos` keeps only the latest infos (its maxlen): a bot may send as many
         as it likes on its own clock, but the referee's memory must not grow with them.
         """
@@ -409,7 +424,7 @@ class _Game:
                     continue
                 now = bot.now_ns()
                 if deadline is not None and now >= deadline + grace:
-                    lag = max(window.lag_ns(now), _cpu_wait_since(bot, waited))
+                    lag = max(window.lag_ns(now), window.wait_before_read_ns())
                     if now - deadline >= lag:
                         return None, seen
                     grace = lag  # the referee was late itself: give the bot as long again

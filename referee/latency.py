@@ -23,7 +23,9 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from array import array
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -40,6 +42,8 @@ __all__ = [
     "LagSource",
     "LagWindow",
     "LatencySummary",
+    "LatencyTally",
+    "ReadWatch",
     "cpu_pressure",
     "host_lag_monitor",
     "latency_text",
@@ -53,11 +57,37 @@ VOID_WARNING_PCT = 2.0
 """More than this share of games voided for the referee's lateness gets a prominent warning."""
 
 
+@dataclass
+class ReadWatch:
+    """Watches a bot read its turn: how long the host kept it from reading (its wait for a CPU until then).
+
+    `unread()` is the number of bytes still in the bot's input pipe; `cpu_wait()` the bot's total run-queue
+    time (ns, None if unknown); `start_wait` that total at the move's start. The monitor thread sees the input
+    emptied at its next wake (within a period) and notes the bot's wait since the start.
+    """
+
+    unread: Callable[[], int]
+    cpu_wait: Callable[[], int | None]
+    start_wait: int
+    read_seen_ns: int | None = None
+    wait_before_read_ns: int = 0
+
+    def check(self, now_ns: int) -> None:
+        if self.read_seen_ns is None and self.unread() == 0:
+            total = self.cpu_wait()
+            self.read_seen_ns = now_ns
+            self.wait_before_read_ns = 0 if total is None else max(0, total - self.start_wait)
+
+
 class LagWindow(Protocol):
     """The referee's lateness measured from one instant (a move's start) on."""
 
     def lag_ns(self, end_ns: int) -> int:
         """The longest the referee was measurably late between the window's start and `end_ns`."""
+        ...
+
+    def wait_before_read_ns(self) -> int:
+        """How long the host kept the bot from reading its turn (0 if unknown or not watched)."""
         ...
 
     def close(self) -> None:
@@ -68,7 +98,7 @@ class LagWindow(Protocol):
 class LagSource(Protocol):
     """Opens a `LagWindow` at a move's start (times in the channel's clock, nanoseconds)."""
 
-    def open(self, start_ns: int) -> LagWindow: ...
+    def open(self, start_ns: int, watch: ReadWatch | None = None) -> LagWindow: ...
 
 
 class _FixedWindow:
@@ -80,6 +110,9 @@ class _FixedWindow:
     def lag_ns(self, end_ns: int) -> int:
         return self._lag_ns
 
+    def wait_before_read_ns(self) -> int:
+        return 0
+
     def close(self) -> None:
         pass
 
@@ -90,7 +123,7 @@ class ConstantLag:
     def __init__(self, lag_ns: int = 0) -> None:
         self._window = _FixedWindow(lag_ns)
 
-    def open(self, start_ns: int) -> LagWindow:
+    def open(self, start_ns: int, watch: ReadWatch | None = None) -> LagWindow:
         return self._window
 
 
@@ -101,11 +134,12 @@ NO_LAG = ConstantLag(0)
 class _MonitorWindow:
     """A window of the host monitor. Its stalls are updated by the monitor thread (under the GIL)."""
 
-    __slots__ = ("_monitor", "stalls", "start_ns")
+    __slots__ = ("_monitor", "stalls", "start_ns", "watch")
 
-    def __init__(self, monitor: HostLagMonitor, start_ns: int) -> None:
+    def __init__(self, monitor: HostLagMonitor, start_ns: int, watch: ReadWatch | None) -> None:
         self._monitor = monitor
         self.start_ns = start_ns
+        self.watch = watch
         self.stalls: list[tuple[int, int]] = []
         """(from, to) of the stalls that overlapped the window, each longer than the ones before it."""
 
@@ -116,6 +150,10 @@ class _MonitorWindow:
             overlap = min(stall_to, end_ns) - max(stall_from, start)
             worst = max(worst, overlap)
         return worst
+
+    def wait_before_read_ns(self) -> int:
+        watch = self.watch
+        return 0 if watch is None else watch.wait_before_read_ns
 
     def close(self) -> None:
         self._monitor.windows.discard(self)
@@ -138,8 +176,8 @@ class HostLagMonitor:
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
 
-    def open(self, start_ns: int) -> LagWindow:
-        window = _MonitorWindow(self, start_ns)
+    def open(self, start_ns: int, watch: ReadWatch | None = None) -> LagWindow:
+        window = _MonitorWindow(self, start_ns, watch)
         self.windows.add(window)
         return window
 
@@ -179,6 +217,12 @@ class HostLagMonitor:
             late = woke - target
             if late > 0:
                 self._note_stall(target, woke, late)
+            for window in tuple(self.windows):
+                if window.watch is not None:
+                    try:
+                        window.watch.check(woke)
+                    except OSError:  # the bot's pipe is gone: nothing to watch
+                        window.watch = None
             # The next wake is a period after this one: a long stall is not followed by catch-up wakes.
             target = max(target + period, woke + period // 2)
         self._target_ns = 0
@@ -233,12 +277,12 @@ class LatencySummary(BaseModel):
     games: int = Field(ge=0, description="Games looked at (voids included).")
     void_for_lag: int = Field(
         ge=0,
-        description="Games voided because a bot would have lost on time while the referee measured itself"
-        " later than the bot's overrun: never scored, played again.",
+        description="Games voided because a bot would have lost on time by less than the host's measured delay"
+        " (the referee's own lateness, or the bot kept from reading its turn): never scored, played again.",
     )
     void_for_lag_pct: float = Field(ge=0, description="void_for_lag as a percentage of `games`.")
     warning: str | None = Field(
-        description="Set when more than a few percent of games were voided for the referee's lateness: what to do."
+        description="Set when more than a few percent of games were voided for the host's lateness: what to do."
     )
 
 
@@ -249,39 +293,55 @@ def _nearest_rank(values: Sequence[float], fraction: float) -> float:
 
 
 def is_void_for_lag(record: GameRecord) -> bool:
-    """Whether the game was voided because the referee could not show it was on time itself."""
+    """Whether the game was voided because the host was late (see `referee.game`), not for a referee error."""
     return record.termination is Termination.VOID and record.referee_lag_ms is not None
 
 
-def summarize_latency(records: Iterable[GameRecord]) -> LatencySummary:
-    """p50, p99 and max of the referee's lateness per move, and the games voided for it, with a warning."""
-    latencies: list[float] = []
-    games = voids = 0
-    for record in records:
+class LatencyTally:
+    """The moves' latencies and the games of a run, added as games end (a run keeps one; pure)."""
+
+    def __init__(self, records: Iterable[GameRecord] = ()) -> None:
+        self.latencies = array("d")
+        self.games = 0
+        self.void_for_lag = 0
+        for record in records:
+            self.add(record)
+
+    def add(self, record: GameRecord) -> None:
+        """Count one finished game (aborted games, stopped by the user, are left out)."""
         if record.termination is Termination.ABORTED:
-            continue
-        games += 1
-        voids += is_void_for_lag(record)
-        latencies.extend(move.latency_ms for move in record.moves if move.latency_ms is not None)
-    latencies.sort()
-    pct = 100.0 * voids / games if games else 0.0
-    warning = None
-    if voids and pct > VOID_WARNING_PCT:
-        warning = (
-            f"{voids} of {games} games ({pct:.1f}%) were void because the referee itself was late (the host is"
-            " overloaded): they are not scored and are played again. Lower --concurrency, raise the time control,"
-            " or add --margin-ms"
+            return
+        self.games += 1
+        self.void_for_lag += is_void_for_lag(record)
+        self.latencies.extend(move.latency_ms for move in record.moves if move.latency_ms is not None)
+
+    def summary(self) -> LatencySummary:
+        """p50, p99 and max of the referee's lateness per move, the games voided for it, and a warning."""
+        latencies = sorted(self.latencies)
+        games, voids = self.games, self.void_for_lag
+        pct = 100.0 * voids / games if games else 0.0
+        warning = None
+        if voids and pct > VOID_WARNING_PCT:
+            warning = (
+                f"{voids} of {games} games ({pct:.1f}%) were void because the host was late (the machine is"
+                " overloaded): they are not scored and are played again. Lower --concurrency, raise the time"
+                " control, or add --margin-ms"
+            )
+        return LatencySummary(
+            moves=len(latencies),
+            p50_ms=_nearest_rank(latencies, 0.5) if latencies else None,
+            p99_ms=_nearest_rank(latencies, 0.99) if latencies else None,
+            max_ms=latencies[-1] if latencies else None,
+            games=games,
+            void_for_lag=voids,
+            void_for_lag_pct=pct,
+            warning=warning,
         )
-    return LatencySummary(
-        moves=len(latencies),
-        p50_ms=_nearest_rank(latencies, 0.5) if latencies else None,
-        p99_ms=_nearest_rank(latencies, 0.99) if latencies else None,
-        max_ms=latencies[-1] if latencies else None,
-        games=games,
-        void_for_lag=voids,
-        void_for_lag_pct=pct,
-        warning=warning,
-    )
+
+
+def summarize_latency(records: Iterable[GameRecord]) -> LatencySummary:
+    """p50, p99 and max of the referee's lateness per move, and the games voided for the host, with a warning."""
+    return LatencyTally(records).summary()
 
 
 def latency_text(summary: LatencySummary) -> str:
@@ -293,7 +353,7 @@ def latency_text(summary: LatencySummary) -> str:
             f"referee latency per move: p50 {summary.p50_ms:.3f} ms, p99 {summary.p99_ms:.3f} ms,"
             f" max {summary.max_ms:.3f} ms over {summary.moves} moves"
         )
-    line += f"; games void for the referee's lateness: {summary.void_for_lag} of {summary.games}"
+    line += f"; games void for the host's lateness: {summary.void_for_lag} of {summary.games}"
     if summary.warning:
         line += f"\nWARNING: {summary.warning}"
     return line

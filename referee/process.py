@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import functools
 import json
 import logging
@@ -24,6 +25,8 @@ import re
 import shlex
 import signal
 import subprocess
+import sys
+import termios
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
@@ -223,6 +226,7 @@ class BotChannel:
         self._send_stream = send_stream
         self._receive_stream = receive_stream
         self._reader = reader
+        self._monotonic = reader is not None  # the channel's clock, for good (the reader stops at shutdown)
         self._buffer = LineBuffer(MAX_LINE_BYTES)
         self._lines: deque[tuple[bytes, int, int]] = deque()
         self._line_error: LineTooLongError | None = None
@@ -243,13 +247,13 @@ class BotChannel:
 
     def now_ns(self) -> int:
         """The channel's clock, ns: monotonic time with a reader thread, trio's clock over memory streams."""
-        if self._reader is not None:
+        if self._monotonic:
             return time.monotonic_ns()
         return round(trio.current_time() * 1e9)
 
     def to_trio_time(self, at_ns: int) -> float:
         """The trio time (for cancel scopes) of an instant of the channel's clock."""
-        if self._reader is None:
+        if not self._monotonic:
             return at_ns / 1e9
         return trio.current_time() + (at_ns - time.monotonic_ns()) / 1e9
 
@@ -258,6 +262,10 @@ class BotChannel:
 
         Over memory streams there is no process: None.
         """
+        return None
+
+    def input_unread(self) -> int | None:
+        """Bytes written to the bot and not read by it yet (None: cannot be told, as over memory streams)."""
         return None
 
     def give_up(self, reason: str) -> None:
@@ -598,6 +606,14 @@ class BotProcess(BotChannel):
     @property
     def returncode(self) -> int | None:
         return self.process.returncode
+
+    def input_unread(self) -> int | None:
+        buffer = bytearray(4)
+        try:
+            fcntl.ioctl(self._send_stream.fileno(), termios.FIONREAD, buffer)  # type: ignore[attr-defined]
+        except (OSError, AttributeError):
+            return None
+        return int.from_bytes(buffer, sys.byteorder)
 
     def cpu_wait_ns(self) -> int | None:
         # The main thread's schedstat, kept open: one pread (about a microsecond) per move.

@@ -150,9 +150,11 @@ class PipeReader:
         return self._chunks.popleft() if self._chunks else None
 
     def unread_bytes(self) -> int:
-        """Bytes that have arrived but are not handed over yet (in the pipe, or being read by the thread)."""
-        if self.reading:
-            return 1
+        """Bytes that have arrived but are not handed over yet (in the pipe, or being read by the thread).
+
+        The pipe is asked first and the thread's state after it, so that bytes the thread takes in between
+        are still seen (as `reading`, or as a chunk waiting).
+        """
         if self._closed:
             return 0
         buffer = bytearray(4)
@@ -160,7 +162,8 @@ class PipeReader:
             fcntl.ioctl(self._fd, termios.FIONREAD, buffer)
         except OSError:
             return 0
-        return int.from_bytes(buffer, sys.byteorder)
+        waiting = int.from_bytes(buffer, sys.byteorder)
+        return waiting or int(self.reading) or len(self._chunks)
 
     async def close(self) -> None:
         """Stop the thread (before the pipe is closed, so that it never reads a reused descriptor)."""

@@ -152,9 +152,9 @@ class GameRecord(BaseModel):
     )
     referee_lag_ms: float | None = Field(
         default=None,
-        description="On a game voided because the host was late: its measured lateness during the move (the referee's"
-        " own, or the bot's wait for a CPU it was ready to use), larger than the bot's overrun (`overrun_ms`), so the"
-        " loss on time could not be shown to be the bot's.",
+        description="On a game voided because the host was late: its measured delay in the move (the referee's own"
+        " lateness, or how long the host kept the bot from reading its turn), larger than the bot's overrun"
+        " (`overrun_ms`), so the loss on time could not be shown to be the bot's.",
     )
     stderr_tail: list[str] = Field(default_factory=list, description="The last lines of the offender's stderr.")
     final_position: str = Field(description="The final position string (Position.to_string).")

@@ -1,11 +1,13 @@
-"""The strong sample bot: an alpha-beta search (sample_bots/search.py) that manages its clock.
+"""The alpha-beta sample bot: a search (sample_bots/search.py) that manages its clock.
 
     python -m sample_bots.alphabeta [--seed N] [--depth N] [--max-time SECONDS] [--name NAME]
 
 Each turn it works out how long it may think from the clock fields (a share of a Fischer clock, of
 the period until the clock is filled up again, or of the fixed time per move, always keeping a
 safety margin back), searches that long with iterative deepening, sends an `info` after each
-finished iteration (depth, score, nodes, principal variation) and replies with the best move.
+finished iteration (depth, score as the expected final margin, nodes, principal variation) and
+replies with the best move. Once few roots are in play the exact solver plays instead, perfectly.
+`run_search_bot` is shared with the other search bot, `strong`, which differs only in its settings.
 """
 
 from __future__ import annotations
@@ -16,12 +18,12 @@ from collections.abc import Sequence
 
 from protocol.kit import Clock, run_bot, send_info
 from protocol.rules import Move, Position
-from sample_bots.search import SearchInfo, budget, choose_move, position_neighbors
+from sample_bots.search import DEFAULT, SearchInfo, Settings, budget, choose_move, position_neighbors
 
-__all__ = ["main", "make_chooser", "moves_left_estimate", "seconds_for"]
+__all__ = ["main", "make_chooser", "moves_left_estimate", "run_search_bot", "seconds_for"]
 
 NAME = "alphabeta"
-VERSION = "1.0"
+VERSION = "2.0"  # 2.0: margins on one scale, proofs only from full-width search, the exact solver
 
 
 def moves_left_estimate(position: Position) -> int:
@@ -56,19 +58,24 @@ def seconds_for(position: Position, clock: Clock, max_time: float | None = None)
 
 
 def _report(info: SearchInfo) -> None:
-    send_info(depth=info.depth, score=info.score, nodes=info.nodes, pv=info.pv)
+    # A proven score is the exact final margin with best play: say so, a viewer can trust it.
+    text = "proven: every line searched to the end of the game" if info.proven else None
+    send_info(depth=info.depth, score=info.score, nodes=info.nodes, pv=info.pv, text=text)
 
 
-def make_chooser(seed: int | None = None, max_depth: int = 64, max_time: float | None = None) -> _Chooser:
+def make_chooser(
+    seed: int | None = None, max_depth: int = 64, max_time: float | None = None, settings: Settings = DEFAULT
+) -> _Chooser:
     """The `choose(position, clock)` function for the kit."""
-    return _Chooser(seed, max_depth, max_time)
+    return _Chooser(seed, max_depth, max_time, settings)
 
 
 class _Chooser:
-    def __init__(self, seed: int | None, max_depth: int, max_time: float | None) -> None:
+    def __init__(self, seed: int | None, max_depth: int, max_time: float | None, settings: Settings) -> None:
         self.seed = seed
         self.max_depth = max_depth
         self.max_time = max_time
+        self.settings = settings
         self.turns = 0
 
     def __call__(self, position: Position, clock: Clock) -> Move:
@@ -77,25 +84,30 @@ class _Chooser:
         seconds = seconds_for(position, clock, self.max_time)
         # With only a per-move limit, time not used now is lost: search until the budget is spent.
         use_all = clock.my_ms is None and clock.move_limit_ms is not None
-        return choose_move(position, seconds, self.max_depth, seed, _report, use_all).move
+        return choose_move(position, seconds, self.max_depth, seed, _report, use_all, self.settings).move
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m sample_bots.alphabeta", description=__doc__.splitlines()[0])
+    run_search_bot(argv, NAME, VERSION, DEFAULT, __doc__ or "")
+
+
+def run_search_bot(argv: Sequence[str] | None, name: str, version: str, settings: Settings, doc: str) -> None:
+    """The command line and protocol loop of a search bot with the given settings."""
+    parser = argparse.ArgumentParser(prog=f"python -m sample_bots.{name}", description=doc.splitlines()[0])
     parser.add_argument("--seed", type=int, default=None, help="vary play among equally ordered moves")
     parser.add_argument("--depth", type=int, default=64, help="the deepest iteration to search")
     parser.add_argument("--max-time", type=float, default=None, help="never think longer than this (seconds)")
-    parser.add_argument("--name", default=NAME, help="the name to give the referee")
+    parser.add_argument("--name", default=name, help="the name to give the referee")
     args = parser.parse_args(argv)
     if args.depth < 1:
         parser.error(f"--depth must be at least 1, not {args.depth}")
     if args.max_time is not None and args.max_time < 0:
         parser.error(f"--max-time must not be negative, not {args.max_time}")
     run_bot(
-        make_chooser(args.seed, args.depth, args.max_time),
+        make_chooser(args.seed, args.depth, args.max_time, settings),
         name=args.name,
         author="alternator arena",
-        version=VERSION,
+        version=version,
     )
 
 

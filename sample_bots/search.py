@@ -2,8 +2,16 @@
 
 Pure and synchronous: `choose_move(position, seconds)` searches a copy of the position with iterative
 deepening, a principal-variation search, a transposition table keyed on an incremental Zobrist hash
-of the stems, capture-first move ordering with killers, and a quiescence search over captures.
+of the stems, capture-first move ordering with killers, and a quiescence search over captures. Once
+few roots are left in play it hands the position to the exact solver (sample_bots/solver.py).
 `budget(...)` turns the clock fields of a turn into the seconds to spend on it.
+
+Scores are final margins from the mover's side, komi included: a finished game scores its margin and
+an unfinished line its margin so far, on one scale, so the search maximises the margin rather than
+settling for the first win it can prove. Whether a score is *proven* is tracked apart from its size:
+a node is exact only when every move there was searched (or a proven move refuted the window) and
+every child was exact, so a line that forward pruning, the horizon or the quiescence search cut
+short never makes a proof. Iterative deepening stops early only on a proven root.
 
 Why this shape: a placement (p, q) moves 2·size(p) points to the owner of q's colour, and adjacent
 cells always have opposite colours, so each pair of adjacent roots offers exactly one *capture* to
@@ -24,11 +32,12 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from protocol.rules import BLACK, PASS, Cell, Move, Position
+from sample_bots.solver import SolveAborted, estimate_nodes, live_roots, solve
 
-__all__ = ["WIN", "SearchInfo", "Searcher", "budget", "choose_move"]
+__all__ = ["DEFAULT", "SearchInfo", "Searcher", "Settings", "budget", "choose_move"]
 
-WIN = 10_000.0
-"""Added to the final margin of a finished game, so a sure win beats any unfinished lead."""
+_SOLVE_TT_LIMIT = 400_000
+_SOLVER_NODES_PER_SECOND = 50_000
 
 _INF = 1e9
 _PASS = -1
@@ -38,9 +47,33 @@ _TT_LIMIT = 400_000  # entries before the table is cleared, to bound memory
 _EXACT, _LOWER, _UPPER = 0, 1, 2
 _NONE = -2  # no move
 _NULL_WINDOW = 1e-3
-_Q_WIDTH = 2  # captures tried at each quiescence node
-_CAP_WIDTH = 5  # captures tried at each interior node
-_QUIET_WIDTH = 2  # other placements tried at each interior node (narrow and deep measured best)
+_EXACT_DEPTH = 1 << 20  # the depth a proven table entry is stored with: good for any search depth
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How wide the search looks and when the exact solver takes over: the search bots differ only here."""
+
+    cap_width: int = 5
+    """Captures tried at each interior node."""
+    quiet_width: int = 2
+    """Other placements tried at each interior node (narrow and deep measured best)."""
+    q_width: int = 2
+    """Captures tried at each quiescence node."""
+    full_width: int = 8
+    """With no more legal placements than this, a node searches them all, so endgames can be proven."""
+    solve_live_roots: int = 14
+    """Positions with at most this many roots still in play go to the exact solver first."""
+    solve_share: float = 0.5
+    """The share of the turn's time the solver may take before the search takes over."""
+    solve_reach: float = 8.0
+    """Try the solver when its estimate (for a compact board) is at most this many times what its share
+    of the time affords: an endgame's roots lie in small groups, which solve 10 to 30 times faster."""
+    root_width: int = 0
+    """After the first iteration, search only this many root moves, the best of the last one (0: all)."""
+
+
+DEFAULT = Settings()
 
 
 class _Timeout(Exception):
@@ -49,7 +82,11 @@ class _Timeout(Exception):
 
 @dataclass(frozen=True)
 class SearchInfo:
-    """What one finished (or cut short) iteration found, from the mover's point of view."""
+    """What one finished (or cut short) iteration found, from the mover's point of view.
+
+    `score` is the final margin (komi included) the mover expects; `proven` says it is the exact value
+    of the position, found by searching every line to the end of the game.
+    """
 
     move: Move
     score: float
@@ -57,6 +94,7 @@ class SearchInfo:
     nodes: int
     pv: list[Move]
     seconds: float
+    proven: bool = False
 
 
 class _Board:
@@ -97,14 +135,20 @@ class _Board:
 class Searcher:
     """Searches one position. Create one per move; `search` may be called once."""
 
-    def __init__(self, position: Position, seed: int | None = None) -> None:
+    def __init__(self, position: Position, seed: int | None = None, settings: Settings = DEFAULT) -> None:
         width, height = position.width, position.height
+        self.cap_width = settings.cap_width
+        self.quiet_width = settings.quiet_width
+        self.q_width = settings.q_width
+        self.full_width = settings.full_width
+        self.root_width = settings.root_width
         n = self.n = width * height
         self.width = width
         self.komi = position.komi
         board = _Board.of(width, height)
         self.dark = board.dark
         self.sides = board.sides
+        self.edges = board.edges
         self.nbrs = board.nbrs
         self.zkey = board.zkey
         self.zturn = board.zturn
@@ -123,7 +167,9 @@ class Searcher:
         if self.stm < 0:
             h ^= self.zturn
         self.hash = h
-        self.tt: dict[int, tuple[int, int, float, int]] = {}
+        self.tt: dict[int, tuple[int, int, float, int, bool]] = {}
+        # Whether the value the last negamax or quiesce call returned is proven (see the module docstring).
+        self.exact = False
         self.killers: dict[int, list[int]] = {}
         self.history: dict[int, int] = {}
         self.nodes = 0
@@ -146,12 +192,9 @@ class Searcher:
         return self.stm * (self.margin - self.komi)
 
     def terminal(self) -> float:
-        d = self.stm * (self.margin - self.komi)
-        if d > 0:
-            return WIN + d
-        if d < 0:
-            return -WIN + d
-        return 0.0
+        """The final margin of a finished game, from the mover's side; a proven value."""
+        self.exact = True
+        return self.stm * (self.margin - self.komi)
 
     def generate(self) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
         """Legal placements split into captures and the rest, each as (ordering key, move id), best first.
@@ -182,6 +225,30 @@ class Searcher:
         caps.sort(reverse=True)
         rest.sort(reverse=True)
         return caps, rest
+
+    def captures(self) -> list[tuple[int, int]]:
+        """The captures alone, keyed and ordered as in `generate`: all the quiescence search looks at."""
+        size = self.size
+        nbrs = self.nbrs
+        caps: list[tuple[int, int]] = []
+        for mine, theirs, take, _give in self.sides[self.stm]:
+            s_mine = size[mine]
+            if s_mine:
+                s_theirs = size[theirs]
+                if s_theirs >= s_mine:
+                    grown = s_mine + s_theirs
+                    key = s_theirs
+                    for r in nbrs[mine]:
+                        if r != theirs and 0 < size[r] <= grown:
+                            key -= grown
+                            break
+                    caps.append((key, take))
+        caps.sort(reverse=True)
+        return caps
+
+    def _any_placement(self) -> bool:
+        size = self.size
+        return any(size[a] and size[b] for a, b, _ab, _ba in self.edges)
 
     def _make(self, m: int) -> int:
         """Play move id `m`; returns what `_unmake` needs (the pit's size, or the old pass count)."""
@@ -237,11 +304,13 @@ class Searcher:
             return self.terminal()
         # Standing pat at the bare margin: charging the mover for the opponent's biggest capture
         # (half of it) measured weaker in self-play, 25% against this.
+        # Standing pat needs no move list (the cheap, common case); it is never a proof.
+        self.exact = False
         stand = self.static()
         if stand >= beta:
             return stand
-        caps, rest = self.generate()
-        if not caps and not rest:
+        caps = self.captures()
+        if not caps and not self._any_placement():
             # Nobody can place any more: the game is decided as it stands.
             return self.terminal()
         if qdepth <= 0:
@@ -249,10 +318,11 @@ class Searcher:
         if stand > alpha:
             alpha = stand
         best = stand
-        for _key, m in caps[:_Q_WIDTH]:
+        for _key, m in caps[: self.q_width]:
             token = self._make(m)
             value = -self.quiesce(-beta, -alpha, qdepth - 1)
             self._unmake(m, token)
+            self.exact = False
             if value > best:
                 best = value
                 if value > alpha:
@@ -271,8 +341,9 @@ class Searcher:
         entry = self.tt.get(key)
         tt_move = _NONE
         if entry is not None:
-            e_depth, e_flag, e_value, tt_move = entry
+            e_depth, e_flag, e_value, tt_move, e_exact = entry
             if e_depth >= depth:
+                self.exact = e_exact
                 if e_flag == _EXACT:
                     return e_value
                 if e_flag == _LOWER:
@@ -284,6 +355,8 @@ class Searcher:
         if not caps and not rest:
             return self.terminal()
         order = self._order(caps, rest, tt_move, ply)
+        # Proven only if no legal move is left out (a pass is always legal) and every child is proven.
+        exact = len(order) == len(caps) + len(rest) + 1
         alpha0 = alpha
         best = -_INF
         best_move = order[0]
@@ -298,6 +371,8 @@ class Searcher:
                 if alpha < value < beta:
                     value = -self.negamax(depth - 1, -beta, -alpha, ply + 1)
             self._unmake(m, token)
+            child_exact = self.exact
+            exact = exact and child_exact
             if value > best:
                 best = value
                 best_move = m
@@ -306,11 +381,14 @@ class Searcher:
                     if value >= beta:
                         if m != _PASS and self.dark[m % self.n] != (self.stm > 0):
                             self._remember_cutoff(m, ply, depth)
+                        # The bound is this move's value alone: proven if it is, whatever was skipped.
+                        exact = child_exact
                         break
         flag = _EXACT if alpha0 < best < beta else (_LOWER if best >= beta else _UPPER)
         if len(self.tt) >= _TT_LIMIT:
             self.tt.clear()
-        self.tt[key] = (depth, flag, best, best_move)
+        self.tt[key] = (_EXACT_DEPTH if exact else depth, flag, best, best_move, exact)
+        self.exact = exact
         return best
 
     def _remember_cutoff(self, m: int, ply: int, depth: int) -> None:
@@ -324,18 +402,23 @@ class Searcher:
         """Inside the tree: the TT move, the best captures, killers, a few other moves, then pass.
 
         Only the most promising moves are searched below the root (forward pruning): early in the
-        game there are over two hundred legal placements, most of them alike.
+        game there are over two hundred legal placements, most of them alike. With few legal
+        placements left, all of them are searched, so that endgames can be proven.
         """
-        order = [m for _k, m in caps[:_CAP_WIDTH]]
-        if rest:
+        if len(caps) + len(rest) <= self.full_width:
+            order = [m for _k, m in caps] + [m for _k, m in rest]
+        else:
+            order = [m for _k, m in caps[: self.cap_width]]
+        if rest and len(order) < len(caps) + len(rest):
             killers = self.killers.get(ply, ())
             history = self.history
             quiet = [m for _k, m in rest]
             for k in killers:
                 if k in quiet:
                     order.append(k)
-            ranked = sorted(quiet[: 4 * _QUIET_WIDTH], key=lambda m: history.get(m, 0), reverse=True)
-            for m in ranked[:_QUIET_WIDTH]:
+            width = self.quiet_width
+            ranked = sorted(quiet[: 4 * width], key=lambda m: history.get(m, 0), reverse=True)
+            for m in ranked[:width]:
                 if m not in order:
                     order.append(m)
         order.append(_PASS)
@@ -388,7 +471,7 @@ class Searcher:
             raise ValueError("the game is over: there is no move to choose")
         caps, rest = self.generate()
         if not caps and not rest:
-            return SearchInfo(PASS, self.terminal(), 0, 0, [PASS], 0.0)
+            return SearchInfo(PASS, self.terminal(), 0, 0, [PASS], 0.0, proven=True)
         if self.rng is not None:
             # Shuffle within equal ordering keys only (the sorts are stable), so play varies
             # without weakening the order.
@@ -401,8 +484,10 @@ class Searcher:
         result = SearchInfo(self.to_move(best_move), self.static(), 0, 0, [self.to_move(best_move)], 0.0)
         scores: dict[int, float] = {}
         for depth in range(1, max_depth + 1):
+            searched = root[: self.root_width] if self.root_width and depth > 1 else root
             try:
-                iteration_best, iteration_score = self._root(root, depth, scores)
+                iteration_best, iteration_score, proven = self._root(searched, depth, scores)
+                proven = proven and len(searched) == len(root)
             except _Timeout:
                 # A move that beat the previous best in the cut-short iteration was fully searched.
                 # (Root move 0 is the previous best, so the partial best is never a worse choice.)
@@ -411,21 +496,23 @@ class Searcher:
                     result = self._info(best_move, best_score, depth - 1, start)
                 break
             best_move, best_score = iteration_best, iteration_score
-            result = self._info(best_move, best_score, depth, start)
+            result = self._info(best_move, best_score, depth, start, proven)
             if on_iteration is not None:
                 on_iteration(result)
             root.sort(key=lambda m: scores.get(m, -_INF), reverse=True)
             elapsed = time.perf_counter() - start
-            if abs(best_score) >= WIN or (elapsed > 0.5 * seconds and not use_all):
+            if proven or (elapsed > 0.5 * seconds and not use_all):
                 # A proven result needs no deeper look; another iteration would likely not finish.
                 break
         return result
 
     _partial: tuple[int, float] | None = None
 
-    def _root(self, root: list[int], depth: int, scores: dict[int, float]) -> tuple[int, float]:
+    def _root(self, root: list[int], depth: int, scores: dict[int, float]) -> tuple[int, float, bool]:
+        """One iteration over every root move: the best move, its score, and whether that is proven."""
         alpha, beta = -_INF, _INF
         best_move, best = root[0], -_INF
+        proven = True
         self._partial = None
         for i, m in enumerate(root):
             token = self._make(m)
@@ -438,14 +525,15 @@ class Searcher:
                         value = -self.negamax(depth - 1, -beta, -alpha, 1)
             finally:
                 self._unmake(m, token)
+            proven = proven and self.exact
             scores[m] = value if value > alpha or i == 0 else alpha - 1e-6 * i
             if value > best:
                 best, best_move = value, m
                 alpha = max(alpha, value)
                 self._partial = (m, value)
-        return best_move, best
+        return best_move, best, proven
 
-    def _info(self, m: int, score: float, depth: int, start: float) -> SearchInfo:
+    def _info(self, m: int, score: float, depth: int, start: float, proven: bool = False) -> SearchInfo:
         return SearchInfo(
             self.to_move(m),
             score,
@@ -453,6 +541,7 @@ class Searcher:
             self.nodes,
             [self.to_move(x) for x in self.pv(m, depth)],
             time.perf_counter() - start,
+            proven,
         )
 
 
@@ -472,18 +561,59 @@ def choose_move(
     seed: int | None = None,
     on_iteration: Callable[[SearchInfo], None] | None = None,
     use_all: bool = False,
+    settings: Settings = DEFAULT,
+    solver_nodes: int | None = None,
 ) -> SearchInfo:
-    """Search `position` for at most about `seconds` and return the best move found, checked legal."""
+    """Search `position` for at most about `seconds` and return the best move found, checked legal.
+
+    With few roots in play (`settings.solve_live_roots`), the exact solver tries first, within a share
+    of the time (and `solver_nodes`, if given, so that tests need not depend on the machine's speed).
+    """
     # The search makes no reference cycles, so the cyclic collector has nothing to find; a full
     # collection over a large transposition table could stall a move by tens of milliseconds.
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        info = Searcher(position, seed).search(seconds, max_depth, on_iteration, use_all)
+        start = time.perf_counter()
+        info = None
+        live = 0 if position.is_over() else live_roots(position)
+        share = settings.solve_share * max(seconds, 0.0)
+        # Only when the solver likely finishes in its share: a failed try is time lost.
+        if 0 < live <= settings.solve_live_roots and (
+            solver_nodes is not None or estimate_nodes(live) <= settings.solve_reach * share * _SOLVER_NODES_PER_SECOND
+        ):
+            info = _solve(position, start + share, solver_nodes, on_iteration)
+        if info is None:
+            left = seconds - (time.perf_counter() - start)
+            info = Searcher(position, seed, settings).search(left, max_depth, on_iteration, use_all)
     finally:
         if was_enabled:
             gc.enable()
     position.check(info.move)
+    return info
+
+
+def _solve(
+    position: Position, deadline: float, max_nodes: int | None, on_iteration: Callable[[SearchInfo], None] | None
+) -> SearchInfo | None:
+    """The solver's exact answer as a SearchInfo, or None when it could not finish in time."""
+    start = time.perf_counter()
+    try:
+        solution = solve(position, deadline, max_nodes, tt_limit=_SOLVE_TT_LIMIT)
+    except SolveAborted:
+        return None
+    sign = 1 if position.turn is BLACK else -1
+    info = SearchInfo(
+        solution.best_move,
+        sign * solution.score,
+        live_roots(position),
+        solution.nodes,
+        [solution.best_move],
+        time.perf_counter() - start,
+        proven=True,
+    )
+    if on_iteration is not None:
+        on_iteration(info)
     return info
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -126,3 +127,30 @@ def test_perft_says_move_in_the_singular(capsys: pytest.CaptureFixture[str]) -> 
     assert "after 1 move:" in capsys.readouterr().err
     assert main(["perft", "--size", "4", "--depth", "1", "--moves", "a1a2 pass"]) == 0
     assert "after 2 moves:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("sig", "status", "word"), [(signal.SIGTERM, 143, "terminated"), (signal.SIGINT, 130, "interrupted")]
+)
+def test_a_signal_outside_a_commands_own_handling_is_one_line(sig: int, status: int, word: str) -> None:
+    """SIGTERM used to end a command by the default action (silently) and SIGINT with a traceback, e.g. while a
+    tournament was starting; now both are one line and the shell's status for that signal."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "referee", "perft", "--size", "8", "--depth", "4", "--divide"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        # A shell's background job starts with SIGINT ignored, and a child inherits that: give it the default.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    try:
+        assert process.stdout is not None
+        assert process.stdout.readline().count(":") == 1  # running: the first move's count is out
+        process.send_signal(sig)
+        _, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+        process.wait()
+    assert process.returncode == status
+    assert err.strip() == f"alternator perft: {word}"
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # this process's handler is left alone

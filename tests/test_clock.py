@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from protocol.messages import TimeControl
+from protocol.rules import BLACK, WHITE
 from referee.clock import GameClock, describe_time_control, movetime_control, parse_time_control
 
 MS = 1_000_000
@@ -72,67 +73,66 @@ def test_movetime_control() -> None:
 
 def test_fischer_charges_elapsed_then_adds_increment() -> None:
     clock = GameClock(parse_time_control("10+1"))
-    assert clock.allowed_ns("black") == 10_000 * MS
-    charge = clock.charge("black", 2_500 * MS)
+    assert clock.allowed_ns(BLACK) == 10_000 * MS
+    charge = clock.charge(BLACK, 2_500 * MS)
     assert charge.in_time and charge.remaining_ns == 8_500 * MS and charge.overrun_ns == 0
-    assert clock.remaining_ns("black") == 8_500 * MS
-    assert clock.remaining_ns("white") == 10_000 * MS  # the other side's clock is untouched
-    message = clock.message("white")
+    assert clock.remaining_ns(BLACK) == 8_500 * MS
+    assert clock.remaining_ns(WHITE) == 10_000 * MS  # the other side's clock is untouched
+    message = clock.message(WHITE)
     assert (message.black_ms, message.white_ms, message.increment_ms) == (8_500, 10_000, 1_000)
     assert message.move_limit_ms is None and message.moves_to_go is None
 
 
 def test_fischer_loss_on_time_reports_overrun_and_leaves_clock() -> None:
     clock = GameClock(parse_time_control("1+0"))
-    charge = clock.charge("white", 1_234 * MS)
+    charge = clock.charge(WHITE, 1_234 * MS)
     assert not charge.in_time
     assert charge.allowed_ns == 1_000 * MS
     assert charge.overrun_ns == 234 * MS
-    assert clock.remaining_ns("white") == 1_000 * MS
-    assert clock.moves_made("white") == 0
+    assert clock.remaining_ns(WHITE) == 1_000 * MS
 
 
 def test_margin_extends_the_deadline_but_not_the_allowance() -> None:
     clock = GameClock(parse_time_control("1+0.1"), margin_ms=50)
-    assert clock.deadline_ns("black") == 1_050 * MS
-    inside = clock.charge("black", 1_040 * MS)
+    assert clock.deadline_ns(BLACK) == 1_050 * MS
+    inside = clock.charge(BLACK, 1_040 * MS)
     assert inside.in_time
     # The part of the margin used is not borrowed from the future: the clock floors at zero.
-    assert clock.remaining_ns("black") == 100 * MS
-    late = clock.charge("black", 151 * MS)
+    assert clock.remaining_ns(BLACK) == 100 * MS
+    late = clock.charge(BLACK, 151 * MS)
     assert not late.in_time and late.overrun_ns == 51 * MS
 
 
 def test_exactly_at_the_deadline_is_in_time_and_timed_out_is_never() -> None:
     clock = GameClock(parse_time_control("1"), margin_ms=10)
-    assert clock.charge("black", 1_010 * MS).in_time
+    assert clock.charge(BLACK, 1_010 * MS).in_time
     clock = GameClock(parse_time_control("1"), margin_ms=10)
-    assert not clock.charge("black", 5 * MS, timed_out=True).in_time
+    assert not clock.charge(BLACK, 5 * MS, timed_out=True).in_time
 
 
 def test_clock_edges_exactly_zero_and_the_margin_at_a_period_end() -> None:
     clock = GameClock(parse_time_control("1"))
-    assert clock.charge("black", 1_000 * MS).remaining_ns == 0  # all of it: in time, nothing left
-    assert clock.allowed_ns("black") == 0 and clock.deadline_ns("black") == 0
-    assert not clock.charge("black", 1).in_time
+    assert clock.charge(BLACK, 1_000 * MS).remaining_ns == 0  # all of it: in time, nothing left
+    assert clock.allowed_ns(BLACK) == 0 and clock.deadline_ns(BLACK) == 0
+    assert not clock.charge(BLACK, 1).in_time
     # Within the margin at the end of a period: the clock floors at zero, then the period's time is added.
     clock = GameClock(parse_time_control("2/1+0.5"), margin_ms=30)
-    assert clock.charge("white", 400 * MS).remaining_ns == 1_100 * MS
-    charge = clock.charge("white", 1_120 * MS)
+    assert clock.charge(WHITE, 400 * MS).remaining_ns == 1_100 * MS
+    charge = clock.charge(WHITE, 1_120 * MS)
     assert charge.in_time and charge.overrun_ns == 0 and charge.remaining_ns == 1_500 * MS
-    assert clock.moves_to_go("white") == 2
+    assert clock.moves_to_go(WHITE) == 2
 
 
 def test_negative_elapsed_is_charged_as_zero() -> None:
     clock = GameClock(parse_time_control("1"))
-    assert clock.charge("black", -5).elapsed_ns == 0
-    assert clock.remaining_ns("black") == 1_000 * MS
+    assert clock.charge(BLACK, -5).elapsed_ns == 0
+    assert clock.remaining_ns(BLACK) == 1_000 * MS
 
 
 def test_message_rounds_down_to_whole_ms() -> None:
     clock = GameClock(parse_time_control("1"))
-    clock.charge("black", 1)  # 999.999999 ms left: the bot is never told it has more than it has
-    assert clock.message("black").black_ms == 999
+    clock.charge(BLACK, 1)  # 999.999999 ms left: the bot is never told it has more than it has
+    assert clock.message(BLACK).black_ms == 999
 
 
 # -- periods --------------------------------------------------------------------------------------
@@ -142,24 +142,24 @@ def test_periods_refill_after_each_period_and_carry_over() -> None:
     clock = GameClock(parse_time_control("3/10"))
     seen = []
     for _ in range(7):
-        seen.append((clock.moves_to_go("black"), clock.message("black").black_ms))
-        assert clock.charge("black", 2_000 * MS).in_time
+        seen.append((clock.moves_to_go(BLACK), clock.message(BLACK).black_ms))
+        assert clock.charge(BLACK, 2_000 * MS).in_time
     # 10 s for every 3 moves; 4 s left after three moves of 2 s carries into the next period.
     assert seen == [(3, 10_000), (2, 8_000), (1, 6_000), (3, 14_000), (2, 12_000), (1, 10_000), (3, 18_000)]
 
 
 def test_periods_with_increment() -> None:
     clock = GameClock(parse_time_control("2/10+1"))
-    clock.charge("white", 3_000 * MS)
-    assert clock.remaining_ns("white") == 8_000 * MS
-    clock.charge("white", 3_000 * MS)
-    assert clock.remaining_ns("white") == 16_000 * MS  # 8 - 3 + 1 + 10
+    clock.charge(WHITE, 3_000 * MS)
+    assert clock.remaining_ns(WHITE) == 8_000 * MS
+    clock.charge(WHITE, 3_000 * MS)
+    assert clock.remaining_ns(WHITE) == 16_000 * MS  # 8 - 3 + 1 + 10
 
 
 def test_periods_loss_within_a_period() -> None:
     clock = GameClock(parse_time_control("40/1"))
-    assert clock.charge("black", 600 * MS).in_time
-    charge = clock.charge("black", 600 * MS)
+    assert clock.charge(BLACK, 600 * MS).in_time
+    charge = clock.charge(BLACK, 600 * MS)
     assert not charge.in_time and charge.allowed_ns == 400 * MS and charge.overrun_ns == 200 * MS
 
 
@@ -168,29 +168,29 @@ def test_periods_loss_within_a_period() -> None:
 
 def test_movetime_has_no_game_clock_and_nothing_carries_over() -> None:
     clock = GameClock(movetime_control(0.5), margin_ms=20)
-    assert clock.remaining_ns("black") is None
-    assert clock.allowed_ns("black") == 500 * MS and clock.deadline_ns("black") == 520 * MS
-    assert clock.charge("black", 10 * MS).in_time
-    assert clock.allowed_ns("black") == 500 * MS
-    charge = clock.charge("black", 700 * MS)
+    assert clock.remaining_ns(BLACK) is None
+    assert clock.allowed_ns(BLACK) == 500 * MS and clock.deadline_ns(BLACK) == 520 * MS
+    assert clock.charge(BLACK, 10 * MS).in_time
+    assert clock.allowed_ns(BLACK) == 500 * MS
+    charge = clock.charge(BLACK, 700 * MS)
     assert not charge.in_time and charge.overrun_ns == 200 * MS and charge.remaining_ns is None
-    message = clock.message("black")
+    message = clock.message(BLACK)
     assert (message.black_ms, message.white_ms, message.move_limit_ms) == (None, None, 500)
 
 
 def test_game_clock_and_move_limit_together_take_the_smaller() -> None:
     control = TimeControl(base_ms=1000, increment_ms=0, moves_per_period=None, move_time_ms=300)
     clock = GameClock(control)
-    assert clock.allowed_ns("black") == 300 * MS
+    assert clock.allowed_ns(BLACK) == 300 * MS
     for _ in range(3):
-        clock.charge("black", 290 * MS)
-    assert clock.allowed_ns("black") == 130 * MS
+        clock.charge(BLACK, 290 * MS)
+    assert clock.allowed_ns(BLACK) == 130 * MS
 
 
 def test_no_limit_at_all() -> None:
     clock = GameClock(TimeControl(base_ms=None, increment_ms=0, moves_per_period=None, move_time_ms=None))
-    assert clock.deadline_ns("black") is None
-    assert clock.charge("black", 10**15).in_time
+    assert clock.deadline_ns(BLACK) is None
+    assert clock.charge(BLACK, 10**15).in_time
 
 
 def test_negative_margin_is_refused() -> None:
@@ -211,17 +211,55 @@ def test_negative_margin_is_refused() -> None:
 def test_clock_invariants(base: int, inc: int, period: int | None, margin: int, moves: list[int]) -> None:
     clock = GameClock(TimeControl(base_ms=base, increment_ms=inc, moves_per_period=period), margin_ms=margin)
     for made, elapsed in enumerate(moves, start=1):
-        before = clock.remaining_ns("black")
+        before = clock.remaining_ns(BLACK)
         assert before is not None and before >= 0
-        charge = clock.charge("black", elapsed)
+        charge = clock.charge(BLACK, elapsed)
         # In time exactly when within allowance plus margin; a loss changes nothing.
         assert charge.in_time == (elapsed <= before + margin * MS)
         if not charge.in_time:
             assert charge.overrun_ns == elapsed - before > margin * MS
-            assert clock.remaining_ns("black") == before
+            assert clock.remaining_ns(BLACK) == before
             break
         refill = base * MS if period is not None and made % period == 0 else 0
-        assert clock.remaining_ns("black") == max(0, before - elapsed) + inc * MS + refill
-        assert clock.remaining_ns("white") == base * MS
+        assert clock.remaining_ns(BLACK) == max(0, before - elapsed) + inc * MS + refill
+        assert clock.remaining_ns(WHITE) == base * MS
         if period is not None:
-            assert clock.moves_to_go("black") == period - made % period
+            assert clock.moves_to_go(BLACK) == period - made % period
+
+
+# -- the smallest values accepted ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "fields"),
+    [
+        ("0.001", (1, 0, None, None)),  # 1 ms
+        ("0.001+0.001", (1, 1, None, None)),
+        (".0015", (2, 0, None, None)),  # rounded to whole ms
+        ("1/0.001", (1, 0, 1, None)),  # a one-move period of 1 ms
+        ("1/0.001+0.001", (1, 1, 1, None)),
+        ("movetime:0.001", (None, 0, None, 1)),
+        ("0.001/move", (None, 0, None, 1)),
+    ],
+)
+def test_the_smallest_time_controls_are_accepted(text: str, fields: tuple[int | None, ...]) -> None:
+    control = parse_time_control(text)
+    assert (control.base_ms, control.increment_ms, control.moves_per_period, control.move_time_ms) == fields
+    assert parse_time_control(describe_time_control(control)) == control
+
+
+@pytest.mark.parametrize("text", ["0.0004", "1/0.0004", "movetime:0.0004", "0.0004/move"])
+def test_below_one_millisecond_rounds_to_nothing_and_is_refused(text: str) -> None:
+    with pytest.raises(ValueError, match="more than 0 ms"):
+        parse_time_control(text)
+
+
+def test_a_one_move_period_refills_every_move() -> None:
+    clock = GameClock(parse_time_control("1/0.001"))
+    for _ in range(3):
+        assert clock.moves_to_go(WHITE) == 1
+        assert clock.allowed_ns(WHITE) == 1 * MS
+        assert clock.charge(WHITE, 1 * MS).in_time  # exactly the period: in time, and refilled
+    assert clock.remaining_ns(WHITE) == 1 * MS
+    charge = clock.charge(WHITE, 1 * MS + 1)
+    assert not charge.in_time and charge.overrun_ns == 1

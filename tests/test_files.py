@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 import os
+import shutil
 import stat
+import subprocess
+import sys
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from referee.files import InputFileError, current_umask, read_input_text, write_text_atomic
+from referee.files import (
+    InputFileError,
+    current_umask,
+    prepare_output_dir,
+    read_input_text,
+    write_text_atomic,
+)
 from referee.limits import MAX_BOTS
 
 
@@ -101,3 +111,65 @@ def test_a_config_with_120000_bots_is_refused_quickly_with_the_limit(tmp_path: P
     bots = [{"name": f"bot{i}", "command": "random"} for i in range(MAX_BOTS + 1)]
     with pytest.raises(ConfigError, match=rf"t.toml: bots: more than {MAX_BOTS} bots; split them"):
         parse_config({"bots": bots}, source="t.toml")
+
+
+BWRAP = shutil.which("bwrap")
+
+
+def in_bwrap(args: list[str], code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run `code` in this Python inside bubblewrap with extra mount `args` (a real read-only or full file system)."""
+    assert BWRAP is not None
+    return subprocess.run(
+        [BWRAP, "--dev-bind", "/", "/", *args, sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=cwd,
+    )
+
+
+@pytest.mark.skipif(BWRAP is None, reason="needs bubblewrap (bwrap) for a real read-only mount")
+def test_a_read_only_output_directory_is_one_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "ro").mkdir()
+    code = (
+        "from pathlib import Path\nfrom referee.files import OutputDirError, prepare_output_dir\n"
+        "for p in (Path('ro'), Path('ro/new/deeper')):\n"
+        "    try:\n        prepare_output_dir(p)\n    except OutputDirError as e:\n        print(e)\n"
+    )
+    result = in_bwrap(["--ro-bind", str(tmp_path / "ro"), str(tmp_path / "ro")], code, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        f"cannot write to the output directory {name} (Read-only file system); make it writable or choose another"
+        " one (--out DIR)"
+        for name in ("ro", "ro/new/deeper")
+    ]
+    prepare_output_dir(tmp_path / "rw" / "new")  # outside the sandbox it is writable
+    assert list((tmp_path / "rw" / "new").iterdir()) == []  # and the probe is gone
+
+
+@pytest.mark.skipif(BWRAP is None, reason="needs bubblewrap (bwrap) for a real full file system")
+def test_a_full_disk_is_recognised_from_a_file_write_and_from_sqlite(tmp_path: Path) -> None:
+    code = textwrap.dedent(
+        """
+        import sqlite3
+        from pathlib import Path
+        from referee.files import is_disk_full
+        try:
+            Path("full/big").write_bytes(bytes(200_000))
+        except OSError as e:
+            print("file", is_disk_full(e))
+        Path("full/big").unlink()
+        Path("full/pad").write_bytes(bytes(60_000))
+        db = sqlite3.connect("full/t.db")
+        try:
+            db.execute("CREATE TABLE t (x)")
+            db.execute("INSERT INTO t VALUES (?)", (bytes(100_000),))
+            db.commit()
+        except sqlite3.Error as e:
+            print("sqlite", is_disk_full(e))
+        print("other", is_disk_full(OSError(2, "x")), is_disk_full(sqlite3.OperationalError("x")))
+        """
+    )
+    (tmp_path / "full").mkdir()
+    result = in_bwrap(["--size", "65536", "--tmpfs", str(tmp_path / "full")], code, tmp_path)
+    assert result.stdout.splitlines() == ["file True", "sqlite True", "other False False"], result.stderr

@@ -133,3 +133,23 @@ def test_invalid_utf8_passes_through_untouched() -> None:
 def test_a_limit_below_one_byte_is_refused() -> None:
     with pytest.raises(ValueError, match="at least 1"):
         LineBuffer(0)
+
+
+@pytest.mark.parametrize("before", [b"a\n", b'{"type":"pong","id":1}\n' * 3, b"\n"])
+def test_the_64_kib_limit_holds_for_a_line_that_is_not_first_in_its_chunk(before: bytes) -> None:
+    """The length of a later line is counted from its own start, not from the chunk's."""
+    earlier = before.split(b"\n")[:-1]
+    longest = b"x" * (MAX_LINE_BYTES - 1)
+    assert LineBuffer().feed(before + longest + b"\n" + b"after\n") == [*earlier, longest, b"after"]
+    assert LineBuffer().feed(before + longest[:-1] + b"\r\n") == [*earlier, longest[:-1]]
+    with pytest.raises(LineTooLongError) as caught:
+        LineBuffer().feed(before + longest + b"x\nafter\n")
+    assert caught.value.lines == earlier and caught.value.limit == MAX_LINE_BYTES
+    # The same when the long line's start came in an earlier chunk.
+    buffer = LineBuffer()
+    assert buffer.feed(before + longest[:100]) == earlier
+    assert buffer.feed(longest[100:] + b"\n") == [longest]
+    buffer = LineBuffer()
+    buffer.feed(before + longest[:100])
+    with pytest.raises(LineTooLongError):
+        buffer.feed(longest[100:] + b"x\n")

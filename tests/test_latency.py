@@ -13,7 +13,14 @@ import trio
 
 from protocol.rules import BLACK, WHITE
 from referee.clock import parse_time_control
-from referee.latency import VOID_WARNING_PCT, HostLagMonitor, host_lag_monitor, latency_text, summarize_latency
+from referee.latency import (
+    VOID_WARNING_PCT,
+    HostLagMonitor,
+    LatencyTally,
+    host_lag_monitor,
+    latency_text,
+    summarize_latency,
+)
 from referee.process import open_bot
 from referee.record import BotInfo, GameRecord, GameSettings, MoveRecord, Termination
 from tests.conftest import BotSpecFactory
@@ -109,3 +116,12 @@ async def test_readers_and_the_monitor_stop_with_their_bots(bot_spec: BotSpecFac
     assert readers() == []
     assert not any(t.name == "lag-monitor" for t in threading.enumerate())
     assert host_lag_monitor().windows == set()
+
+
+def test_a_tally_added_game_by_game_gives_the_same_summary() -> None:
+    games = [record(Termination.NORMAL, [0.2, 0.4, None]), record(Termination.VOID, [1.5], lag_ms=2.0)]
+    tally = LatencyTally()
+    for game in games:
+        tally.add(game)
+    assert tally.summary() == summarize_latency(games)
+    assert (tally.summary().moves, tally.summary().max_ms) == (3, 1.5)

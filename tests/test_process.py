@@ -63,16 +63,6 @@ def channel_pair(
     return channel, from_bot_send, to_bot_receive
 
 
-async def fault_for(*lines: bytes) -> BotFault:
-    channel, bot_out, _ = channel_pair(State.ON_TURN)
-    for line in lines:
-        await bot_out.send_all(line)
-    with pytest.raises(BotFault) as info:
-        while True:
-            await channel.receive()
-    return info.value
-
-
 async def test_receive_validates_and_notes_when_the_line_was_complete() -> None:
     channel, bot_out, _ = channel_pair(State.ON_TURN)
     await bot_out.send_all(b'{"type":"info","depth":3}\n{"type":"mo')

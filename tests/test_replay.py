@@ -49,8 +49,8 @@ def played_record(seed: int = 1, *, stop_after: int | None = None, settings: Gam
         )  # fmt: skip
     return GameRecord(
         **common,
-        result=outcome.result(),  # type: ignore[arg-type]
-        winner=None if outcome.winner is None else str(outcome.winner),  # type: ignore[arg-type]
+        result=outcome.result(),
+        winner=outcome.winner,
         termination=Termination.NORMAL,
         reason="both passed",
         black_score=outcome.black_score,

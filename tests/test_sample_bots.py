@@ -109,8 +109,8 @@ async def play(black: Bot, white: Bot, game_id: str, width: int, height: int, ko
     over = m.GameOver(
         type="game_over",
         game_id=game_id,
-        result=outcome.result(),  # type: ignore[arg-type]
-        winner=None if outcome.winner is None else str(outcome.winner),  # type: ignore[arg-type]
+        result=outcome.result(),
+        winner=outcome.winner,
         reason="two passes",
         black_score=outcome.black_score,
         white_score=outcome.white_score,

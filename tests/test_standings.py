@@ -13,6 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from protocol.rules import Result
+from referee.record import Termination
 from referee.standings import (
     LOSS_KINDS,
     BotStanding,
@@ -29,8 +31,8 @@ K = math.log(10) / 400  # log-odds per Elo point
 TINY_PRIOR = 1e-6  # practically the pure maximum-likelihood fit
 
 
-def games(black: str, white: str, result: str, count: int = 1, termination: str = "normal") -> list[ScoredGame]:
-    return [ScoredGame(black, white, result, termination)] * count
+def games(black: str, white: str, result: Result, count: int = 1, termination: str = "normal") -> list[ScoredGame]:
+    return [ScoredGame(black, white, result, Termination(termination))] * count
 
 
 def by_name(standings: Standings) -> dict[str, BotStanding]:
@@ -50,8 +52,8 @@ def sigmoid(x: float) -> float:
 SMALL = [
     ScoredGame("A", "B", "1-0"),
     ScoredGame("B", "A", "1/2-1/2"),
-    ScoredGame("A", "C", "0-1", "time"),
-    ScoredGame("C", "B", "1-0", "crash"),
+    ScoredGame("A", "C", "0-1", Termination.TIME),
+    ScoredGame("C", "B", "1-0", Termination.CRASH),
     ScoredGame("B", "C", "1-0"),
 ]
 
@@ -90,7 +92,10 @@ def test_crosstable_and_totals_by_hand() -> None:
 
 
 def test_losses_by_kind_come_from_the_forfeiting_side() -> None:
-    extra = [ScoredGame("C", "A", "1-0", "illegal_move"), ScoredGame("A", "C", "1-0", "unresponsive")]
+    extra = [
+        ScoredGame("C", "A", "1-0", Termination.ILLEGAL_MOVE),
+        ScoredGame("A", "C", "1-0", Termination.UNRESPONSIVE),
+    ]
     s = compute_standings([*SMALL, *extra], ["A", "B", "C"])
     rows = by_name(s)
     assert rows["A"].losses_by_kind == {
@@ -101,7 +106,8 @@ def test_losses_by_kind_come_from_the_forfeiting_side() -> None:
     for bot in s.bots:
         assert list(bot.losses_by_kind)[: len(LOSS_KINDS)] == list(LOSS_KINDS)
         assert sum(bot.losses_by_kind.values()) == bot.losses
-    assert rows["A"].forfeit_losses == 2 and rows["B"].forfeit_losses == 1 and rows["C"].forfeit_losses == 1
+    forfeit_losses = {name: row.losses - row.losses_by_kind["normal"] for name, row in rows.items()}
+    assert forfeit_losses == {"A": 2, "B": 1, "C": 1}
     assert s.totals.forfeits == 4
 
 
@@ -293,11 +299,11 @@ def test_a_bot_with_no_games_has_no_elo_and_stays_out_of_the_mean() -> None:
     ("make", "message"),
     [
         (lambda: ScoredGame("A", "B", "*"), "not one of"),
-        (lambda: ScoredGame("A", "B", "2-0"), "not one of"),
-        (lambda: ScoredGame("A", "B", "1-0", "void"), "not scored"),
-        (lambda: ScoredGame("A", "B", "1-0", "aborted"), "not scored"),
+        (lambda: ScoredGame("A", "B", "2-0"), "not one of"),  # type: ignore[arg-type]
+        (lambda: ScoredGame("A", "B", "1-0", Termination.VOID), "not scored"),
+        (lambda: ScoredGame("A", "B", "1-0", Termination.ABORTED), "not scored"),
         (lambda: ScoredGame("A", "A", "1-0"), "cannot play itself"),
-        (lambda: ScoredGame("A", "B", "1/2-1/2", "time"), "cannot be a draw"),
+        (lambda: ScoredGame("A", "B", "1/2-1/2", Termination.TIME), "cannot be a draw"),
     ],
 )
 def test_bad_game_results_are_refused(make: Callable[[], object], message: str) -> None:
@@ -350,7 +356,7 @@ def test_markdown_tables() -> None:
 
 
 def test_csv_rows_parse_back() -> None:
-    s = compute_standings([*SMALL, ScoredGame("C", "A", "1-0", "protocol")], ["A", "B", "C", "idle"])
+    s = compute_standings([*SMALL, ScoredGame("C", "A", "1-0", Termination.PROTOCOL)], ["A", "B", "C", "idle"])
     rows = list(csv.DictReader(io.StringIO(to_csv(s))))
     assert [row["name"] for row in rows] == [bot.name for bot in s.bots]
     for row, bot in zip(rows, s.bots, strict=True):
@@ -382,7 +388,7 @@ def test_write_standings_writes_three_files_atomically(tmp_path: Path) -> None:
 NAMES = ["a", "b", "c", "d", "e"]
 game_strategy = st.builds(
     lambda pair, result, forfeit: ScoredGame(
-        pair[0], pair[1], result, forfeit if result != "1/2-1/2" and forfeit else "normal"
+        pair[0], pair[1], result, Termination(forfeit if result != "1/2-1/2" and forfeit else "normal")
     ),
     st.lists(st.sampled_from(NAMES), min_size=2, max_size=2, unique=True),
     st.sampled_from(["1-0", "0-1", "1/2-1/2"]),
@@ -431,7 +437,7 @@ def test_margins_cover_the_true_ratings_about_95_percent_of_the_time() -> None:
                     p_black = 1 / (1 + 10 ** ((strength[white] - strength[black]) / 400))
                     draw = 0.4 * min(p_black, 1 - p_black)  # some draws, expected score still p_black
                     u = rng.random()
-                    result = "1-0" if u < p_black - draw / 2 else "1/2-1/2" if u < p_black + draw / 2 else "0-1"
+                    result: Result = "1-0" if u < p_black - draw / 2 else "1/2-1/2" if u < p_black + draw / 2 else "0-1"
                     results.append(ScoredGame(black, white, result))
         for bot in compute_standings(results, names).bots:
             assert bot.elo is not None and bot.elo_margin is not None
@@ -447,3 +453,15 @@ def test_a_rating_a_hair_below_zero_prints_as_plus_zero() -> None:
     bots = [bot.model_copy(update={"elo": -1e-9}) for bot in standings.bots]
     text = to_text(standings.model_copy(update={"bots": bots}))
     assert "-0 ±" not in text and "+0 ±" in text
+
+
+def test_text_and_markdown_print_the_fitted_elo_and_margin() -> None:
+    # The 75% table of the closed-form test above: +95.42 / -95.42, margins 39.32 (no prior to speak of).
+    results = games("A", "B", "1-0", 75) + games("B", "A", "1-0", 25)
+    standings = compute_standings(results, ["A", "B"], prior_draws=TINY_PRIOR)
+    for rendered in (to_text(standings), to_markdown(standings)):
+        assert "+95 ± 39" in rendered and "-95 ± 39" in rendered
+        assert "+0 ±" not in rendered
+    rows = {row["name"]: row for row in csv.DictReader(io.StringIO(to_csv(standings)))}
+    assert (rows["A"]["elo"], rows["A"]["elo_margin"]) == ("95.42", "39.32")
+    assert (rows["B"]["elo"], rows["B"]["elo_margin"]) == ("-95.42", "39.32")

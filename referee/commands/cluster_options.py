@@ -20,7 +20,7 @@ tls:// with --cluster-ca, --cluster-cert and --cluster-key. Untrusted bots: add 
 
 def add_cluster_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group(
-        "cluster (Dask; needs the cluster extra: pip install 'alternator-arena[cluster]')"
+        "cluster (Dask; needs the cluster extra: pip install 'alternator-arena[cluster]')", description=CLUSTER_HELP
     )
     group.add_argument(
         "--cluster",

@@ -146,10 +146,13 @@ class Bot:
             sys.stderr.flush()
         elif self.mode in ("setsid", "setpgid", "burn"):
             code = "while True: pass" if self.mode == "burn" else "import time; time.sleep(120)"
-            option = {"start_new_session": True} if self.mode != "setpgid" else {"process_group": 0}
             for _ in range(int(self.arg or "1") if self.mode == "burn" else 1):
-                child = subprocess.Popen([sys.executable, "-c", code], **option)  # type: ignore[call-overload]
-                print(f"escaped pid {child.pid}", file=sys.stderr, flush=True)
+                escaped = subprocess.Popen(
+                    [sys.executable, "-c", code],
+                    start_new_session=self.mode != "setpgid",
+                    process_group=0 if self.mode == "setpgid" else None,
+                )
+                print(f"escaped pid {escaped.pid}", file=sys.stderr, flush=True)
         elif self.mode == "daemon":
             if os.fork() == 0:
                 os.setsid()

@@ -1,0 +1,52 @@
+"""`alternator serve OUT_DIR`: a live page following a running match or tournament (referee/serve.py)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from referee.cli import UsageError
+
+HELP = "serve a live page that follows a running (or finished) match or tournament in a browser"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("out_dir", type=Path, metavar="OUT_DIR", help="the output directory of a match or tournament")
+    parser.add_argument("--port", type=int, default=8080, help="the port to listen on (default 8080; 0: any free one)")
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="the address to listen on (default 127.0.0.1: this machine only; 0.0.0.0 shows it to the network)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    import trio
+
+    from referee.exceptions import find_exception
+    from referee.serve import serve
+
+    if not args.out_dir.is_dir():
+        raise UsageError(
+            f"{args.out_dir}: no such directory; give the output directory (--out) of a match or tournament"
+        )
+    if not 0 <= args.port <= 65535:
+        raise UsageError(f"--port {args.port}: a port is a number from 0 to 65535")
+
+    def ready(address: str) -> None:
+        print(f"serving the live view of {args.out_dir} at {address}/ (Ctrl-C to stop)", flush=True)
+
+    try:
+        trio.run(lambda: serve(args.out_dir, args.host, args.port, on_ready=ready))
+    except BaseException as error:
+        if find_exception(error, KeyboardInterrupt) is not None:
+            print("stopped", file=sys.stderr)
+            return 0
+        failed = find_exception(error, OSError)
+        if failed is not None:
+            raise UsageError(
+                f"cannot listen on {args.host}:{args.port} ({failed.strerror or failed}); choose another --port"
+            ) from None
+        raise
+    return 0
