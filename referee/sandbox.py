@@ -139,10 +139,14 @@ def sandboxed_command(
     visible = visible_paths(spec, workdir)
     bind = [arg for path in visible for arg in ("--ro-bind", str(path), str(path))]
     where = workdir.resolve() if workdir.exists() else workdir
+    # A private folder is covered where the bot would see it, unless it holds something the bot needs.
+    needed = [*visible, where, *(Path(word) for word in spec.command if Path(word).is_absolute())]
     cover = [
         arg
         for path in sorted({p.resolve() for p in private if p.is_absolute()})
-        if path.is_dir() and any(path.is_relative_to(seen) for seen in visible) and not where.is_relative_to(path)
+        if path.is_dir()
+        and any(path.is_relative_to(seen) and path != seen for seen in visible)
+        and not any(need.is_relative_to(path) for need in needed)
         for arg in ("--tmpfs", str(path))
     ]
     return [

@@ -41,7 +41,8 @@ It plays the first legal move instantly and answers pings from a reader thread (
                           then plays
     read [PATH]           at start-up tries to list or read PATH (default: $READ_PATH, so that the path is not in
                           its command line, which a sandbox would mount), prints "read PATH: ok" or "... denied"
-    ansi                  on turn N writes terminal escape sequences to stderr, then exits with code 1
+    ansi                  sends terminal escape sequences in an info before every move; on turn N writes them
+                          to stderr too, then exits with code 1
 """
 
 from __future__ import annotations
@@ -229,6 +230,8 @@ class Bot:
             if self.turns >= self.on and self.hang:
                 while True:
                     time.sleep(60)
+            if self.mode == "ansi":
+                self.write({"type": "info", "depth": 1, "text": "\x1b[2J\x1b]0;owned\x07\x1b[31mred\x1b[0m"})
             if self.mode == "info":
                 for depth in range(1, self.infos + 1):
                     self.write({"type": "info", "depth": depth, "nodes": depth * 10, "text": f"depth {depth}"})
