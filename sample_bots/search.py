@@ -574,17 +574,18 @@ def choose_move(
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        start = time.perf_counter()
         info = None
+        left = seconds
         live = 0 if position.is_over() else live_roots(position)
         share = settings.solve_share * max(seconds, 0.0)
         # Only when the solver likely finishes in its share: a failed try is time lost.
         if 0 < live <= settings.solve_live_roots and (
             solver_nodes is not None or estimate_nodes(live) <= settings.solve_reach * share * _SOLVER_NODES_PER_SECOND
         ):
+            start = time.perf_counter()
             info = _solve(position, start + share, solver_nodes, on_iteration)
-        if info is None:
             left = seconds - (time.perf_counter() - start)
+        if info is None:
             info = Searcher(position, seed, settings).search(left, max_depth, on_iteration, use_all)
     finally:
         if was_enabled:
