@@ -178,6 +178,8 @@ class Searcher:
         self.tt: Table = {} if table is None else table
         # Whether the value the last negamax or quiesce call returned is proven (see the module docstring).
         self.exact = False
+        # Interior nodes' move lists by position: each iteration of the deepening revisits the last one's nodes.
+        self.generated: dict[int, tuple[list[tuple[int, int]], list[tuple[int, int]]]] = {}
         self.killers: dict[int, list[int]] = {}
         self.history: dict[int, int] = {}
         self.nodes = 0
@@ -359,7 +361,12 @@ class Searcher:
                         return e_value
                 elif e_value <= alpha:
                     return e_value
-        caps, rest = self.generate()
+        generated = self.generated.get(key)
+        if generated is None:
+            if len(self.generated) >= _TT_LIMIT // 4:
+                self.generated.clear()
+            generated = self.generated[key] = self.generate()
+        caps, rest = generated
         if not caps and not rest:
             return self.terminal()
         order = self._order(caps, rest, tt_move, ply)
