@@ -169,6 +169,8 @@ def test_a_real_match_writes_its_report_and_live_feed(tmp_path: Path) -> None:
             "greedy",
             "--games",
             "2",
+            "--concurrency",
+            "1",
             "--out",
             str(out),
         ],
@@ -181,7 +183,7 @@ def test_a_real_match_writes_its_report_and_live_feed(tmp_path: Path) -> None:
     assert f"report: {out / 'report.html'}" in done.stdout
     _, lines = embedded((out / "report.html").read_text())
     assert len(lines) == 2
-    records = [GameRecord.model_validate_json((out / f"game-00{n}.json").read_text()) for n in (1, 2)]
+    records = [GameRecord.model_validate_json(line) for line in (out / "games.jsonl").read_text().splitlines()]
     feed = [json.loads(line) for line in (out / "live.jsonl").read_text().splitlines()]
     assert [e["type"] for e in feed if e["type"] != "move"] == [
         "run_started",

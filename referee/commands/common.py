@@ -38,7 +38,21 @@ class RunFailed(Exception):
 
 
 class StopRequested(BaseException):
-    """A SIGINT or SIGTERM that came while the run was starting (before the runner could handle it)."""
+    """A SIGINT or SIGTERM that came while the runner was not there to handle it: before it started
+    (`finishing` False: nothing was recorded) or after it ended (`finishing` True: the games are stored)."""
+
+    def __init__(self, signal_name: str, finishing: bool) -> None:
+        super().__init__(signal_name)
+        self.finishing = finishing
+
+    def __str__(self) -> str:
+        name = self.args[0]
+        if self.finishing:
+            return f"{name}: stopped while writing the results; the games are stored (run the same command again)"
+        return f"{name}: stopped while starting; nothing was recorded"
+
+
+_finishing = False
 
 
 def stop_on_signals() -> None:
@@ -46,7 +60,7 @@ def stop_on_signals() -> None:
     default kill (which would leave nothing written). Call it first thing in a command's `run`."""
 
     def handler(number: int, frame: FrameType | None) -> None:
-        raise StopRequested(signal.Signals(number).name)
+        raise StopRequested(signal.Signals(number).name, _finishing)
 
     signal.signal(signal.SIGINT, handler)
     signal.signal(signal.SIGTERM, handler)
@@ -151,7 +165,6 @@ def execute(
     display: RunDisplay,
     *,
     events: str | None,
-    name: str,
 ) -> RunSummary | None:
     """Run `plan` to its end, a verdict, an error or a signal. None when a signal came before the first game
     (nothing was recorded); UsageError when a bot cannot start or the output directory is another run's."""
@@ -219,6 +232,7 @@ def execute(
             nursery.cancel_scope.cancel()
         return summary
 
+    global _finishing
     try:
         return trio.run(main)
     except StopRequested:
@@ -234,6 +248,7 @@ def execute(
             return None
         raise
     finally:
+        _finishing = True
         feed.close()
         if writer is not None:
             writer.close()

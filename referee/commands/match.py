@@ -292,8 +292,8 @@ def run(args: argparse.Namespace) -> int:
     except RunFailed as failure:
         print(f"alternator match: {failure}", file=sys.stderr)
         return 1
-    except StopRequested as signal_name:
-        print(f"alternator match: {signal_name}: stopped while starting; nothing was recorded", file=sys.stderr)
+    except StopRequested as stop:
+        print(f"alternator match: {stop}", file=sys.stderr)
         return 130
 
 
@@ -326,7 +326,7 @@ def _run(args: argparse.Namespace) -> int:
             "note: every pair starts from the same position; deterministic bots then replay the same two games"
             " and the SPRT learns nothing new from them: use --openings-plies N or --openings-file FILE"
         )
-    summary = execute(plan, display, events=args.events, name="match")
+    summary = execute(plan, display, events=args.events)
     if summary is not None and summary.statistics is not None:
         first, second = plan.bot_names
         statistics = head_to_head(first, second, summary.statistics)

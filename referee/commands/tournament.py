@@ -195,8 +195,8 @@ def run(args: argparse.Namespace) -> int:
     except RunFailed as failure:
         print(f"alternator tournament: {failure}", file=sys.stderr)
         return 1
-    except StopRequested as signal_name:
-        print(f"alternator tournament: {signal_name}: stopped while starting; nothing was recorded", file=sys.stderr)
+    except StopRequested as stop:
+        print(f"alternator tournament: {stop}", file=sys.stderr)
         return 130
 
 
@@ -209,7 +209,7 @@ def _run(args: argparse.Namespace) -> int:
     if plan.cluster is None:
         check_bots(plan)  # on a cluster each worker checks them (the preflight)
     display = RunDisplay(sys.stderr)
-    summary = execute(plan, display, events=args.events, name="tournament")
+    summary = execute(plan, display, events=args.events)
     if summary is not None:
         table = to_text(summary.standings)
         results_out = sys.stderr if args.events == "-" else sys.stdout
