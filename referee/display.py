@@ -18,6 +18,7 @@ from protocol.rules import WHITE, Position
 from referee.match import HeadToHead, SprtSummary
 from referee.record import GameRecord, MoveRecord, Termination
 from referee.sprt import EloEstimate
+from referee.terminal import printable
 
 if TYPE_CHECKING:
     from referee.events import Event
@@ -248,9 +249,12 @@ class RunDisplay:
                 self._line(f"{text} [not scored: it is played again]")
             else:
                 self._line(f"[{event.games_done}/{event.games_total}] {text}")
-            if event.stderr_line or event.stderr_log:
-                where = [f"last stderr line: {event.stderr_line}"] if event.stderr_line else []
-                self._line("  " + "; ".join([*where, *([f"log: {event.stderr_log}"] if event.stderr_log else [])]))
+            if event.stderr_tail:
+                self._line("  the offender's last lines of stderr:")
+                for line in event.stderr_tail:
+                    self._line(f"    {line}")
+            if event.stderr_log:
+                self._line(f"  its log: {event.stderr_log}")
             self._status()
         elif event.type == "statistics_updated":
             for line in format_statistics(event.statistics):
@@ -282,7 +286,7 @@ class RunDisplay:
             self._status()
         elif self._total and time.monotonic() - self._last_summary >= SUMMARY_INTERVAL_S:
             self._last_summary = time.monotonic()
-            self.out.write(f"progress: {self._status_text()}\n")
+            self.out.write(f"progress: {printable(self._status_text())}\n")
             self.out.flush()
 
     def _status(self) -> None:
@@ -290,7 +294,7 @@ class RunDisplay:
             return
         # Wider than the terminal, the line would wrap and \r could not redraw it in place.
         width = shutil.get_terminal_size().columns - 1
-        self.out.write(f"\r\x1b[K{self._status_text()[:width]}")
+        self.out.write(f"\r\x1b[K{printable(self._status_text())[:width]}")
         self.out.flush()
         self._drawn = True
 
@@ -314,6 +318,6 @@ class RunDisplay:
 
     def _line(self, text: str) -> None:
         self._clear()
-        self.out.write(text + "\n")
+        self.out.write(printable(text) + "\n")
         self.out.flush()
         self._status()

@@ -86,10 +86,10 @@ class GameFinished(_Event):
     scored: bool = Field(description="False for a void or aborted game, which is played again.")
     games_done: int
     games_total: int
-    stderr_line: str | None = Field(
-        default=None, description="A forfeit: the last line the forfeiting bot wrote to its stderr (null: none)."
+    stderr_tail: list[str] = Field(
+        default_factory=list, description="On a forfeit: the last lines of the offender's stderr (as in the record)."
     )
-    stderr_log: str | None = Field(default=None, description="A forfeit: the path of the forfeiting bot's stderr log.")
+    stderr_log: str | None = Field(default=None, description="On a forfeit: the path of the offender's stderr log.")
 
 
 class StandingsUpdated(_Event):

@@ -37,6 +37,7 @@ import trio
 
 from protocol.rules import Position
 from referee.config import RunPlan
+from referee.containment import use_cpu_affinity
 from referee.events import (
     Event,
     GameFinished,
@@ -251,6 +252,7 @@ class Runner:
         """Play every pending game. StoreError: this output directory cannot be used for this plan."""
         self._started = self._last_standings_write = time.monotonic()
         refuse_old_match_directory(self.out_dir)
+        use_cpu_affinity(self.plan.concurrency if self.plan.cpu_affinity else None)
         try:
             prepare_output_dir(self.log_dir)  # the output directory too
         except OutputDirError as error:
@@ -268,8 +270,8 @@ class Runner:
                 # (a database deleted, emptied or replaced), or the rewrite would lose them.
                 check_nothing_lost(self.out_dir, store.game_ids(), rebuild_hint=REBUILD_HINT)
                 store.start(self.plan.fingerprint, self.schedule)
-                for number, black, white, result, termination in store.finished():
-                    self._results.append(ScoredGame(black, white, result, Termination(termination)))
+                for number, black, white, result, termination, *cpu in store.finished():
+                    self._results.append(ScoredGame(black, white, result, Termination(termination), *cpu))
                     self._count_pair(self._by_number[number], result)
                 self._rewrite_games_file()
             except LostGamesError as error:
@@ -430,7 +432,16 @@ class Runner:
                 # Counted under the lock: no other game can commit between this one and the SPRT's look at it.
                 counts, pair_done = await trio.to_thread.run_sync(self._save, game, record)
                 if counts:
-                    self._results.append(ScoredGame(game.black, game.white, record.result, record.termination))
+                    self._results.append(
+                        ScoredGame(
+                            game.black,
+                            game.white,
+                            record.result,
+                            record.termination,
+                            record.black.off_turn_cpu_ms,
+                            record.white.off_turn_cpu_ms,
+                        )
+                    )
                 if self.decided:
                     self.stop("sprt")
         await self._finished(game, record, counts, pair_done, time.monotonic() - started)
@@ -475,7 +486,7 @@ class Runner:
                 scored=False,
                 games_done=len(self._results),
                 games_total=len(self.schedule),
-                stderr_line=line,
+                stderr_tail=record.stderr_tail[-10:],
                 stderr_log=log,
             )
         )
@@ -551,7 +562,7 @@ class Runner:
                 scored=scored,
                 games_done=len(self._results),
                 games_total=len(self.schedule),
-                stderr_line=forfeit_stderr(record)[0],
+                stderr_tail=record.stderr_tail[-10:] if record.termination.is_forfeit else [],
                 stderr_log=forfeit_stderr(record)[1],
             )
         )

@@ -176,9 +176,10 @@ def test_a_forfeit_line_shows_the_last_stderr_line_and_the_log(
 ) -> None:
     out = tmp_path / "t"
     assert tournament(out, bots=(f"crasher=python3 {TESTBOT} crash 3", "random"), games=1) == 0
-    err = capsys.readouterr().err
-    line = next(text for text in err.splitlines() if text.startswith("  last stderr line:"))
-    assert line.startswith(f"  last stderr line: about to crash; log: {out / 'logs'}/crasher-")
+    lines = capsys.readouterr().err.splitlines()
+    at = lines.index("  the offender's last lines of stderr:")
+    assert lines[at + 1] == "    about to crash"
+    assert lines[at + 2].startswith(f"  its log: {out / 'logs'}/crasher-")
 
 
 def test_output_to_a_file_gets_progress_lines(
