@@ -111,7 +111,7 @@ def test_a_bot_that_crashes_forfeits_and_is_restarted(tmp_path: Path, capsys: py
     assert pid_of(records[0].black.stderr_log) != pid_of(records[1].white.stderr_log)
     text = capsys.readouterr().out
     assert "Score of crasher vs random: 0 - 2 - 0  [0.000] 2" in text
-    assert "  the offender's last lines of stderr:\n    boom\n" in text
+    assert "  the offender's last lines of stderr:\n    about to crash\n" in text
 
 
 @pytest.mark.parametrize(
