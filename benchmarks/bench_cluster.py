@@ -39,8 +39,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from referee.cluster import Cluster, ClusterConfig  # noqa: E402
-from referee.config import TournamentPlan, parse_config, resolve_plan  # noqa: E402
-from referee.tournament import Tournament  # noqa: E402
+from referee.config import RunPlan, parse_config, resolve_plan  # noqa: E402
+from referee.runner import Runner  # noqa: E402
 
 TESTBOT = ROOT / "tests" / "bots" / "testbot.py"
 
@@ -51,7 +51,7 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def make_plan(out: Path, games: int, size: int) -> TournamentPlan:
+def make_plan(out: Path, games: int, size: int) -> RunPlan:
     bots = [{"name": name, "command": [sys.executable, str(TESTBOT)]} for name in ("a", "b", "c")]
     data = {"bots": bots, "games": games, "size": size, "time_control": "60+1", "concurrency": 2}
     return resolve_plan(parse_config(data, source="bench"), base_dir=ROOT, source="bench", default_out=out)
@@ -88,7 +88,7 @@ def run_local(out: Path, games: int, size: int) -> tuple[float, float, int]:
     """Wall seconds, coordinator CPU seconds and games played with two local slots."""
     plan = make_plan(out, games, size)
     start, cpu = time.perf_counter(), time.process_time()
-    summary = trio.run(Tournament(plan).run)
+    summary = trio.run(Runner(plan).run)
     return time.perf_counter() - start, time.process_time() - cpu, summary.played_now
 
 
@@ -101,7 +101,7 @@ def run_cluster(out: Path, games: int, size: int, address: str) -> tuple[float, 
         try:
             await cluster.preflight(plan.bots)
             start, cpu = time.perf_counter(), time.process_time()
-            summary = await Tournament(plan, cluster=cluster).run()
+            summary = await Runner(plan, cluster=cluster).run()
             elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
             latencies = [s.overhead_s / max(1, s.games + s.void) for s in cluster.stats.values()]
             for line in cluster.summary_lines():

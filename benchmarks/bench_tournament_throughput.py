@@ -3,7 +3,7 @@
     python benchmarks/bench_tournament_throughput.py [--games 10] [--size 8] [--concurrency 1 2] [--rounds 2]
 
 Three instant bots (tests/bots/testbot.py: it plays the first legal placement at once) play a round robin of
-`--games` games per pairing (3 x games in all) under `Tournament.run`, exactly as `alternator tournament`
+`--games` games per pairing (3 x games in all) under `Runner.run`, exactly as `alternator tournament`
 does: processes reused per worker slot, every game committed to SQLite and appended to games.jsonl, the
 standings recomputed after every game. The figure is games per minute of wall time, including starting the
 bot processes. It measures the referee's own cost per game; real bots spend their thinking time on top.
@@ -33,8 +33,8 @@ sys.path.insert(0, str(ROOT))
 
 from referee.config import parse_config, resolve_plan  # noqa: E402
 from referee.record import GameRecord  # noqa: E402
-from referee.store import DB_NAME, TournamentStore  # noqa: E402
-from referee.tournament import GAMES_FILE, Tournament  # noqa: E402
+from referee.runner import GAMES_FILE, Runner  # noqa: E402
+from referee.store import DB_NAME, RunStore  # noqa: E402
 
 TESTBOT = ROOT / "tests" / "bots" / "testbot.py"
 
@@ -45,7 +45,7 @@ def run_tournament(out: Path, games: int, size: int, concurrency: int) -> tuple[
     data = {"bots": bots, "games": games, "size": size, "time_control": "60+1", "concurrency": concurrency}
     plan = resolve_plan(parse_config(data, source="bench"), base_dir=out, source="bench", default_out=out)
     start, cpu = time.perf_counter(), time.process_time()
-    summary = trio.run(Tournament(plan).run)
+    summary = trio.run(Runner(plan).run)
     elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
     records = (out / GAMES_FILE).read_text().splitlines()
     moves = sum(len(GameRecord.model_validate_json(line).moves) for line in records)
@@ -56,7 +56,7 @@ def time_commits(out: Path, count: int) -> list[float]:
     """Seconds per `record_game` commit, re-recording the finished games of the last tournament."""
     records = [GameRecord.model_validate_json(line) for line in (out / GAMES_FILE).read_text().splitlines()]
     times = []
-    with TournamentStore(out / DB_NAME) as store:
+    with RunStore(out / DB_NAME) as store:
         numbers = sorted(store.scheduled())
         for i in range(count):
             number = numbers[i % len(numbers)]
@@ -73,7 +73,7 @@ def time_thread_commits(out: Path, count: int) -> list[float]:
     times: list[float] = []
 
     async def commits() -> None:
-        with TournamentStore(out / DB_NAME) as store:
+        with RunStore(out / DB_NAME) as store:
             numbers = sorted(store.scheduled())
             for i in range(count):
                 start = time.perf_counter()

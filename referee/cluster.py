@@ -59,6 +59,8 @@ CONNECT_TIMEOUT_S = 10.0
 """How long to try to reach the scheduler before saying it cannot be reached."""
 WORKER_WAIT_S = 10.0
 """How long a run waits for the first worker to join the scheduler."""
+WATCH_INTERVAL_S = 1.0
+"""While waiting for a game: how often the coordinator checks that the scheduler still has workers."""
 PROBE_TIMEOUT_S = 20.0
 """The preflight: how long one worker may take to start and handshake every bot."""
 WORKER_FAILURE_LIMIT = 3
@@ -513,6 +515,10 @@ class Cluster:
         self._run = uuid.uuid4().hex[:8]
         self._attempts: dict[str, int] = {}
         self._limiter = trio.CapacityLimiter(10_000)
+        self.no_workers_grace_s = WORKER_WAIT_S
+        self._workers_at: tuple[float, dict[str, int]] | None = None
+        self._workers_lock = threading.Lock()
+        """How long games may wait for a worker when the scheduler has none before the run stops."""
         self._lost = False
 
     @classmethod
@@ -533,10 +539,15 @@ class Cluster:
 
     # -- workers -----------------------------------------------------------------------------------
 
-    def _workers(self) -> dict[str, int]:
-        """The scheduler's workers and their threads (slots)."""
-        info = self.client.scheduler_info(n_workers=-1)
-        return {address: int(worker.get("nthreads", 1)) for address, worker in info["workers"].items()}
+    def _workers(self, max_age_s: float = 0.0) -> dict[str, int]:
+        """The scheduler's workers and their threads (slots); asked again when older than `max_age_s` (a
+        round trip to the scheduler, which every waiting game would otherwise make every second)."""
+        with self._workers_lock:
+            if self._workers_at is None or time.monotonic() - self._workers_at[0] > max_age_s:
+                info = self.client.scheduler_info(n_workers=-1)
+                workers = {address: int(worker.get("nthreads", 1)) for address, worker in info["workers"].items()}
+                self._workers_at = (time.monotonic(), workers)
+            return self._workers_at[1]
 
     def healthy(self) -> list[str]:
         return [address for address in self._workers() if not self._stat(address).removed]
@@ -669,7 +680,7 @@ class Cluster:
         from distributed.client import FutureCancelledError
 
         try:
-            reply: WorkerReply = future.result()
+            reply = self._result(future)
         except KilledWorker as error:
             return f"the workers playing it died ({error})"
         except FutureCancelledError as error:
@@ -677,12 +688,35 @@ class Cluster:
                 self._lost = True
                 raise ClusterLostError(self._lost_message()) from None
             return f"its task was cancelled ({error})"
+        except ClusterError:
+            raise
         except (OSError, TimeoutError) as error:
             self._lost = True
             raise ClusterLostError(self._lost_message()) from error
         except Exception as error:  # raised by the task on the worker: our failure, never the bots'
             return f"the task failed on a worker ({type(error).__name__}: {error})"
         return reply
+
+    def _result(self, future: Future[WorkerReply]) -> WorkerReply:
+        """`future.result()`, watching the workers meanwhile: ClusterError when none has been left for
+        `no_workers_grace_s` (the scheduler would keep the game waiting for one forever)."""
+        alone_since: float | None = None
+        while True:
+            try:
+                reply: WorkerReply = future.result(timeout=WATCH_INTERVAL_S)
+                return reply
+            except TimeoutError:
+                pass
+            if self._workers(max_age_s=WATCH_INTERVAL_S):
+                alone_since = None
+            elif alone_since is None:
+                alone_since = time.monotonic()
+            elif time.monotonic() - alone_since > self.no_workers_grace_s:
+                raise ClusterError(
+                    f"the Dask scheduler at {self.config.address} has had no workers for"
+                    f" {self.no_workers_grace_s:g} s; start workers (dask worker {self.config.address}) and run the"
+                    " same command again to resume, or run it without --cluster"
+                )
 
     def _cancel(self, future: Future[WorkerReply]) -> None:
         with contextlib.suppress(Exception):

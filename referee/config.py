@@ -1,14 +1,16 @@
-"""Tournament configuration: the TOML file format, its validation, and the built-in demo.
+"""Run configuration, for matches and tournaments alike: the TOML file format, its validation, the demo.
 
-A config file (read with tomllib, validated with pydantic) says which bots play (name, command, working
-directory, environment), the format, games per pairing, time control, board size, komi, openings,
-concurrency and output directory. Every error names the file, the key and what is wrong, e.g.
+`alternator match` and `alternator tournament` both build a `RunConfig` (the match from its options, a
+tournament from a config file and its options) and resolve it into a `RunPlan`, so a match is simply a
+schedule of two bots. A config file (read with tomllib, validated with pydantic) says which bots play
+(name, command, working directory, environment), the format, games per pairing, time control, board size,
+komi, openings, concurrency and output directory. Every error names the file, the key and what is wrong, e.g.
 "tournament.toml: bots[2].command: field required". Command-line options override the file's values;
 with neither a file nor `--bot`, the demo tournament of the sample bots is used.
 
-`TournamentConfig` is what the user wrote; `TournamentPlan` is the same resolved into the objects the
-tournament runs with (BotSpecs, a TimeControl, the openings), plus the *fingerprint*: the settings that
-must not change when a tournament is resumed.
+`RunConfig` is what the user wrote; `RunPlan` is the same resolved into the objects the runner runs
+with (BotSpecs, a TimeControl, the openings, the SPRT), plus the *fingerprint*: the settings that must
+not change when a run is resumed.
 """
 
 from __future__ import annotations
@@ -21,17 +23,20 @@ import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from protocol.messages import TimeControl
-from protocol.rules import parse_size
+from protocol.rules import IllegalMoveError, InvalidMoveError, Position, parse_size
 from referee.botspec import BotName, BotSpec, BotSpecError, resolve_command
 from referee.cluster import ClusterConfig
 from referee.files import InputFileError, read_input_text
 from referee.limits import MAX_BOTS, MAX_CONFIG_BYTES, MAX_GAMES_PER_PAIRING
 from referee.schedule import Format, OpeningsFileError, random_openings, read_openings_file
+from referee.sprt import SprtParameters
+
+Kind = Literal["match", "tournament"]
 
 DEMO_BOTS = ("random", "greedy", "alphabeta")
 DEFAULT_GAMES = 2
@@ -77,10 +82,13 @@ class BotConfig(BaseModel):
 
 
 class OpeningsConfig(BaseModel):
-    """The `[openings]` table: seeded random openings, or an openings file."""
+    """The `[openings]` table: seeded random openings, an openings file, or one fixed opening."""
 
     model_config = ConfigDict(extra="forbid")
 
+    moves: str | None = Field(
+        None, description='One opening for every game, moves separated by spaces, e.g. "d5d4 e4e5".'
+    )
     plies: int = Field(0, ge=0, le=64, description="Random legal placements before the bots take over (0: none).")
     seed: int | str = Field(1, description="Seed of the random openings; the same seed gives the same openings.")
     file: str | None = Field(
@@ -90,8 +98,19 @@ class OpeningsConfig(BaseModel):
     )
 
 
-class TournamentConfig(BaseModel):
-    """A tournament config file, as written."""
+class SprtConfig(BaseModel):
+    """The `[sprt]` table: stop a two-bot run as soon as the SPRT decides (see referee/sprt.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    elo0: float = Field(0.0, description="H0: the first bot is at most elo0 Elo stronger.")
+    elo1: float = Field(5.0, description="H1: the first bot is elo1 Elo stronger.")
+    alpha: float = Field(0.05, description="The chance of accepting H1 when H0 holds.")
+    beta: float = Field(0.05, description="The chance of accepting H0 when H1 holds.")
+
+
+class RunConfig(BaseModel):
+    """A match or tournament config, as written (a tournament's TOML file, or a match's options)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -99,7 +118,9 @@ class TournamentConfig(BaseModel):
         min_length=2, max_length=MAX_BOTS, description="The bots; at least two, names unique."
     )
     format: Format = Field(Format.ROUND_ROBIN, description="round-robin, or gauntlet (the first bot vs each other).")
-    games: int = Field(DEFAULT_GAMES, ge=1, le=MAX_GAMES_PER_PAIRING, description="Games per pairing.")
+    games: int = Field(
+        DEFAULT_GAMES, ge=1, le=MAX_GAMES_PER_PAIRING, description="Games per pairing (with [sprt]: the most)."
+    )
     time_control: str | None = Field(
         None,
         description="BASE+INC in seconds like 60+0.5, or MOVES/BASE[+INC] like 40/60 or 40/60+1 (default 10+0.1).",
@@ -109,6 +130,7 @@ class TournamentConfig(BaseModel):
     komi: float = Field(3.5, allow_inf_nan=False, description="Points added to White's score.")
     margin_ms: int = Field(0, ge=0, description="Grace added to every deadline before a bot loses on time.")
     openings: OpeningsConfig = Field(default_factory=lambda: OpeningsConfig.model_validate({}))
+    sprt: SprtConfig | None = Field(None, description="Run the SPRT (two bots only); see referee/sprt.py.")
     concurrency: int | None = Field(None, ge=1, le=256, description="Games at once (default: number of cores).")
     out: str | None = Field(None, description="Output directory, relative to the config file's folder.")
     sandbox: bool = Field(
@@ -172,9 +194,10 @@ def _key(loc: tuple[int | str, ...]) -> str:
 
 
 _KNOWN_KEYS = {
-    "": sorted(TournamentConfig.model_fields),
+    "": sorted(RunConfig.model_fields),
     "bots": sorted(BotConfig.model_fields),
     "openings": sorted(OpeningsConfig.model_fields),
+    "sprt": sorted(SprtConfig.model_fields),
     "cluster": sorted(ClusterConfig.model_fields),
 }
 
@@ -185,7 +208,7 @@ def _message(error: Any) -> str:
     if kind == "missing":
         return "field required"
     if kind == "extra_forbidden":
-        tables = (("openings",), ("cluster",))
+        tables = (("openings",), ("sprt",), ("cluster",))
         parent = "bots" if loc[:1] == ("bots",) and len(loc) == 3 else (str(loc[0]) if loc[:1] in tables else "")
         hint = ""
         if parent and str(loc[-1]) in _KNOWN_KEYS[""]:
@@ -201,14 +224,14 @@ def _message(error: Any) -> str:
     return message.removeprefix("Value error, ")
 
 
-def parse_config(data: dict[str, Any], *, source: str, key_sources: dict[str, str] | None = None) -> TournamentConfig:
+def parse_config(data: dict[str, Any], *, source: str, key_sources: dict[str, str] | None = None) -> RunConfig:
     """Validate a config mapping (from TOML or built in code); ConfigError lists every problem.
 
     `key_sources` names where a top-level key came from when it was not `source` (a command-line option
     that overrides the file): its problems are reported as "--tc: ..." rather than "tournament.toml: ...".
     """
     try:
-        config = TournamentConfig.model_validate(data)
+        config = RunConfig.model_validate(data)
     except ValidationError as error:
         problems = []
         for e in error.errors():
@@ -228,10 +251,29 @@ def parse_config(data: dict[str, Any], *, source: str, key_sources: dict[str, st
         seen[bot.name] = index
     if config.time_control is not None and config.movetime is not None:
         raise ConfigError(f"{source}: time_control and movetime: give one of them, not both")
+    openings = config.openings
+    if sum((openings.moves is not None, openings.file is not None, openings.plies > 0)) > 1:
+        raise ConfigError(
+            f"{sources.get('openings', source)}: openings: give one of moves (one fixed opening), plies (random"
+            " openings) or file (an openings file)"
+        )
+    if config.sprt is not None:
+        where = sources.get("sprt", source)
+        if len(config.bots) != 2:
+            raise ConfigError(f"{where}: sprt: the SPRT compares two bots; this config has {len(config.bots)}")
+        if config.games % 2:
+            raise ConfigError(
+                f"{sources.get('games', source)}: games: {config.games} with the SPRT: give an even number, the test"
+                " counts pairs of games"
+            )
+        try:
+            SprtParameters(**config.sprt.model_dump())
+        except ValueError as error:
+            raise ConfigError(f"{where}: sprt: {error}") from None
     return config
 
 
-def load_config(path: Path) -> TournamentConfig:
+def load_config(path: Path) -> RunConfig:
     """Read and validate a TOML config file; ConfigError names the file, the key and what is wrong."""
     try:
         text = read_input_text(path, "config file", max_bytes=MAX_CONFIG_BYTES)
@@ -265,9 +307,10 @@ def demo_config_data() -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class TournamentPlan:
-    """A validated config resolved into what the tournament runs with."""
+class RunPlan:
+    """A validated config resolved into what the runner runs with."""
 
+    kind: Kind
     bots: list[BotSpec]
     format: Format
     games_per_pairing: int
@@ -280,6 +323,8 @@ class TournamentPlan:
     concurrency: int
     out_dir: Path
     fingerprint: dict[str, Any]  # what must not change on resume (the store compares it)
+    sprt: SprtParameters | None = None
+    openings_source: dict[str, Any] | None = None  # how the openings were made, for match.json
     cluster: ClusterConfig | None = None  # where the games are played; not in the fingerprint (resume anywhere)
 
     @property
@@ -287,7 +332,7 @@ class TournamentPlan:
         return [bot.name for bot in self.bots]
 
 
-def _bot_spec(bot: BotConfig, index: int, base_dir: Path, source: str, config: TournamentConfig) -> BotSpec:
+def _bot_spec(bot: BotConfig, index: int, base_dir: Path, source: str, config: RunConfig) -> BotSpec:
     try:
         command = resolve_command(bot.command)
     except BotSpecError as error:
@@ -318,7 +363,9 @@ def _portable_command(command: list[str]) -> list[str]:
     return ["{python}" if word == sys.executable else word for word in command]
 
 
-def resolve_plan(config: TournamentConfig, *, base_dir: Path, source: str, default_out: Path) -> TournamentPlan:
+def resolve_plan(
+    config: RunConfig, *, base_dir: Path, source: str, default_out: Path, kind: Kind = "tournament"
+) -> RunPlan:
     """Resolve paths (relative to `base_dir`), the time control and the openings; ConfigError on problems."""
     from referee.clock import movetime_control, parse_time_control
 
@@ -328,7 +375,17 @@ def resolve_plan(config: TournamentConfig, *, base_dir: Path, source: str, defau
     else:
         time_control = parse_time_control(config.time_control or DEFAULT_TIME_CONTROL)
     rounds = (config.games + 1) // 2
-    if config.openings.file is not None:
+    if config.openings.moves is not None:
+        moves = config.openings.moves.replace(",", " ").split()
+        try:
+            position = Position.from_moves(moves, config.width, config.height, config.komi)
+        except (InvalidMoveError, IllegalMoveError) as error:
+            raise ConfigError(f"{source}: openings.moves: {error}") from None
+        if position.is_over():
+            raise ConfigError(f"{source}: openings.moves: it ends the game (two passes); leave moves for the bots")
+        openings = [tuple(moves)] if moves else []
+        openings_key: dict[str, Any] = {"moves": list(moves)}
+    elif config.openings.file is not None:
         path = Path(config.openings.file)
         path = path if path.is_absolute() else base_dir / path
         try:
@@ -337,7 +394,7 @@ def resolve_plan(config: TournamentConfig, *, base_dir: Path, source: str, defau
             raise ConfigError(f"{source}: openings.file: {error}") from None
         # A digest, not the lines: an error message that says what changed must stay readable.
         digest = hashlib.sha256(json.dumps([list(o) for o in openings]).encode()).hexdigest()[:16]
-        openings_key: dict[str, Any] = {"file_openings": len(openings), "file_sha256": digest}
+        openings_key = {"file_openings": len(openings), "file_sha256": digest}
     else:
         capacity = config.width * config.height - 1
         if config.openings.plies >= capacity:
@@ -351,7 +408,8 @@ def resolve_plan(config: TournamentConfig, *, base_dir: Path, source: str, defau
         openings_key = {"plies": config.openings.plies, "seed": config.openings.seed}
     out = Path(config.out) if config.out is not None else default_out
     out_dir = out if out.is_absolute() else base_dir / out
-    fingerprint = {
+    fingerprint: dict[str, Any] = {
+        "kind": kind,
         "bots": [
             {
                 "name": s.name,
@@ -371,8 +429,10 @@ def resolve_plan(config: TournamentConfig, *, base_dir: Path, source: str, defau
         "time_control": time_control.model_dump(),
         "margin_ms": config.margin_ms,
         "openings": openings_key,
+        **({"sprt": config.sprt.model_dump()} if config.sprt is not None else {}),
     }
-    return TournamentPlan(
+    return RunPlan(
+        kind=kind,
         bots=specs,
         format=config.format,
         games_per_pairing=config.games,
@@ -385,14 +445,31 @@ def resolve_plan(config: TournamentConfig, *, base_dir: Path, source: str, defau
         concurrency=config.concurrency or _cores(),
         out_dir=out_dir,
         fingerprint=fingerprint,
+        sprt=SprtParameters(**config.sprt.model_dump()) if config.sprt is not None else None,
+        openings_source=openings_key,
         cluster=config.cluster.resolved(base_dir) if config.cluster is not None else None,
     )
 
 
-def describe_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """The fingerprint keys that differ, for an error message: "time_control: was ..., now ..."."""
-    changes = []
-    for key in sorted(set(old) | set(new)):
-        if old.get(key) != new.get(key):
-            changes.append(f"{key}: was {json.dumps(old.get(key))}, now {json.dumps(new.get(key))}")
-    return changes
+def describe_changes(old: Any, new: Any, path: str = "") -> list[str]:
+    """Where two fingerprints differ, as the user would name the field: `bots[1].command: was ..., now ...`."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        changes: list[str] = []
+        for key in sorted(set(old) | set(new)):
+            where = f"{path}.{key}" if path else str(key)
+            if key not in old or key not in new:
+                changes.append(f"{where}: was {json.dumps(old.get(key))}, now {json.dumps(new.get(key))}")
+            else:
+                changes.extend(describe_changes(old[key], new[key], where))
+        return changes
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        changes = []
+        for index, (a, b) in enumerate(zip(old, new, strict=True)):
+            if isinstance(a, dict | list):
+                changes.extend(describe_changes(a, b, f"{path}[{index}]"))
+            elif a != b:
+                return [f"{path}: was {json.dumps(old)}, now {json.dumps(new)}"]
+        return changes
+    if old != new:
+        return [f"{path}: was {json.dumps(old)}, now {json.dumps(new)}"]
+    return []

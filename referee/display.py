@@ -1,21 +1,27 @@
-"""How games and matches are shown to a person: progress while they run, results and scores at the end.
+"""How games, matches and tournaments are shown to a person: progress while they run, statistics at the end.
 
-The `format_*` and `describe_*` functions are pure (records in, text out) so that matches and
-tournaments print the same lines; `MatchDisplay` is the small stateful part that writes them to a
-terminal or a log as a match goes, redrawing one progress line in place when the output is a terminal.
+The `format_*` and `describe_*` functions are pure (records and figures in, text out) so that matches and
+tournaments print the same lines; `RunDisplay` is the small stateful part that turns the runner's events
+into lines on a terminal or a log, redrawing one status line in place when the output is a terminal. The
+statistics of a two-bot run are printed in the idiom of cutechess and fastchess
+(`Score of A vs B: W - L - D [0.xxx] N`, Elo, nElo, LOS, draw ratio, pentanomial, LLR).
 """
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from protocol.rules import WHITE, Position
+from referee.match import HeadToHead, SprtSummary
 from referee.record import GameRecord, MoveRecord, Termination
-from referee.sprt import PENTANOMIAL_OUTCOMES, EloEstimate, SprtStatus, Verdict, elo_estimate
+from referee.sprt import EloEstimate
+
+if TYPE_CHECKING:
+    from referee.events import Event
+    from referee.schedule import ScheduledGame
 
 _TERMINATION_WORDS = {
     Termination.NORMAL: "both passed",
@@ -87,12 +93,8 @@ def describe_result(record: GameRecord) -> str:
     return f"{record.result} {winner} wins: {loser} {detail}"
 
 
-def format_game_header(number: int, total: int, black: str, white: str) -> str:
-    return f"game {number}/{total}: {black} (black) vs {white} (white)"
-
-
 def format_move(number: int, move: MoveRecord) -> str:
-    """One move for `--show-moves` and `replay --moves`: number, side, move, time taken, clock after."""
+    """One move for `--show-moves` of `match` and `replay`: number, side, move, time taken, clock after."""
     clock = f"  clock {format_ms(move.clock_ms)}" if move.clock_ms is not None else ""
     return f"{number:>4}. {move.color:<5} {move.move:<6} {format_ms(move.elapsed_ms):>8}{clock}"
 
@@ -109,158 +111,16 @@ def format_info(info: dict[str, object]) -> str:
 
 
 def format_infos(move: MoveRecord) -> list[str]:
-    """A move's info lines for `--show-moves` and `replay --moves`, saying first how many were not kept."""
+    """A move's info lines for `--show-moves` of `match` and `replay`, saying first how many were not kept."""
     lines = [f"        info ({move.infos_dropped} earlier infos not kept)"] if move.infos_dropped else []
     lines.extend(f"        info {format_info(info)}" for info in move.infos)
     return lines
 
 
-@dataclass(frozen=True)
-class BotTally:
-    """One bot's match score: points (win 1, draw 1/2) over the scored games."""
-
-    name: str
-    points: float
-    wins: int
-    draws: int
-    losses: int
-    forfeits: int  # games this bot lost by a fault of its own
-
-
-def tally(records: Sequence[GameRecord], name: str) -> BotTally:
-    """The score of bot `name` over `records` (void and aborted games do not count)."""
-    wins = draws = losses = forfeits = 0
-    for record in records:
-        if not record.termination.is_scored:
-            continue
-        color = "black" if record.black.name == name else "white" if record.white.name == name else None
-        if color is None:
-            continue
-        if record.winner is None:
-            draws += 1
-        elif record.winner == color:
-            wins += 1
-        else:
-            losses += 1
-            forfeits += record.termination.is_forfeit
-    return BotTally(name, wins + draws / 2, wins, draws, losses, forfeits)
-
-
-def format_match_score(records: Sequence[GameRecord], first: str, second: str) -> str:
-    """`match: random 0.5 - 1.5 greedy (2 games: 0 wins, 1 draw, 1 loss for random)`."""
-    a, b = tally(records, first), tally(records, second)
-    scored = a.wins + a.draws + a.losses
-    unscored = sum(1 for r in records if not r.termination.is_scored)
-
-    def plural(n: int, word: str) -> str:
-        return f"{n} {word}" if n == 1 else f"{n} {word}{'es' if word.endswith('s') else 's'}"
-
-    details = f"{plural(a.wins, 'win')}, {plural(a.draws, 'draw')}, {plural(a.losses, 'loss')} for {first}"
-    forfeits = [f"{t.name} forfeited {t.forfeits}" for t in (a, b) if t.forfeits]
-    extra = "".join(f"; {f}" for f in forfeits)
-    if unscored:
-        extra += f"; {unscored} not scored (void or aborted)"
-    return (
-        f"match: {first} {format_number(a.points)} - {format_number(b.points)} {second}"
-        f" ({plural(scored, 'game')}: {details}{extra})"
-    )
-
-
-class MatchDisplay:
-    """Shows a match as it is played: a progress line per game, or every move with `show_moves`.
-
-    On a terminal the progress line is redrawn in place (at most ten times a second); elsewhere
-    (a pipe, a log, a test) only whole lines are written, one when a game starts and one when it ends.
-    """
-
-    def __init__(self, out: TextIO, *, show_moves: bool = False, live: bool | None = None) -> None:
-        self.out = out
-        self.show_moves = show_moves
-        self.live = out.isatty() if live is None else live
-        self._header = ""
-        self._last_draw = 0.0
-        self._drawn = False
-
-    def game_started(self, number: int, total: int, black: str, white: str) -> None:
-        self._header = format_game_header(number, total, black, white)
-        if self.live and not self.show_moves:
-            self._draw(f"{self._header}: starting")
-        else:
-            self._line(self._header)
-
-    def move_played(self, move: MoveRecord, position: Position) -> None:
-        number = len(position.history)
-        if self.show_moves:
-            self._line(format_move(number, move))
-            for line in format_infos(move):
-                self._line(line)
-            return
-        if not self.live:
-            return
-        now = time.monotonic()
-        if now - self._last_draw < 0.1:
-            return
-        self._last_draw = now
-        black, white = position.scores()
-        self._draw(f"{self._header}: move {number}, board {black} - {white}, {move.color} {format_ms(move.elapsed_ms)}")
-
-    def game_finished(self, number: int, record: GameRecord, path: Path | None) -> None:
-        where = f"  [{path}]" if path is not None else ""
-        prefix = self._header if (self.live and not self.show_moves) or not self._header else "  result"
-        self._line(f"{prefix}: {describe_result(record)}{where}")
-        if record.stderr_tail and record.termination.is_forfeit:
-            self._line(f"  last lines of {side_name(record, record.loser or 'black')}'s stderr:")
-            for line in record.stderr_tail[-10:]:
-                self._line(f"    {line}")
-
-    def pair_finished(self, games: int, pairs: tuple[int, ...], sprt: SprtStatus | None) -> None:
-        # Only a match that runs the SPRT says where it stands after each pair; others sum up at the end.
-        if sprt is not None:
-            self._line(format_pair_progress(games, pairs, sprt))
-
-    def message(self, text: str) -> None:
-        self._line(text)
-
-    def _draw(self, text: str) -> None:
-        self.out.write(f"\r\x1b[K{text}")
-        self.out.flush()
-        self._drawn = True
-
-    def _line(self, text: str) -> None:
-        if self._drawn:
-            self.out.write("\r\x1b[K")
-            self._drawn = False
-        self.out.write(text + "\n")
-        self.out.flush()
-
-
-MAX_LISTED_GAMES = 20
-"""A longer match lists only the games that did not end on the board (an SPRT run can play thousands)."""
-
-
-def format_match_report(records: Sequence[GameRecord], first: str, second: str) -> list[str]:
-    """The end-of-match summary: each game's result with its reason and scores, then the match score.
-
-    After more than `MAX_LISTED_GAMES` games only the forfeits, void and aborted games are listed
-    (at most that many), since their reasons are what a person must read.
-    """
-    listed = list(enumerate(records, 1))
-    lines = ["results:"]
-    if len(records) > MAX_LISTED_GAMES:
-        listed = [(n, r) for n, r in listed if r.termination is not Termination.NORMAL]
-        ended = f"{len(listed)} did not end on the board:" if listed else "all ended on the board"
-        lines = [f"results: {len(records)} games; {ended}"]
-    for number, record in listed[:MAX_LISTED_GAMES]:
-        lines.append(f"  {number}. {record.black.name} - {record.white.name}: {describe_result(record)}")
-    if len(listed) > MAX_LISTED_GAMES:
-        lines.append(f"  ... and {len(listed) - MAX_LISTED_GAMES} more")
-    lines.append(format_match_score(records, first, second))
-    return lines
-
-
-def _signed(elo: float) -> str:
-    text = f"{elo:+.1f}"
-    return "+0.0" if text == "-0.0" else text
+def _signed(value: float, digits: int = 1) -> str:
+    """`+12.3`, `-4.0`, and `+0.0` rather than `-0.0`."""
+    text = f"{value:+.{digits}f}"
+    return "+" + text[1:] if text.startswith("-") and float(text) == 0 else text
 
 
 def format_elo(estimate: EloEstimate) -> str:
@@ -284,53 +144,157 @@ def format_elo(estimate: EloEstimate) -> str:
 
 
 def format_pairs(pairs: Sequence[int]) -> str:
-    """The pentanomial for people: `pairs by points 0, ½, 1, 1½, 2: [0, 1, 5, 2, 4]` (the first bot's points)."""
-    return f"pairs by points 0, ½, 1, 1½, 2: [{', '.join(str(count) for count in pairs)}]"
+    """The pentanomial as fastchess prints it: `Ptnml(0-2): [0, 1, 5, 2, 4]` (pairs by the first bot's points)."""
+    return f"Ptnml(0-2): [{', '.join(str(count) for count in pairs)}]"
 
 
-def format_sprt(status: SprtStatus) -> str:
-    """`SPRT: LLR 1.23 (-2.94, 2.94) [0, 5]`: the LLR, its bounds, and the two hypotheses' Elo."""
-    p = status.parameters
+def format_sprt(sprt: SprtSummary) -> str:
+    """`LLR: 1.23 (-2.94, 2.94) [0, 5]`: the LLR, its bounds, and the two hypotheses tested."""
     return (
-        f"SPRT: LLR {status.llr:.2f} ({status.lower_bound:.2f}, {status.upper_bound:.2f})"
-        f" [{format_number(p.elo0)}, {format_number(p.elo1)}]"
+        f"LLR: {_signed(sprt.llr, 2).lstrip('+')} ({sprt.lower_bound:.2f}, {sprt.upper_bound:.2f})"
+        f" [{format_number(sprt.elo0)}, {format_number(sprt.elo1)}]"
     )
 
 
-def format_verdict(status: SprtStatus, first: str, second: str, games: int) -> str:
-    """What the SPRT concluded, in words, with its parameters."""
-    p = status.parameters
-    params = (
-        f"(elo0 {format_number(p.elo0)}, elo1 {format_number(p.elo1)},"
-        f" alpha {format_number(p.alpha)}, beta {format_number(p.beta)})"
+def format_verdict(sprt: SprtSummary, first: str, second: str, games: int) -> str:
+    """What the SPRT concluded, in words: which hypothesis the data favour, never an Elo it did not measure."""
+    hypotheses = (
+        f"H0: {first} is at most {format_number(sprt.elo0)} Elo stronger, H1: {format_number(sprt.elo1)} Elo;"
+        f" alpha {format_number(sprt.alpha)}, beta {format_number(sprt.beta)}"
     )
-    if status.verdict is Verdict.H1:
-        return f"H1 accepted: {first} is stronger than {second} by about {format_number(p.elo1)} Elo {params}"
-    if status.verdict is Verdict.H0:
-        return (
-            f"H0 accepted: {first} is not stronger than {second} by {format_number(p.elo1)} Elo;"
-            f" at most about {format_number(p.elo0)} {params}"
-        )
-    return f"SPRT inconclusive after {games} games {params}: play more games (--games) for a verdict"
+    if sprt.verdict == "H1":
+        return f"SPRT: H1 accepted after {games} games ({hypotheses}): {first} is stronger than {second}"
+    if sprt.verdict == "H0":
+        return f"SPRT: H0 accepted after {games} games ({hypotheses}): {first} is not shown to be stronger"
+    return f"SPRT: no verdict after {games} games ({hypotheses}): play more games (--games) for one"
 
 
-def format_pair_progress(games: int, pairs: Sequence[int], sprt: SprtStatus | None) -> str:
-    """The line after each game pair: `after 10 games: Elo +35.2 ± 41.0, pairs ..., SPRT: LLR ...`."""
-    parts = [f"after {games} games: Elo {format_elo(elo_estimate(pairs, PENTANOMIAL_OUTCOMES))}", format_pairs(pairs)]
-    if sprt is not None:
-        parts.append(format_sprt(sprt))
-    return "; ".join(parts)
+def format_score(h: HeadToHead) -> str:
+    """`Score of A vs B: 12 - 3 - 1  [0.781] 16`, as cutechess prints it (wins - losses - draws of A)."""
+    score = h.score if h.score is not None else 0.0
+    return f"Score of {h.first} vs {h.second}: {h.wins} - {h.losses} - {h.draws}  [{score:.3f}] {h.games}"
 
 
-def format_statistics(pairs: Sequence[int], sprt: SprtStatus | None, first: str, second: str) -> list[str]:
-    """The end-of-match statistics: the Elo estimate over the finished pairs, then the SPRT and its verdict."""
-    estimate = elo_estimate(pairs, PENTANOMIAL_OUTCOMES)
-    n = sum(pairs)
+def format_statistics(h: HeadToHead) -> list[str]:
+    """The statistics block after each game pair and at the end, in the idiom of cutechess and fastchess."""
+    n = sum(h.pentanomial)
+    label = "Elo (plain estimate; an SPRT stops early, so it tends to overstate)" if h.sprt else "Elo"
+    elo = format_elo(EloEstimate(h.score if n else None, h.elo, h.elo_lower, h.elo_upper))
+    nelo = "-" if h.nelo is None or h.nelo_margin is None else f"{_signed(h.nelo)} ± {h.nelo_margin:.1f}"
+    los = "-" if h.los is None else f"{100 * h.los:.2f} %"
+    draws = "-" if h.draw_ratio is None else f"{100 * h.draw_ratio:.2f} %"
     lines = [
-        f"Elo of {first} over {second}: {format_elo(estimate)} from {n} game pair{'s' if n != 1 else ''};"
-        f" {format_pairs(pairs)}"
+        format_score(h),
+        f"{label}: {elo}, nElo: {nelo}",
+        f"LOS: {los}, DrawRatio: {draws}, {format_pairs(h.pentanomial)} from {n} game pair{'s' if n != 1 else ''}",
     ]
-    if sprt is not None:
-        lines.append(format_sprt(sprt))
-        lines.append(format_verdict(sprt, first, second, 2 * n))
+    if h.sprt is not None:
+        lines.append(format_sprt(h.sprt))
     return lines
+
+
+def _duration(seconds: float) -> str:
+    """Wall time as people read it: 0:42, 12:05, 1:02:09."""
+    seconds = max(0, round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
+
+
+class RunDisplay:
+    """Progress of a match or a tournament: a line per finished game, the statistics after every game pair of a
+    two-bot run, and on a terminal a status line (games done, elapsed and remaining time, the leader) redrawn
+    in place below them. With `show_moves`, every move of every game, prefixed by its game id."""
+
+    def __init__(self, out: TextIO, *, live: bool | None = None, show_moves: bool = False) -> None:
+        self.out = out
+        self.live = out.isatty() if live is None else live
+        self.show_moves = show_moves
+        self._start = time.monotonic()
+        self._done_at_start = 0
+        self._done = 0
+        self._total = 0
+        self._leader = ""
+        self._playing: dict[int, str] = {}
+        self._drawn = False
+
+    def __call__(self, event: Event) -> None:
+        from referee.clock import describe_time_control
+
+        if event.type == "tournament_started":
+            self._start = time.monotonic()
+            self._done_at_start = self._done = event.games_done
+            self._total = event.games_total
+            size = f"{event.width}x{event.height}"
+            resumed = f", {event.games_done} already played" if event.games_done else ""
+            what = f"{event.format}, " if event.kind == "tournament" else ""
+            self._line(
+                f"{event.kind}: {', '.join(event.bots)}; {what}{event.games_total} games{resumed}; {size} board,"
+                f" komi {format_number(event.komi)}, time control {describe_time_control(event.time_control)};"
+                f" {event.concurrency} at once; output in {event.out_dir}"
+            )
+        elif event.type == "game_started":
+            self._playing[event.number] = f"{event.black}-{event.white}"
+            self._status()
+        elif event.type == "game_finished":
+            self._playing.pop(event.number, None)
+            self._done = event.games_done
+            text = f"game {event.number} {event.black} (black) - {event.white} (white): {event.result} {event.reason}"
+            if not event.scored:
+                self._line(f"{text} [not scored: it is played again]")
+            else:
+                self._line(f"[{event.games_done}/{event.games_total}] {text}")
+            self._status()
+        elif event.type == "statistics_updated":
+            for line in format_statistics(event.statistics):
+                self._line(f"  {line}")
+        elif event.type == "standings_updated" and event.standings:
+            top = event.standings[0]
+            self._leader = f"{top.name} {format_number(top.points)}/{top.games}"
+            self._status()
+        elif event.type == "tournament_finished":
+            self._total = 0  # no more status lines
+            self._clear()
+
+    def move_played(self, game: ScheduledGame, move: MoveRecord, position: Position) -> None:
+        """`--show-moves`: one line per move (and its infos), prefixed by the game id."""
+        if not self.show_moves:
+            return
+        self._line(f"{game.game_id} {format_move(len(position.history), move)}")
+        for line in format_infos(move):
+            self._line(f"{game.game_id} {line}")
+
+    def message(self, text: str) -> None:
+        self._line(text)
+
+    def tick(self) -> None:
+        """Redraw the status line (called every second, so elapsed time moves during long games)."""
+        self._status()
+
+    def _status(self) -> None:
+        if not self.live or not self._total:
+            return
+        elapsed = time.monotonic() - self._start
+        played = self._done - self._done_at_start
+        left = self._total - self._done
+        eta = f"~{_duration(elapsed / played * left)} left" if played else "estimating time left"
+        leader = f", leader {self._leader}" if self._leader else ""
+        text = f"{self._done}/{self._total} games, {_duration(elapsed)} elapsed, {eta}{leader}"
+        if self._playing:
+            text += f"; playing {', '.join(self._playing.values())}"
+        # Wider than the terminal, the line would wrap and \r could not redraw it in place.
+        width = shutil.get_terminal_size().columns - 1
+        self.out.write(f"\r\x1b[K{text[:width]}")
+        self.out.flush()
+        self._drawn = True
+
+    def _clear(self) -> None:
+        if self._drawn:
+            self.out.write("\r\x1b[K")
+            self.out.flush()
+            self._drawn = False
+
+    def _line(self, text: str) -> None:
+        self._clear()
+        self.out.write(text + "\n")
+        self.out.flush()
+        self._status()

@@ -1,9 +1,11 @@
-"""Tournament events: one JSON object per line (`alternator tournament --events FILE`), for other programs.
+"""Run events: one JSON object per line (`alternator match|tournament --events FILE`), for other programs.
 
-A program can follow a tournament without parsing the human display: `tournament_started`, then a
-`game_started` and a `game_finished` for every game (a void one is played again: it gets another
-pair), a `standings_updated` at most once a second while scored games finish and after the last one,
-and `tournament_finished` at the end (also after Ctrl-C, with `interrupted` true). Every event has a
+A program can follow a match or a tournament without parsing the human display: `tournament_started`
+(with `kind`: match or tournament), then a `game_started` and a `game_finished` for every game (a void
+one is played again: it gets another pair), in a two-bot run a `statistics_updated` after every finished
+game pair (score, Elo, nElo, LOS, pentanomial, LLR), a `standings_updated` at most once a second while
+scored games finish and after the last one, and `tournament_finished` at the end (also after Ctrl-C, with
+`interrupted` true). Every event has a
 `type` tag and a `time`. The JSON Schema of the union is published as `referee/schema/events.json`
 (regenerate with `alternator schema --write` after changing the models; a test fails when it drifts).
 """
@@ -17,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from protocol.messages import TimeControl
 from protocol.rules import Result
+from referee.match import Ended, HeadToHead
 from referee.record import Termination
 from referee.standings import Standings
 
@@ -46,6 +49,7 @@ class StandingRow(BaseModel):
 
 class TournamentStarted(_Event):
     type: Literal["tournament_started"]
+    kind: Literal["match", "tournament"] = Field(description="Which command runs it.")
     format: str = Field(description="round-robin or gauntlet.")
     bots: list[str]
     games_total: int = Field(description="Games in the schedule.")
@@ -91,18 +95,31 @@ class StandingsUpdated(_Event):
     standings: list[StandingRow] = Field(description="In rank order.")
 
 
+class StatisticsUpdated(_Event):
+    """After every finished game pair of a two-bot run."""
+
+    type: Literal["statistics_updated"]
+    games_done: int
+    statistics: HeadToHead
+
+
 class TournamentFinished(_Event):
     type: Literal["tournament_finished"]
     interrupted: bool = Field(description="True when stopped (Ctrl-C) before every game was played.")
+    ended: Ended = Field(
+        description="completed: every game played; sprt: the SPRT's verdict; interrupted: stopped by a signal;"
+        " error: could not go on (void games); incomplete: games left to play (run again)."
+    )
     games_done: int
     games_total: int
     elapsed_s: float
     out_dir: str
     standings: list[StandingRow]
+    statistics: HeadToHead | None = Field(description="Two-bot runs: the statistics over the counted games.")
 
 
 Event = Annotated[
-    TournamentStarted | GameStarted | GameFinished | StandingsUpdated | TournamentFinished,
+    TournamentStarted | GameStarted | GameFinished | StatisticsUpdated | StandingsUpdated | TournamentFinished,
     Field(discriminator="type"),
 ]
 EVENT: TypeAdapter[Event] = TypeAdapter(Event)
@@ -130,7 +147,7 @@ def events_json_schema() -> dict[str, Any]:
     """The published JSON Schema of one line of `--events` output (what `referee/schema/events.json` holds)."""
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "title": "Alternator tournament event v1",
-        "description": "One JSON object per line of `alternator tournament --events FILE`, told apart by `type`.",
+        "title": "Alternator run event v1",
+        "description": "One JSON object per line of `alternator match|tournament --events FILE`, told apart by `type`.",
         **EVENT.json_schema(),
     }

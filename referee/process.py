@@ -216,6 +216,7 @@ class BotChannel:
         self._send_stream = send_stream
         self._receive_stream = receive_stream
         self._reader = reader
+        self._monotonic = reader is not None  # the channel's clock, for good (the reader stops at shutdown)
         self._buffer = LineBuffer(MAX_LINE_BYTES)
         self._lines: deque[tuple[bytes, int, int]] = deque()
         self._line_error: LineTooLongError | None = None
@@ -236,13 +237,13 @@ class BotChannel:
 
     def now_ns(self) -> int:
         """The channel's clock, ns: monotonic time with a reader thread, trio's clock over memory streams."""
-        if self._reader is not None:
+        if self._monotonic:
             return time.monotonic_ns()
         return round(trio.current_time() * 1e9)
 
     def to_trio_time(self, at_ns: int) -> float:
         """The trio time (for cancel scopes) of an instant of the channel's clock."""
-        if self._reader is None:
+        if not self._monotonic:
             return at_ns / 1e9
         return trio.current_time() + (at_ns - time.monotonic_ns()) / 1e9
 

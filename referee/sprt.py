@@ -230,3 +230,167 @@ def elo_estimate(counts: Sequence[float], outcomes: Sequence[float]) -> EloEstim
         return score_elo(s) if 0.0 < s < 1.0 else None
 
     return EloEstimate(score, elo_or_none(score), elo_or_none(score - spread), elo_or_none(score + spread))
+
+
+# --- the figures testers read (cutechess, fastchess, fishtest) -------------------------------------------
+
+NELO_SCALE = 800.0 / math.log(10.0)
+"""nElo per unit of (score - 1/2) / sigma: fishtest's and fastchess's normalization (347.4...)."""
+
+
+def pair_moments(pairs: Sequence[int]) -> tuple[float, float] | None:
+    """The mean and the variance of a pair's mean score (0, 1/4, ..., 1) over the pentanomial `pairs`;
+    None when there are no pairs."""
+    n = sum(pairs)
+    if n == 0:
+        return None
+    mean = sum(c * x for c, x in zip(pairs, PENTANOMIAL_OUTCOMES, strict=True)) / n
+    variance = sum(c * (x - mean) ** 2 for c, x in zip(pairs, PENTANOMIAL_OUTCOMES, strict=True)) / n
+    return mean, variance
+
+
+def likelihood_of_superiority(pairs: Sequence[int]) -> float | None:
+    """LOS, as fastchess computes it from the pentanomial: the probability that the first bot is the stronger,
+    Phi((s - 1/2) / sqrt(var / N)). 1 or 0 when every pair scored the same and not 1/2; None without pairs."""
+    moments = pair_moments(pairs)
+    if moments is None:
+        return None
+    mean, variance = moments
+    if variance == 0.0:
+        return 0.5 if mean == 0.5 else (1.0 if mean > 0.5 else 0.0)
+    return NormalDist().cdf((mean - 0.5) / math.sqrt(variance / sum(pairs)))
+
+
+def normalized_elo(pairs: Sequence[int]) -> tuple[float, float] | None:
+    """nElo and its 95% margin from the pentanomial, as fishtest and fastchess compute it:
+    nElo = (s - 1/2) / sqrt(2 var) * 800 / ln 10, with var the variance of a pair's mean score (sqrt(2 var)
+    is then the spread of one game). None without pairs or when every pair scored the same."""
+    moments = pair_moments(pairs)
+    if moments is None or moments[1] == 0.0:
+        return None
+    mean, variance = moments
+    sigma_game = math.sqrt(2.0 * variance)
+    nelo = (mean - 0.5) / sigma_game * NELO_SCALE
+    margin = Z95 * math.sqrt(variance / sum(pairs)) / sigma_game * NELO_SCALE
+    return nelo + 0.0, margin
+
+
+def draw_ratio(wins: int, draws: int, losses: int) -> float | None:
+    """Drawn games over all games, as cutechess prints it; None with no games."""
+    games = wins + draws + losses
+    return draws / games if games else None
+
+
+@dataclass(frozen=True)
+class MatchStatistics:
+    """Everything a tester reads about the first bot against the second, from the games counted.
+
+    Wins, draws and losses count every counted game; the Elo estimate, nElo, LOS and the SPRT count the
+    finished pairs (the pentanomial), as fastchess does.
+    """
+
+    wins: int
+    draws: int
+    losses: int
+    pairs: tuple[int, int, int, int, int]
+    elo: EloEstimate
+    nelo: tuple[float, float] | None
+    los: float | None
+    draw_ratio: float | None
+    sprt: SprtStatus | None
+
+    @property
+    def games(self) -> int:
+        return self.wins + self.draws + self.losses
+
+    @property
+    def score(self) -> float | None:
+        """The first bot's points per game."""
+        return (self.wins + self.draws / 2) / self.games if self.games else None
+
+
+def match_statistics(
+    wins: int,
+    draws: int,
+    losses: int,
+    pairs: Sequence[int],
+    sprt: SprtParameters | None,
+    status: SprtStatus | None = None,
+) -> MatchStatistics:
+    """The statistics of a two-bot run from its counts (`status`: the SPRT over these pairs, if known)."""
+    penta = (pairs[0], pairs[1], pairs[2], pairs[3], pairs[4])
+    return MatchStatistics(
+        wins=wins,
+        draws=draws,
+        losses=losses,
+        pairs=penta,
+        elo=elo_estimate(penta, PENTANOMIAL_OUTCOMES),
+        nelo=normalized_elo(penta),
+        los=likelihood_of_superiority(penta),
+        draw_ratio=draw_ratio(wins, draws, losses),
+        sprt=status if status is not None else sprt_status(sprt, penta) if sprt is not None else None,
+    )
+
+
+@dataclass(frozen=True)
+class CountedGame:
+    """One scored game of a two-bot run, in commit order: its pair (from 0) and the first bot's points."""
+
+    number: int
+    pair: int
+    points: float
+
+
+class PairCounter:
+    """Counts the games of a two-bot run as they are committed: a pair counts when its second game is in
+    (pairs may finish out of order), the SPRT is evaluated after every counted pair, and once it has a verdict
+    nothing more is counted, so a game committed after it (a race at the end) never changes a figure.
+
+    Pure and incremental: one LLR per pair. Fed the same games in the same (commit) order, it gives the same
+    figures, which is how the verdict is reproduced from the database alone (`count_in_order`).
+    """
+
+    def __init__(self, sprt: SprtParameters | None) -> None:
+        self.sprt = sprt
+        self.wins = self.draws = self.losses = 0
+        self.pairs = [0, 0, 0, 0, 0]
+        self.counted: list[int] = []
+        self.status: SprtStatus | None = sprt_status(sprt, self.pairs) if sprt is not None else None
+        self._open: dict[int, float] = {}
+
+    @property
+    def verdict(self) -> Verdict | None:
+        return None if self.status is None else self.status.verdict
+
+    def add(self, game: CountedGame) -> bool:
+        """Count one game; True when it completed a pair (False too once the SPRT has its verdict)."""
+        if self.verdict is not None:
+            return False
+        if game.points not in (0.0, 0.5, 1.0):
+            raise ValueError(f"game {game.number}: {game.points} points; a game scores 0, 1/2 or 1")
+        self.counted.append(game.number)
+        if game.points == 1.0:
+            self.wins += 1
+        elif game.points == 0.5:
+            self.draws += 1
+        else:
+            self.losses += 1
+        if game.pair not in self._open:
+            self._open[game.pair] = game.points
+            return False
+        self.pairs[round(2 * (self._open.pop(game.pair) + game.points))] += 1
+        if self.sprt is not None:
+            self.status = sprt_status(self.sprt, self.pairs)
+        return True
+
+    def statistics(self) -> MatchStatistics:
+        return match_statistics(self.wins, self.draws, self.losses, self.pairs, self.sprt, self.status)
+
+
+def count_in_order(games: Sequence[CountedGame], sprt: SprtParameters | None) -> tuple[MatchStatistics, list[int]]:
+    """The statistics of `games` counted in the order given (see `PairCounter`), and the numbers of the games
+    counted."""
+    counter = PairCounter(sprt)
+    for game in games:
+        counter.add(game)
+    return counter.statistics(), counter.counted

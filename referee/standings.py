@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from protocol.rules import Result
 from referee.files import write_text_atomic
+from referee.match import HeadToHead
 from referee.record import Termination
 
 STANDINGS_VERSION: Literal[1] = 1
@@ -156,6 +157,11 @@ class Standings(BaseModel):
     totals: Totals
     elo_prior_draws: float = Field(
         description="Virtual draws each bot was given against a phantom rated 0 (the prior of the Elo fit)."
+    )
+    head_to_head: HeadToHead | None = Field(
+        default=None,
+        description="Two-bot runs: the first bot against the second over the counted games (score, Elo, nElo,"
+        " LOS, draw ratio, pentanomial, SPRT).",
     )
 
 

@@ -1,6 +1,8 @@
-"""The tournament database: the schedule and every finished game, in SQLite, committed game by game.
+"""The run database of a match or a tournament: the schedule and every finished game, in SQLite, committed
+game by game.
 
-One file, `tournament.db`, in the output directory, in WAL mode. Each write is one small transaction,
+One file, `tournament.db` (the name predates matches using it too), in the output directory, in WAL mode.
+Each write is one small transaction,
 committed before the tournament moves on, so killing the referee (even with `kill -9`) loses at most the
 games in progress. With `synchronous=NORMAL` a WAL commit is not fsynced, but it is in the OS's hands:
 it survives the death of the process, though not a power cut (then the last few games are played again).
@@ -13,6 +15,10 @@ A game is `pending` until it finishes normally or by forfeit (`done`). A void ga
 failure) is kept in `void_games` for the record and the game stays pending, so it is played again. A game
 a stop interrupts is `release`d, pending again with nothing recorded, and a game left `running` by a
 killed referee is pending again on the next start.
+
+Commits are idempotent by game number: a game already done is never stored (or counted) twice, whoever
+reports it again (a worker that was thought lost, a cluster node). Every done game gets `seq`, its place
+in commit order, so the SPRT's verdict can be replayed from the database alone (see referee.sprt).
 """
 
 from __future__ import annotations
@@ -49,7 +55,8 @@ CREATE TABLE IF NOT EXISTS games (
     result TEXT,
     termination TEXT,
     record TEXT,                    -- the GameRecord as JSON
-    finished_at TEXT
+    finished_at TEXT,
+    seq INTEGER                     -- commit order of done games, from 1
 );
 CREATE TABLE IF NOT EXISTS void_games (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -70,8 +77,8 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-class TournamentStore:
-    """The database of one tournament. Not thread-safe: use it from one thread at a time."""
+class RunStore:
+    """The database of one match or tournament. Not thread-safe: use it from one thread at a time."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -85,6 +92,9 @@ class TournamentStore:
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA busy_timeout=5000")
             self._db.executescript(_SCHEMA)
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(games)")}
+            if "seq" not in columns:  # a database from before commit order was kept
+                self._db.execute("ALTER TABLE games ADD COLUMN seq INTEGER")
         except sqlite3.DatabaseError as error:
             self._lock.close()
             raise StoreError(
@@ -95,7 +105,7 @@ class TournamentStore:
         self._db.close()
         self._lock.close()  # releases the lock
 
-    def __enter__(self) -> TournamentStore:
+    def __enter__(self) -> RunStore:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -124,13 +134,25 @@ class TournamentStore:
         from referee.config import describe_changes
 
         stored = self.get_meta("fingerprint")
+        if stored is not None and json.loads(stored) != fingerprint and not self.anything_recorded():
+            # Stopped before any game was recorded: nothing to keep, so the directory is not bound to it.
+            with self._transaction():
+                self._db.execute("DELETE FROM games")
+                self._db.execute("DELETE FROM meta")
+            stored = None
         if stored is not None:
             old = json.loads(stored)
             if old != fingerprint:
+                was, now = old.get("kind", "tournament"), fingerprint.get("kind", "tournament")
+                if was != now:
+                    raise StoreError(
+                        f"{self.path.parent} holds a {was}, not a {now}: the two are never mixed in one directory;"
+                        " choose another output directory (--out DIR)"
+                    )
                 changes = "; ".join(describe_changes(old, fingerprint))
                 raise StoreError(
-                    f"{self.path.parent} holds a tournament with other settings ({changes}). To resume it, run with"
-                    " the same settings; for a new tournament, choose another output directory (--out DIR)."
+                    f"{self.path.parent} holds a {was} with other settings ({changes}). To resume it, run with"
+                    f" the same settings; for a new {now}, choose another output directory (--out DIR)."
                 )
         existing = self.scheduled()
         wanted = {game.number: game for game in schedule}
@@ -171,22 +193,30 @@ class TournamentStore:
         with self._transaction():
             self._db.execute("UPDATE games SET status = 'running' WHERE number = ?", (number,))
 
-    def record_game(self, number: int, record: GameRecord) -> None:
-        """Store a finished game. A scored game is done; a void or aborted one is logged and stays pending."""
+    def anything_recorded(self) -> bool:
+        """Whether any game, done or void, was ever stored."""
+        done = self._db.execute("SELECT 1 FROM games WHERE status = 'done' LIMIT 1").fetchone()
+        return done is not None or self._db.execute("SELECT 1 FROM void_games LIMIT 1").fetchone() is not None
+
+    def record_game(self, number: int, record: GameRecord) -> bool:
+        """Store a finished game; True when it counts now. A scored game is done (once: a game already done is
+        left alone and False returned); a void or aborted one is logged and stays pending."""
         data = record.model_dump_json()
         with self._transaction():
             if record.termination.is_scored:
-                self._db.execute(
-                    "UPDATE games SET status = 'done', result = ?, termination = ?, record = ?, finished_at = ?"
-                    " WHERE number = ?",
+                cursor = self._db.execute(
+                    "UPDATE games SET status = 'done', result = ?, termination = ?, record = ?, finished_at = ?,"
+                    " seq = (SELECT COALESCE(MAX(seq), 0) + 1 FROM games) WHERE number = ? AND status != 'done'",
                     (record.result, str(record.termination), data, _now(), number),
                 )
+                return cursor.rowcount == 1
             else:
                 self._db.execute(
                     "INSERT INTO void_games (number, termination, reason, record, at) VALUES (?, ?, ?, ?, ?)",
                     (number, str(record.termination), record.reason, data, _now()),
                 )
-                self._db.execute("UPDATE games SET status = 'pending' WHERE number = ?", (number,))
+                self._db.execute("UPDATE games SET status = 'pending' WHERE number = ? AND status != 'done'", (number,))
+        return False
 
     def release(self, number: int) -> None:
         """A game that did not finish (interrupted): pending again."""
@@ -200,9 +230,10 @@ class TournamentStore:
         return int(self._db.execute("SELECT COUNT(*) FROM games").fetchone()[0])
 
     def finished(self) -> Iterator[tuple[int, str, str, Result, str]]:
-        """(number, black, white, result, termination) of every done game, in game order."""
+        """(number, black, white, result, termination) of every done game, in commit order."""
         rows = self._db.execute(
-            "SELECT number, black, white, result, termination FROM games WHERE status = 'done' ORDER BY number"
+            "SELECT number, black, white, result, termination FROM games WHERE status = 'done'"
+            " ORDER BY COALESCE(seq, number), number"
         )
         for row in rows:
             yield (row[0], row[1], row[2], row[3], row[4])
@@ -211,6 +242,17 @@ class TournamentStore:
         """The JSON record of every done game, in game order."""
         for (data,) in self._db.execute("SELECT record FROM games WHERE status = 'done' ORDER BY number"):
             yield str(data)
+
+    def find_record(self, game_id: str) -> str | None:
+        """The JSON record of game `game_id` (a done game, else its last void or aborted try), or None."""
+        for query in (
+            "SELECT record FROM games WHERE status = 'done' AND json_extract(record, '$.game_id') = ?",
+            "SELECT record FROM void_games WHERE json_extract(record, '$.game_id') = ? ORDER BY id DESC",
+        ):
+            row = self._db.execute(query, (game_id,)).fetchone()
+            if row is not None and row[0] is not None:
+                return str(row[0])
+        return None
 
     def void_count(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM void_games").fetchone()[0])
@@ -238,7 +280,7 @@ def _lock_directory(path: Path) -> TextIO:
         owner = handle.read().strip() or "?"
         handle.close()
         raise StoreError(
-            f"{path.parent}: another alternator tournament (pid {owner}) is running in this output directory;"
+            f"{path.parent}: another alternator run (pid {owner}) is using this output directory;"
             " wait for it to finish or stop it, or choose another output directory (--out DIR)"
         ) from None
     handle.seek(0)

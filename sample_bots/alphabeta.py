@@ -58,7 +58,9 @@ def seconds_for(position: Position, clock: Clock, max_time: float | None = None)
 
 
 def _report(info: SearchInfo) -> None:
-    send_info(depth=info.depth, score=info.score, nodes=info.nodes, pv=info.pv)
+    # A proven score is the exact final margin with best play: say so, a viewer can trust it.
+    text = "proven: every line searched to the end of the game" if info.proven else None
+    send_info(depth=info.depth, score=info.score, nodes=info.nodes, pv=info.pv, text=text)
 
 
 def make_chooser(

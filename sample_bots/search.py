@@ -32,11 +32,13 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from protocol.rules import BLACK, PASS, Cell, Move, Position
-from sample_bots.solver import SolveAborted, live_roots, solve
+from sample_bots.solver import SolveAborted, estimate_nodes, live_roots, solve
 
 __all__ = ["DEFAULT", "SearchInfo", "Searcher", "Settings", "budget", "choose_move"]
 
 _SOLVE_TT_LIMIT = 400_000
+_SOLVER_NODES_PER_SECOND = 50_000
+_SOLVER_REACH = 8.0  # how far past its estimate a solve is still tried
 
 _INF = 1e9
 _PASS = -1
@@ -144,6 +146,7 @@ class Searcher:
         board = _Board.of(width, height)
         self.dark = board.dark
         self.sides = board.sides
+        self.edges = board.edges
         self.nbrs = board.nbrs
         self.zkey = board.zkey
         self.zturn = board.zturn
@@ -221,6 +224,30 @@ class Searcher:
         rest.sort(reverse=True)
         return caps, rest
 
+    def captures(self) -> list[tuple[int, int]]:
+        """The captures alone, keyed and ordered as in `generate`: all the quiescence search looks at."""
+        size = self.size
+        nbrs = self.nbrs
+        caps: list[tuple[int, int]] = []
+        for mine, theirs, take, _give in self.sides[self.stm]:
+            s_mine = size[mine]
+            if s_mine:
+                s_theirs = size[theirs]
+                if s_theirs >= s_mine:
+                    grown = s_mine + s_theirs
+                    key = s_theirs
+                    for r in nbrs[mine]:
+                        if r != theirs and 0 < size[r] <= grown:
+                            key -= grown
+                            break
+                    caps.append((key, take))
+        caps.sort(reverse=True)
+        return caps
+
+    def _any_placement(self) -> bool:
+        size = self.size
+        return any(size[a] and size[b] for a, b, _ab, _ba in self.edges)
+
     def _make(self, m: int) -> int:
         """Play move id `m`; returns what `_unmake` needs (the pit's size, or the old pass count)."""
         self.hash ^= self.zturn
@@ -280,8 +307,8 @@ class Searcher:
         stand = self.static()
         if stand >= beta:
             return stand
-        caps, rest = self.generate()
-        if not caps and not rest:
+        caps = self.captures()
+        if not caps and not self._any_placement():
             # Nobody can place any more: the game is decided as it stands.
             return self.terminal()
         if qdepth <= 0:
@@ -547,9 +574,14 @@ def choose_move(
     try:
         start = time.perf_counter()
         info = None
-        if not position.is_over() and live_roots(position) <= settings.solve_live_roots:
-            deadline = start + settings.solve_share * max(seconds, 0.0)
-            info = _solve(position, deadline, solver_nodes, on_iteration)
+        live = 0 if position.is_over() else live_roots(position)
+        share = settings.solve_share * max(seconds, 0.0)
+        # Only when the solver likely finishes in its share (the estimate is for a compact board; an
+        # endgame's roots lie in small groups, which solve several times faster): a failed try is time lost.
+        if 0 < live <= settings.solve_live_roots and (
+            solver_nodes is not None or estimate_nodes(live) <= _SOLVER_REACH * share * _SOLVER_NODES_PER_SECOND
+        ):
+            info = _solve(position, start + share, solver_nodes, on_iteration)
         if info is None:
             left = seconds - (time.perf_counter() - start)
             info = Searcher(position, seed, settings).search(left, max_depth, on_iteration, use_all)

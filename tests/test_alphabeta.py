@@ -250,7 +250,8 @@ def test_moves_left_estimate_shrinks_as_the_board_fills() -> None:
 # -- the real bot ---------------------------------------------------------------------------------
 
 
-def test_bot_process_plays_a_scripted_turn() -> None:
+@pytest.mark.parametrize("module", ["sample_bots.alphabeta", "sample_bots.strong"])
+def test_bot_process_plays_a_scripted_turn(module: str) -> None:
     time_control = {"base_ms": None, "increment_ms": 0, "moves_per_period": None, "move_time_ms": 500}
     lines = [
         {"type": "hello", "protocol": 1, "referee": "test"},
@@ -281,7 +282,7 @@ def test_bot_process_plays_a_scripted_turn() -> None:
     # turn would abandon the move 0.25 s later (as the referee means it to); the end of input lets it finish.
     script = "".join(json.dumps(line) + "\n" for line in lines)
     done = subprocess.run(
-        [sys.executable, "-m", "sample_bots.alphabeta", "--seed", "1"],
+        [sys.executable, "-m", module, "--seed", "1"],
         input=script.encode(),
         capture_output=True,
         cwd=ROOT,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -214,7 +215,7 @@ def test_match_takes_a_margin_and_records_it(tmp_path: Path) -> None:
     out = tmp_path / "m"
     argv = ["match", "--black", "random", "--white", "random", "--size", "3x3", "--games", "1", "--margin-ms", "25"]
     assert main([*argv, "--out", str(out)]) == 0
-    records = [GameRecord.model_validate_json(path.read_text()) for path in sorted(out.glob("game-*.json"))]
+    records = [GameRecord.model_validate_json(line) for line in (out / "games.jsonl").read_text().splitlines()]
     assert records and all(record.settings.margin_ms == 25 for record in records)
 
 
@@ -269,3 +270,40 @@ def test_a_read_watch_notes_the_bot_s_wait_when_its_input_is_emptied() -> None:
     watch.check(30)
     seen: tuple[int | None, int] = (watch.read_seen_ns, watch.wait_before_read_ns)
     assert seen == (20, 4_000)
+
+
+# -- a busy event loop is not charged to a bot whose reply came in time ------------------------------------------
+
+
+async def test_a_reply_read_while_the_loop_is_blocked_is_charged_when_it_came(
+    bot_spec: BotSpecFactory, tmp_path: Path
+) -> None:
+    # Both bots take 100 ms a move of their 500 ms. 250 ms into the game the referee's loop is blocked for
+    # 1.5 s (as by a long computation for another game): the reply in flight is read by its reader thread
+    # when it comes, so it is charged about 100 ms, not the 1.5 s until the loop got round to it.
+    settings = GameSettings(width=3, height=3, time_control=parse_time_control("movetime:0.5"))
+    blocked = False
+    seen: list[bool] = []  # for each move recorded: whether the block was over by then
+
+    async def block_the_loop() -> None:
+        nonlocal blocked
+        await trio.sleep(0.25)
+        time.sleep(1.5)
+        blocked = True
+
+    with trio.fail_after(60):
+        async with (
+            open_bot(bot_spec("testbot", "slow", "100"), tmp_path) as black,
+            open_bot(bot_spec("testbot", "slow", "100"), tmp_path) as white,
+        ):
+            await black.handshake()
+            await white.handshake()
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(block_the_loop)
+                record = await run_game("blocked", black, white, settings, on_move=lambda m, p: seen.append(blocked))
+    assert record.termination is Termination.NORMAL, record.reason
+    # The first move recorded after the block was written before it (nothing ran on the loop meanwhile).
+    first_after = seen.index(True)
+    assert first_after > 0
+    assert 100 <= record.moves[first_after].elapsed_ms < 500
+    assert all(move.elapsed_ms < 500 for move in record.moves)

@@ -29,9 +29,9 @@ import trio
 from referee.botspec import BotSpec
 from referee.cli import main
 from referee.cluster import ClusterConfig, normalize_address
-from referee.config import ConfigError, TournamentPlan, parse_config, resolve_plan
+from referee.config import ConfigError, RunPlan, parse_config, resolve_plan
 from referee.events import Event
-from referee.tournament import Tournament, TournamentSummary
+from referee.runner import Runner, RunSummary
 
 HAVE_DASK = importlib.util.find_spec("distributed") is not None
 needs_dask = pytest.mark.skipif(not HAVE_DASK, reason="dask is not installed (pip install 'alternator-arena[cluster]')")
@@ -166,9 +166,7 @@ def dask_cluster(tmp_path: Path) -> Iterator[DaskCluster]:
         cluster.stop()
 
 
-def make_plan(
-    out: Path, bots: list[dict[str, object]], *, games: int = 2, cluster: str | None = None
-) -> TournamentPlan:
+def make_plan(out: Path, bots: list[dict[str, object]], *, games: int = 2, cluster: str | None = None) -> RunPlan:
     data: dict[str, object] = {"bots": bots, "games": games, "size": "5x5", "time_control": "10+0", "concurrency": 2}
     if cluster is not None:
         data["cluster"] = cluster
@@ -294,7 +292,7 @@ async def test_tournament_survives_a_worker_killed_mid_game(
         if event.type == "game_finished" and event.games_done >= 2:
             finished.set()
 
-    tournament = Tournament(plan, on_event=on_event, cluster=cluster)
+    tournament = Runner(plan, on_event=on_event, cluster=cluster)
     try:
         await cluster.preflight(plan.bots)
         assert cluster.slots == 2
@@ -385,7 +383,7 @@ async def test_coordinator_killed_then_scheduler_lost_then_resumed_locally(
 
     try:
         with pytest.raises(BaseException) as caught:
-            await Tournament(plan, on_event=on_event, cluster=cluster).run()
+            await Runner(plan, on_event=on_event, cluster=cluster).run()
     finally:
         await cluster.close()
     lost = find_exception(caught.value, ClusterLostError)
@@ -396,7 +394,7 @@ async def test_coordinator_killed_then_scheduler_lost_then_resumed_locally(
     assert after_kill + 2 <= len(done_before) < 10
 
     # 3. Resumed here, without the cluster.
-    summary = await Tournament(plan).run()
+    summary = await Runner(plan).run()
     assert summary.games_done == 10 and summary.played_now == 10 - len(done_before)
     done, records = stored_games(out)
     assert done == list(range(1, 11))
@@ -408,7 +406,9 @@ async def test_coordinator_killed_then_scheduler_lost_then_resumed_locally(
 @needs_dask
 def test_a_worker_that_cannot_start_a_bot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The preflight names the worker and the bot; in a run, such a worker is taken out and forfeits nothing."""
-    from referee.cluster import Cluster
+    from referee.clock import parse_time_control
+    from referee.cluster import Cluster, ClusterError
+    from referee.record import GameSettings
 
     # A bot program on the first worker's PATH only: installed on one machine, missing on the other.
     bin_dir = tmp_path / "bin"
@@ -438,10 +438,10 @@ def test_a_worker_that_cannot_start_a_bot(tmp_path: Path, capsys: pytest.Capture
             games=6,
         )
 
-        async def run() -> TournamentSummary:
+        async def run() -> RunSummary:
             coordinator = await Cluster.connect(ClusterConfig(address=cluster.address), on_message=messages.append)
             try:
-                return await Tournament(plan, cluster=coordinator).run()
+                return await Runner(plan, cluster=coordinator).run()
             finally:
                 await coordinator.close()
 
@@ -452,6 +452,24 @@ def test_a_worker_that_cannot_start_a_bot(tmp_path: Path, capsys: pytest.Capture
         assert {record["worker"] for record in records} == {good}
         assert not any(record["termination"] != "normal" for record in records)
         assert any(f"worker {bad} is taken out of this run" in message for message in messages), messages
+
+        # Every worker gone: the scheduler would keep a game waiting for one forever, so the run stops.
+        async def orphaned() -> str:
+            coordinator = await Cluster.connect(ClusterConfig(address=cluster.address))
+            coordinator.no_workers_grace_s = 0.5
+            for process in cluster.workers.values():
+                cluster.kill(process)
+            black, white = (BotSpec(name=name, command=[sys.executable, "-m", "sample_bots.random"]) for name in "ab")
+            settings = GameSettings(time_control=parse_time_control("10+0"))
+            try:
+                with pytest.raises(ClusterError) as caught:
+                    await coordinator.play("g0001", black, white, settings)
+            finally:
+                await coordinator.close()
+            return str(caught.value)
+
+        message = trio.run(orphaned)
+        assert message.startswith(f"the Dask scheduler at {cluster.address} has had no workers for 0.5 s")
     finally:
         cluster.stop()
 

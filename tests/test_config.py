@@ -10,7 +10,7 @@ import pytest
 
 from referee.cli import UsageError, build_parser
 from referee.commands.tournament import build_plan, parse_bot_option
-from referee.config import ConfigError, TournamentPlan, load_config, parse_config, resolve_plan
+from referee.config import ConfigError, RunPlan, load_config, parse_config, resolve_plan
 from referee.schedule import Format
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "tournament.toml"
@@ -46,7 +46,7 @@ def write(tmp_path: Path, text: str, name: str = "tournament.toml") -> Path:
     return path
 
 
-def plan_for(path: Path) -> TournamentPlan:
+def plan_for(path: Path) -> RunPlan:
     config = load_config(path)
     return resolve_plan(config, base_dir=path.parent, source=str(path), default_out=path.parent / "default-out")
 
@@ -113,7 +113,7 @@ def test_the_example_config_is_valid() -> None:
         ),
         (
             '[openings]\nplys = 2\n[[bots]]\nname = "a"\ncommand = "x"\n[[bots]]\nname = "b"\ncommand = "y"\n',
-            "tournament.toml: openings.plys: unknown key; the keys here are file, plies, seed",
+            "tournament.toml: openings.plys: unknown key; the keys here are file, moves, plies, seed",
         ),
         ('[[bots]]\nname = "a"\ncommand = "x"\n', "tournament.toml: bots: a tournament needs at least two bots"),
         ("", "tournament.toml: bots: field required"),

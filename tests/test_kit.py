@@ -391,7 +391,8 @@ def test_a_real_process_exits_1_with_the_traceback_when_choose_fails() -> None:
 
 
 @pytest.mark.parametrize(
-    "module", ["protocol.kit", "sample_bots.random", "sample_bots.greedy", "sample_bots.alphabeta"]
+    "module",
+    ["protocol.kit", "sample_bots.random", "sample_bots.greedy", "sample_bots.alphabeta", "sample_bots.strong"],
 )
 def test_a_bot_imports_neither_pydantic_nor_trio(module: str) -> None:
     code = f"import sys, {module}; print(sorted({{n.split('.')[0] for n in sys.modules}} & {{'pydantic', 'trio'}}))"

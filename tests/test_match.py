@@ -1,4 +1,7 @@
-"""`alternator match` end to end with real bot processes: records, replays, output, exit codes, Ctrl-C."""
+"""`alternator match` end to end with real bot processes: records, statistics, output, exit codes, signals, resume.
+
+A match is a schedule of two bots run by the one runner (referee.runner): its games are in the database
+and games.jsonl, its statistics in match.json."""
 
 from __future__ import annotations
 
@@ -18,20 +21,20 @@ from typing import Any
 import pytest
 
 from protocol.messages import TimeControl
-from protocol.rules import BLACK
 from referee.cli import main
 from referee.commands.replay import check_record
-from referee.display import describe_result, format_match_score, tally
+from referee.display import describe_result
 from referee.record import BotInfo, GameRecord, GameSettings, Termination, game_record_schema
+from referee.runner import GAMES_FILE
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def load_records(out: Path) -> list[GameRecord]:
-    paths = sorted(out.glob("game-*.json"))
+    """The games of a match from games.jsonl, which the runner keeps in game order."""
     records = []
-    for path in paths:
-        data = json.loads(path.read_text())
+    for line in (out / GAMES_FILE).read_text().splitlines():
+        data = json.loads(line)
         schema = game_record_schema()
         # The published schema's required fields are there and nothing else is (additionalProperties: false).
         assert set(schema["required"]) <= set(data) <= set(schema["properties"])
@@ -49,7 +52,7 @@ def pid_of(log: str | None) -> int:
 def test_random_against_greedy_with_a_fischer_clock(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "m"
     argv = ["match", "--black", "random", "--white", "greedy", "--tc", "5+0.05", "--size", "5x5", "--games", "2"]
-    assert main([*argv, "--komi", "0.5", "--out", str(out)]) == 0
+    assert main([*argv, "--komi", "0.5", "--out", str(out), "-j", "1"]) == 0
     records = load_records(out)
     assert [(r.black.name, r.white.name) for r in records] == [("random", "greedy"), ("greedy", "random")]
     for record in records:
@@ -62,15 +65,21 @@ def test_random_against_greedy_with_a_fischer_clock(tmp_path: Path, capsys: pyte
         for side in (record.black, record.white):
             assert side.stderr_log is not None and Path(side.stderr_log).is_file()
             assert Path(side.stderr_log).parent == out / "logs"
-    # The same two processes played both games.
+    # The same two processes played both games (one worker slot).
     assert records[0].black.stderr_log == records[1].white.stderr_log
     assert records[0].white.stderr_log == records[1].black.stderr_log
     text = capsys.readouterr().out
-    assert "game 1/2: random (black) vs greedy (white)" in text
-    for record in records:
-        assert describe_result(record) in text
-    assert format_match_score(records, "random", "greedy") in text
-    assert tally(records, "random").points + tally(records, "greedy").points == 2
+    assert "match: random, greedy; 2 games; 5x5 board, komi 0.5" in text
+    assert f"game 1 random (black) - greedy (white): {records[0].result} {records[0].reason}" in text
+    points = sum(
+        (r.winner is None) * 0.5
+        + (r.winner is not None and r.black.name == "random") * (r.winner == "black")
+        + (r.winner is not None and r.white.name == "random") * (r.winner == "white")
+        for r in records
+    )
+    summary = load_summary(out)
+    assert summary.statistics.score == pytest.approx(points / 2)
+    assert f"Score of random vs greedy: {summary.statistics.wins} - {summary.statistics.losses} -" in text
 
 
 def test_fixed_time_per_move_and_show_moves(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -84,14 +93,14 @@ def test_fixed_time_per_move_and_show_moves(tmp_path: Path, capsys: pytest.Captu
     assert record.moves[0].color == "white"  # the opening made Black's first move
     check_record(record)
     text = capsys.readouterr().out
-    assert f"   2. white {record.moves[0].move}" in text
-    assert f"   3. black {record.moves[1].move}" in text
+    assert f"g0001    2. white {record.moves[0].move}" in text
+    assert f"g0001    3. black {record.moves[1].move}" in text
 
 
 def test_a_bot_that_crashes_forfeits_and_is_restarted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "m"
     crasher = 'name=crasher cmd="python3 -c \'import sys; print(\\"boom\\", file=sys.stderr); sys.exit(3)\'"'
-    assert main(["match", "--black", crasher, "--white", "random", "--size", "4x4", "--out", str(out)]) == 0
+    assert main(["match", "--black", crasher, "--white", "random", "--size", "4x4", "--out", str(out), "-j", "1"]) == 0
     records = load_records(out)
     assert len(records) == 2
     for record, loser in zip(records, ("black", "white"), strict=True):
@@ -100,7 +109,7 @@ def test_a_bot_that_crashes_forfeits_and_is_restarted(tmp_path: Path, capsys: py
         check_record(record)
     # A broken process is not reused: game 2 had a new crasher process.
     assert pid_of(records[0].black.stderr_log) != pid_of(records[1].white.stderr_log)
-    assert "match: crasher 0 - 2 random" in capsys.readouterr().out
+    assert "Score of crasher vs random: 0 - 2 - 0  [0.000] 2" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
@@ -119,7 +128,7 @@ def test_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],
     err = capsys.readouterr().err
     assert err.startswith("alternator match: error: ")
     assert words in err
-    assert not list((tmp_path).glob("m/game-*.json"))
+    assert not (tmp_path / "m" / GAMES_FILE).exists()
 
 
 def test_match_as_a_subprocess(tmp_path: Path) -> None:
@@ -145,17 +154,15 @@ def test_match_as_a_subprocess(tmp_path: Path) -> None:
     [record] = load_records(out)
     assert record.settings.time_control == TimeControl(base_ms=5000, moves_per_period=20)
     check_record(record)
-    assert describe_result(record) in done.stdout
-    assert "match: random" in done.stdout
+    assert record.result in done.stdout
+    assert "Score of random vs greedy: " in done.stdout
 
 
-def test_ctrl_c_stops_cleanly_and_keeps_the_records(tmp_path: Path) -> None:
+def test_ctrl_c_stops_cleanly_and_the_same_command_resumes(tmp_path: Path) -> None:
     out = tmp_path / "m"
     argv = ["--black", "alphabeta", "--white", "alphabeta", "--movetime", "0.2", "--games", "2", "--out", str(out)]
-    process = subprocess.Popen(
-        [sys.executable, "-m", "referee", "match", *argv], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True,
-    )  # fmt: skip
+    command = [sys.executable, "-m", "referee", "match", *argv, "-j", "1"]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     # Wait until both bots have started and some moves are played.
     deadline = time.monotonic() + 30
     while len(list((out / "logs").glob("*.stderr.log"))) < 2 and time.monotonic() < deadline:
@@ -164,18 +171,37 @@ def test_ctrl_c_stops_cleanly_and_keeps_the_records(tmp_path: Path) -> None:
     process.send_signal(signal.SIGINT)
     stdout, stderr = process.communicate(timeout=30)
     assert process.returncode == 130, stderr
-    assert "interrupted" in stderr
-    records = load_records(out)
-    assert records and records[-1].termination is Termination.ABORTED
-    assert records[-1].result == "*"
-    check_record(records[-1])
-    assert "aborted" in stdout
+    assert "To resume, run the same command again" in stdout
+    assert "Traceback" not in stderr
     summary = load_summary(out)
-    assert summary.ended == "interrupted" and summary.records[-1] == f"game-{len(records):03d}.json"
-    assert summary.score.games == len(records) - 1  # the aborted game is not scored
+    assert summary.ended == "interrupted"
+    done = len(load_records(out))  # the game in progress was abandoned, not recorded
+    assert summary.statistics.games == done < 2
     for log in (out / "logs").glob("*.stderr.log"):
         pid = pid_of(str(log))
         assert not Path(f"/proc/{pid}").exists() or "State:\tZ" in Path(f"/proc/{pid}/status").read_text()
+    finished = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert finished.returncode == 0, finished.stderr
+    assert [r.game_id for r in load_records(out)] == ["g0001", "g0002"]
+    assert load_summary(out).ended == "completed"
+
+
+def test_a_signal_during_start_up_is_a_clean_stop(tmp_path: Path) -> None:
+    # SIGTERM while the command is still starting (a thousand openings to make): no traceback, no default kill.
+    out = tmp_path / "m"
+    argv = ["--black", "random", "--white", "greedy", "--openings-plies", "40", "--size", "26x26"]
+    argv += ["--sprt", "--games", "40000", "--out", str(out)]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "referee", "match", *argv], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    time.sleep(1.5)
+    process.send_signal(signal.SIGTERM)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, (stdout, stderr)
+    assert "Traceback" not in stderr
+    said = ("stopped while starting; nothing was recorded" in stderr, "stopped before the first game" in stdout)
+    assert any(said) or "To resume, run the same command again" in stdout  # a fast machine may have begun
 
 
 def _record(termination: Termination, result: str, winner: str | None, loser: str | None = None) -> GameRecord:
@@ -200,17 +226,13 @@ def _record(termination: Termination, result: str, winner: str | None, loser: st
     )
 
 
-def test_result_descriptions_and_match_score() -> None:
+def test_result_descriptions() -> None:
     normal = _record(Termination.NORMAL, "0-1", "white")
     assert describe_result(normal) == "0-1 b (white) wins by 7.5, 30 - 37.5 (both passed)"
     time_loss = _record(Termination.TIME, "1-0", "black", "white")
     assert describe_result(time_loss) == "1-0 a (black) wins: b (white) lost on time: took 1.200s, limit 1.000s"
     aborted = _record(Termination.ABORTED, "*", None)
     assert describe_result(aborted).startswith("* aborted (not scored)")
-    assert tally([normal, time_loss, aborted], "b").forfeits == 1
-    assert format_match_score([normal, time_loss, aborted], "a", "b") == (
-        "match: a 1 - 1 b (2 games: 1 win, 0 draws, 1 loss for a; b forfeited 1; 1 not scored (void or aborted))"
-    )
 
 
 def test_the_environment_and_folder_reach_the_bot(tmp_path: Path) -> None:
@@ -241,7 +263,7 @@ def test_a_time_loss_restarts_the_bot_and_infos_are_recorded(
     slow = f"name=slowpoke cmd='python3 {testbot} slow 600 --on 2'"
     chatty = f"name=chatty cmd='python3 {testbot} info --infos 2'"
     out = tmp_path / "m"
-    argv = ["match", "--black", slow, "--white", chatty, "--movetime", "0.2", "--size", "4x4", "--out", str(out)]
+    argv = ["match", "--black", slow, "--white", chatty, "--movetime", "0.2", "--size", "4x4", "--out", str(out), "-j1"]
     assert main(argv) == 0
     first, second = load_records(out)
     for record, loser in ((first, "black"), (second, "white")):
@@ -254,31 +276,7 @@ def test_a_time_loss_restarts_the_bot_and_infos_are_recorded(
     # The late process could still send its move into the next game: it was replaced.
     assert pid_of(first.black.stderr_log) != pid_of(second.white.stderr_log)
     assert pid_of(first.white.stderr_log) == pid_of(second.black.stderr_log)
-    assert "slowpoke (black) lost on time" in capsys.readouterr().out
-
-
-def test_the_live_progress_line_is_redrawn_in_place(tmp_path: Path) -> None:
-    import io
-
-    from protocol.rules import Position
-    from referee.display import MatchDisplay
-    from referee.record import MoveRecord
-
-    out = io.StringIO()
-    display = MatchDisplay(out, live=True)
-    display.game_started(1, 2, "a", "b")
-    position = Position(4, 4)
-    position.push(position.legal_moves()[0])
-    display.move_played(MoveRecord(color=BLACK, move=str(position.history[0]), elapsed_ms=0.2, clock_ms=None), position)
-    record = _record(Termination.NORMAL, "0-1", "white")
-    display.game_finished(1, record, tmp_path / "game-001.json")
-    text = out.getvalue()
-    assert text.startswith("\r\x1b[Kgame 1/2: a (black) vs b (white): starting\r\x1b[K")
-    black, white = position.scores()
-    assert f"move 1, board {black} - {white}, black 0.20ms" in text
-    assert text.endswith(
-        f"\r\x1b[Kgame 1/2: a (black) vs b (white): {describe_result(record)}  [{tmp_path}/game-001.json]\n"
-    )
+    assert "game 1 slowpoke (black) - chatty (white): 0-1 black (slowpoke) lost on time" in capsys.readouterr().out
 
 
 def first_game_void(calls: list[str]) -> Callable[..., Awaitable[GameRecord]]:
@@ -297,22 +295,51 @@ def first_game_void(calls: list[str]) -> Callable[..., Awaitable[GameRecord]]:
     return run
 
 
-async def test_a_void_game_is_played_again_and_only_it_is_named_a_retry(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import referee.match as match_module
-    from referee.match import Match
-    from tests.conftest import make_bot_spec
+def test_a_void_game_is_played_again_and_never_scored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sqlite3
+
+    import referee.runner as runner_module
+    from referee.store import DB_NAME
 
     calls: list[str] = []
-    monkeypatch.setattr(match_module, "run_game", first_game_void(calls))
-    settings = GameSettings(width=3, height=3, time_control=TimeControl(base_ms=5000, increment_ms=0))
-    match = Match(make_bot_spec("testbot", name="a"), make_bot_spec("testbot", name="b"), settings, 3, tmp_path)
-    records = await match.run()
-    assert calls == ["match-1", "match-1r1", "match-2", "match-3"]
-    assert [p.name for p in match.paths] == ["game-001.json", "game-001-retry1.json", "game-002.json", "game-003.json"]
-    assert [r.termination for r in records] == [Termination.VOID] + [Termination.NORMAL] * 3
-    assert [(r.black.name, r.white.name) for r in records[1:]] == [("a", "b"), ("b", "a"), ("a", "b")]
+    monkeypatch.setattr(runner_module, "run_game", first_game_void(calls))
+    out = tmp_path / "m"
+    a, b = f"name=a cmd='python3 {TESTBOT}'", f"name=b cmd='python3 {TESTBOT}'"
+    assert (
+        main(["match", "--black", a, "--white", b, "--size", "3x3", "--games", "3", "-j", "1", "--out", str(out)]) == 0
+    )
+    assert calls == ["g0001", "g0001", "g0002", "g0003"]
+    records = load_records(out)
+    assert [r.game_id for r in records] == ["g0001", "g0002", "g0003"]
+    assert all(r.termination is Termination.NORMAL for r in records)
+    assert [(r.black.name, r.white.name) for r in records] == [("a", "b"), ("b", "a"), ("a", "b")]
+    with sqlite3.connect(out / DB_NAME) as db:
+        assert db.execute("SELECT number, termination FROM void_games").fetchall() == [(1, "void")]
+    assert load_summary(out).void_games == 1
+
+
+def test_a_game_void_again_and_again_stops_the_run_with_a_message_about_the_machine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import referee.runner as runner_module
+    from referee.game import run_game
+
+    async def always_void(game_id: str, *args: Any, **kwargs: Any) -> GameRecord:
+        record = await run_game(game_id, *args, **kwargs)
+        reason = "the referee was 900 ms late reading the bots (host lag)"
+        return record.model_copy(
+            update={"termination": Termination.VOID, "result": "*", "winner": None, "reason": reason}
+        )
+
+    monkeypatch.setattr(runner_module, "run_game", always_void)
+    out = tmp_path / "m"
+    argv = ["match", "--black", f"python3 {TESTBOT}", "--white", "greedy", "--size", "3x3", "-j", "1"]
+    assert main([*argv, "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert f"game g0001 was void {runner_module.MAX_VOIDS_PER_GAME} times in a row" in err
+    assert "host lag" in err and "this machine cannot play it fairly now" in err
+    assert load_records(out) == []
+    assert load_summary(out).ended == "error"
 
 
 # --- openings, SPRT, match.json ------------------------------------------------------------------------------
@@ -348,16 +375,14 @@ def test_random_openings_are_played_twice_with_colours_swapped(
         assert record.all_moves()[:2] == record.settings.opening
         check_record(record)  # the opening and the bots' moves replay legally to the recorded result
     summary = load_summary(out)
-    assert summary.ended == "completed" and summary.sprt is None
-    assert (summary.openings.kind, summary.openings.plies, summary.openings.seed) == ("random", 2, "7")
+    assert summary.ended == "completed" and summary.statistics.sprt is None and summary.llr is None
+    assert summary.openings == {"plies": 2, "seed": 7}
     assert summary.settings.opening == []
-    assert summary.records == [f"game-{n:03d}.json" for n in range(1, 6)]
-    score = summary.score
-    assert score.games == 5 and score.first_points + score.second_points == 5
-    assert score.first_points == tally(records, "a").points
-    assert sum(score.pairs) == 2  # game 5 has no partner
+    stats = summary.statistics
+    assert stats.games == 5 and stats.wins + stats.draws + stats.losses == 5
+    assert sum(stats.pentanomial) == 2  # game 5 has no partner
     text = capsys.readouterr().out
-    assert "Elo of a over b: " in text and "from 2 game pairs" in text
+    assert f"Score of a vs b: {stats.wins} - {stats.losses} - {stats.draws}" in text and "from 2 game pairs" in text
     assert f"summary: {out / 'match.json'}" in text
 
 
@@ -372,42 +397,57 @@ def test_openings_from_a_file_are_reused_in_order(tmp_path: Path) -> None:
     assert [r.settings.opening for r in records] == [first, first, second, second, first, first]
     assert [r.black.name for r in records] == ["testbot", "greedy"] * 3
     summary = load_summary(out)
-    assert (summary.openings.kind, summary.openings.file, summary.openings.count) == ("file", str(openings), 2)
+    assert summary.openings["file_openings"] == 2 and len(summary.openings["file_sha256"]) == 16
 
 
-def test_an_sprt_match_stops_at_its_verdict(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from referee.match import first_points
-    from referee.sprt import llr_pentanomial, pentanomial
+def test_an_sprt_match_at_concurrency_2_stops_at_its_verdict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sqlite3
+
+    from referee.sprt import CountedGame, SprtParameters, count_in_order, llr_pentanomial
+    from referee.store import DB_NAME
 
     out = tmp_path / "m"
     random_bot = "python3 -m sample_bots.random --seed 1"
     argv = ["match", "--black", "greedy", "--white", random_bot, "--size", "4x4", "--tc", "5+0.05", "--out", str(out)]
     sprt = ["--sprt", "elo0=0", "elo1=200", "alpha=0.1,beta=0.1"]
-    assert main([*argv, "--openings-plies", "2", *sprt, "--games", "40"]) == 0
+    assert main([*argv, "--openings-plies", "2", *sprt, "--games", "40", "--concurrency", "2"]) == 0
     records = load_records(out)
-    assert 6 <= len(records) < 40 and len(records) % 2 == 0  # at least 3 pairs: ln(9) / ln(L(200)/0.5) = 5.3
+    assert 6 <= len(records) < 40  # at least 3 pairs: ln(9) / ln(L(200)/0.5) = 5.3
     summary = load_summary(out)
+    stats = summary.statistics
     assert summary.ended == "sprt" and summary.max_games == 40
-    assert summary.sprt is not None and summary.sprt.verdict == "H1"
-    assert (summary.sprt.elo0, summary.sprt.elo1, summary.sprt.alpha, summary.sprt.beta) == (0, 200, 0.1, 0.1)
-    # The LLR is that of the pairs in the records, and it stopped at the first pair that crossed the bound.
-    won = [(r.black.name if r.winner == "black" else r.white.name) == "greedy" for r in records]  # no draws: komi .5
-    pairs = tuple(sum(2 * (won[i] + won[i + 1]) == j for i in range(0, len(won), 2)) for j in range(0, 5))
-    assert pairs == pentanomial(first_points(records, "greedy"))
-    assert list(pairs) == summary.score.pairs and sum(pairs) * 2 == len(records)
-    assert summary.sprt.llr == pytest.approx(llr_pentanomial(pairs, 0, 200))
-    assert summary.sprt.llr >= summary.sprt.upper_bound == pytest.approx(math.log(9))
-    before = pentanomial(first_points(records[:-2], "greedy"))
-    assert summary.sprt.lower_bound < llr_pentanomial(before, 0, 200) < summary.sprt.upper_bound
-    assert summary.elo.elo is None or summary.elo.elo > 0
+    assert stats.sprt is not None and stats.sprt.verdict == "H1"
+    assert (stats.sprt.elo0, stats.sprt.elo1, stats.sprt.alpha, stats.sprt.beta) == (0, 200, 0.1, 0.1)
+    assert summary.llr == stats.llr == stats.sprt.llr
+    assert stats.sprt.llr >= stats.sprt.upper_bound == pytest.approx(math.log(9), abs=1e-4)
+    assert stats.sprt.llr == pytest.approx(llr_pentanomial(stats.pentanomial, 0, 200), abs=1e-4)
+    # Reproducible from the database alone: the done games in commit order, counted as the run counted them.
+    with sqlite3.connect(out / DB_NAME) as db:
+        rows = db.execute(
+            "SELECT number, round, black, result FROM games WHERE status = 'done' ORDER BY seq"
+        ).fetchall()
+    games = [
+        CountedGame(n, r // 2, {"1-0": 1.0, "0-1": 0.0}.get(res, 0.5) if black == "greedy" else
+                    {"1-0": 0.0, "0-1": 1.0}.get(res, 0.5))
+        for n, r, black, res in rows
+    ]  # fmt: skip
+    again, counted = count_in_order(games, SprtParameters(0, 200, 0.1, 0.1))
+    assert sorted(counted) == sorted(r[0] for r in rows) == sorted(int(r.game_id[1:]) for r in records)
+    assert list(again.pairs) == stats.pentanomial and (again.wins, again.losses) == (stats.wins, stats.losses)
+    assert again.sprt is not None and round(again.sprt.llr, 4) == stats.llr
+    # The games in progress at the verdict were stopped and not scored: only counted games are stored.
+    assert len(rows) == stats.games
+    assert stats.los is not None and stats.los > 0.9 and stats.nelo is not None and stats.nelo > 0
     text = capsys.readouterr().out
-    assert "game 1/40: greedy (black) vs random (white)" in text
-    assert f"SPRT: LLR {summary.sprt.llr:.2f} (-2.20, 2.20) [0, 200]" in text
-    assert f"after {len(records)} games: Elo " in text
-    assert (
-        "H1 accepted: greedy is stronger than random by about 200 Elo (elo0 0, elo1 200, alpha 0.1, beta 0.1)" in text
-    )
+    assert "match: greedy, random; 40 games" in text and "2 at once" in text
+    assert f"LLR: {stats.sprt.llr:.2f} (-2.20, 2.20) [0, 200]" in text
+    assert "Elo (plain estimate; an SPRT stops early, so it tends to overstate): " in text
+    assert f"SPRT: H1 accepted after {stats.games} games" in text
+    assert "by about 200" not in text
     assert "note: every pair starts from the same position" not in text
+    assert "-0.0" not in text and "-0.0" not in (out / "match.json").read_text()
 
 
 def test_an_undecided_sprt_match_plays_every_game(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -415,11 +455,12 @@ def test_an_undecided_sprt_match_plays_every_game(tmp_path: Path, capsys: pytest
     argv = ["match", "--black", f"python3 {TESTBOT}", "--white", "greedy", "--size", "3x3", "--games", "2"]
     assert main([*argv, "--sprt", "elo1=200", "--out", str(out)]) == 0
     summary = load_summary(out)
-    assert summary.ended == "completed" and summary.sprt is not None and summary.sprt.verdict is None
-    assert (summary.sprt.elo0, summary.sprt.alpha, summary.sprt.beta) == (0, 0.05, 0.05)  # the defaults
+    sprt = summary.statistics.sprt
+    assert summary.ended == "completed" and sprt is not None and sprt.verdict is None
+    assert (sprt.elo0, sprt.alpha, sprt.beta) == (0, 0.05, 0.05)  # the defaults
     text = capsys.readouterr().out
     assert "note: every pair starts from the same position" in text
-    assert "SPRT inconclusive after 2 games (elo0 0, elo1 200, alpha 0.05, beta 0.05)" in text
+    assert "SPRT: no verdict after 2 games (H0: testbot is at most 0 Elo stronger, H1: 200 Elo;" in text
 
 
 @pytest.mark.parametrize(
@@ -435,7 +476,7 @@ def test_an_undecided_sprt_match_plays_every_game(tmp_path: Path, capsys: pytest
         (["--openings-plies", "2", "--openings-file", "x.txt"], "give one of them"),
         (["--opening", "a1a2", "--openings-plies", "2"], "--opening starts every game from the same moves"),
         (["--openings-seed", "3"], "--openings-seed: it seeds random openings; give --openings-plies N too"),
-        (["--openings-plies", "15", "--size", "4x4"], "--openings-plies 15: give from 1 to 14 placements"),
+        (["--openings-plies", "15", "--size", "4x4"], "--openings-plies 15: give from 0 to 14 placements"),
         (["--openings-file", "/no/such/openings.txt"], "--openings-file: /no/such/openings.txt: cannot read"),
     ],
 )
@@ -457,31 +498,10 @@ def test_a_bad_line_in_the_openings_file_is_named(tmp_path: Path, capsys: pytest
     assert f"--openings-file: {openings}: line 2: move 1 ('a1a3')" in capsys.readouterr().err
 
 
-def test_a_long_match_report_lists_only_the_games_that_did_not_end_on_the_board() -> None:
-    from referee.display import MAX_LISTED_GAMES, format_match_report
-
-    records = [_record(Termination.NORMAL, "0-1", "white")] * 24 + [_record(Termination.TIME, "1-0", "black", "white")]
-    lines = format_match_report(records, "a", "b")
-    assert lines[0] == "results: 25 games; 1 did not end on the board:"
-    assert lines[1].startswith("  25. a - b: 1-0 a (black) wins: b (white) lost on time")
-    assert lines[2].startswith("match: a 1 - 24 b (25 games")
-    assert len(format_match_report(records[:MAX_LISTED_GAMES], "a", "b")) == MAX_LISTED_GAMES + 2
-
-
 def test_the_statistics_lines() -> None:
-    from referee.display import format_elo, format_pair_progress, format_sprt, format_verdict
-    from referee.sprt import PENTANOMIAL_OUTCOMES, SprtParameters, SprtStatus, Verdict, elo_estimate
-
-    params = SprtParameters(elo0=0, elo1=5)
-    undecided = SprtStatus(params, 1.234, None)
-    assert format_sprt(undecided) == "SPRT: LLR 1.23 (-2.94, 2.94) [0, 5]"
-    assert format_verdict(SprtStatus(params, 3.0, Verdict.H1), "mine", "base", 400) == (
-        "H1 accepted: mine is stronger than base by about 5 Elo (elo0 0, elo1 5, alpha 0.05, beta 0.05)"
-    )
-    assert format_verdict(SprtStatus(params, -3.0, Verdict.H0), "mine", "base", 400) == (
-        "H0 accepted: mine is not stronger than base by 5 Elo; at most about 0 (elo0 0, elo1 5, alpha 0.05, beta 0.05)"
-    )
-    assert format_verdict(undecided, "mine", "base", 400).startswith("SPRT inconclusive after 400 games")
+    from referee.display import format_elo, format_statistics, format_verdict
+    from referee.match import head_to_head
+    from referee.sprt import PENTANOMIAL_OUTCOMES, SprtParameters, elo_estimate, match_statistics
 
     def elo(*pairs: int) -> str:
         return format_elo(elo_estimate(pairs, PENTANOMIAL_OUTCOMES))
@@ -491,7 +511,131 @@ def test_the_statistics_lines() -> None:
     assert elo(0, 0, 1, 0, 3) == "+338.0 (95%: +117.4 to +inf)"
     assert elo(0, 0, 0, 0, 2) == "+inf (every game won)"
     assert elo(0, 0, 0, 0, 0) == "none yet (no finished game pair)"
-    assert format_pair_progress(20, (1, 2, 4, 2, 1), undecided) == (
-        "after 20 games: Elo +0.0 ± 122.8 (95%); pairs by points 0, ½, 1, 1½, 2: [1, 2, 4, 2, 1];"
-        " SPRT: LLR 1.23 (-2.94, 2.94) [0, 5]"
-    )
+
+    # 10 pairs, symmetric: 9 wins, 9 losses, 2 draws; an SPRT [0, 5]
+    stats = match_statistics(9, 2, 9, (1, 2, 4, 2, 1), SprtParameters(elo0=0, elo1=5))
+    h = head_to_head("mine", "base", stats)
+    lines = format_statistics(h)
+    assert lines[0] == "Score of mine vs base: 9 - 9 - 2  [0.500] 20"
+    assert lines[1].startswith("Elo (plain estimate; an SPRT stops early, so it tends to overstate): +0.0 ± 122.8")
+    assert ", nElo: +0.0 ± " in lines[1]
+    assert lines[2] == "LOS: 50.00 %, DrawRatio: 10.00 %, Ptnml(0-2): [1, 2, 4, 2, 1] from 10 game pairs"
+    assert lines[3].startswith("LLR: ") and lines[3].endswith(" (-2.94, 2.94) [0, 5]")
+    assert all("-0.0" not in line for line in lines)
+    assert h.elo == 0.0 and str(h.elo) == "0.0" and str(h.nelo) == "0.0"
+    assert h.sprt is not None
+    verdict = format_verdict(h.sprt.model_copy(update={"verdict": "H1"}), "mine", "base", 400)
+    assert verdict.startswith("SPRT: H1 accepted after 400 games (H0: mine is at most 0 Elo stronger, H1: 5 Elo;")
+    assert "about 5" not in verdict and "by 5" not in verdict
+    assert format_verdict(h.sprt, "mine", "base", 400).startswith("SPRT: no verdict after 400 games")
+    no_sprt = format_statistics(head_to_head("mine", "base", match_statistics(1, 0, 0, (0, 0, 0, 0, 0), None)))
+    assert no_sprt[1] == "Elo: none yet (no finished game pair), nElo: -"
+
+
+def test_replay_a_game_of_a_match_by_its_id(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "m"
+    argv = ["match", "--black", "greedy", "--white", "random", "--size", "4x4", "--games", "2", "--out", str(out)]
+    assert main(argv) == 0
+    second = load_records(out)[1]
+    capsys.readouterr()
+    for target, game in ((out, "g0002"), (out, "2"), (out / GAMES_FILE, "g0002")):
+        assert main(["replay", str(target), game, "--show-moves"]) == 0
+        text = capsys.readouterr().out
+        assert text.startswith(f"g0002: {second.black.name} (black) vs {second.white.name} (white), 4x4")
+        assert f"   1. black {second.moves[0].move}" in text
+        assert f"result: {describe_result(second)}" in text
+    assert main(["replay", str(out), "g0042"]) == 2
+    assert "no game 'g0042'; its games are g0001, g0002" in capsys.readouterr().err
+    assert main(["replay", str(out)]) == 2
+    assert f"alternator replay {out} g0001" in capsys.readouterr().err
+
+
+def test_two_different_matches_never_share_an_output_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "m"
+    argv = ["match", "--black", "greedy", "--white", "random", "--size", "3x3", "--games", "2", "--out", str(out)]
+    assert main(argv) == 0
+    before = (out / GAMES_FILE).read_text()
+    capsys.readouterr()
+    # Another bot: refused, naming the field that changed; nothing of the first match is touched.
+    assert main([*argv[:4], "alphabeta", *argv[5:]]) == 2
+    err = capsys.readouterr().err
+    assert f"{out} holds a match with other settings (bots[1].command: was" in err and "sample_bots.alphabeta" in err
+    assert 'bots[1].name: was "random", now "alphabeta"' in err
+    assert (out / GAMES_FILE).read_text() == before
+    # Another time control: refused too (more games would be a compatible resume); a tournament: refused.
+    assert main([*argv[:-4], "--games", "3", "--tc", "9+0", "--out", str(out)]) == 2
+    assert "time_control.base_ms: was 10000, now 9000" in capsys.readouterr().err
+    assert main(["tournament", "--bot", "greedy", "--bot", "random", "--size", "3x3", "--out", str(out)]) == 2
+    assert "holds a match, not a tournament: the two are never mixed" in capsys.readouterr().err
+    # A directory of a match from before the database: refused, never mixed.
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "match.json").write_text("{}")
+    (old / "game-001.json").write_text("{}")
+    assert main([*argv[:-1], str(old)]) == 2
+    assert "holds a match from an older alternator" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds the bot processes through /proc")
+def test_an_sprt_match_killed_with_sigkill_mid_pair_resumes_to_the_same_figures(tmp_path: Path) -> None:
+    from tests.test_tournament import alive, descendants, done_count, wait_until
+
+    # Deterministic bots (the first legal move, slowly; random seeded by the game id): every game's result is
+    # decided by its opening and colours, so a resumed match must end with the same figures as one never stopped.
+    slow = f"name=slow cmd='python3 {TESTBOT} slow 30'"
+    seeded = "name=seeded cmd='python3 -m sample_bots.random --seed 5'"
+    options = ["--size", "4x4", "--tc", "10+0", "--openings-plies", "2", "--games", "12", "-j", "1"]
+    options += ["--sprt", "elo0=-50", "elo1=50"]
+
+    def command(out: Path) -> list[str]:
+        return [
+            sys.executable,
+            "-m",
+            "referee",
+            "match",
+            "--black",
+            slow,
+            "--white",
+            seeded,
+            *options,
+            "--out",
+            str(out),
+        ]
+
+    reference = subprocess.run(command(tmp_path / "ref"), cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert reference.returncode == 0, reference.stderr
+    expected = load_summary(tmp_path / "ref").statistics
+
+    out = tmp_path / "m"
+    referee = subprocess.Popen(command(out), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    bots: list[int] = []
+    try:
+        # An odd number of games done at concurrency 1: the game being played is the second of its pair.
+        wait_until(lambda: done_count(out) >= 3 and done_count(out) % 2 == 1, 60, "a pair half played")
+        bots = descendants(referee.pid)
+        referee.send_signal(signal.SIGKILL)
+        referee.communicate(timeout=10)
+        wait_until(lambda: not any(alive(pid) for pid in bots), 5, "the orphaned bots to exit on EOF")
+    finally:
+        if referee.poll() is None:
+            referee.kill()
+            referee.communicate()
+        for pid in bots:
+            if alive(pid):
+                os.killpg(pid, signal.SIGKILL)
+    before = done_count(out)
+    assert before % 2 == 1 and not (out / "match.json").exists()
+    resumed = subprocess.run(command(out), cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"{before} already played" in resumed.stdout
+    records = load_records(out)
+    ids = [r.game_id for r in records]
+    assert len(ids) == len(set(ids)) == expected.games  # no game lost, none counted twice
+    assert ids == [r.game_id for r in load_records(tmp_path / "ref")]
+    got = load_summary(out).statistics
+    assert got.pentanomial == expected.pentanomial and (got.wins, got.draws, got.losses) == (
+        expected.wins, expected.draws, expected.losses,
+    )  # fmt: skip
+    assert got.llr == expected.llr and got.sprt == expected.sprt

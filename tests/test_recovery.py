@@ -18,7 +18,7 @@ from referee.recovery import (
     set_aside,
 )
 from referee.schedule import Format, make_schedule
-from referee.store import DB_NAME, TournamentStore
+from referee.store import DB_NAME, RunStore
 from tests.test_store import FINGERPRINT, record, schedule
 
 
@@ -76,9 +76,9 @@ def test_a_database_is_rebuilt_from_games_jsonl(tmp_path: Path) -> None:
     db.write_bytes(b"")  # what a full disk or a careless `> tournament.db` leaves
     kept = set_aside(db)
     assert kept is not None and kept.name.startswith(f"{DB_NAME}.broken-") and not db.exists()
-    with TournamentStore(db) as store:
+    with RunStore(db) as store:
         assert rebuild_database(store, tmp_path, FINGERPRINT, games) == 3
-    with TournamentStore(db) as store:
+    with RunStore(db) as store:
         store.start(FINGERPRINT, games)  # resumes: the same settings
         assert [n for n, *_ in store.finished()] == [1, 2, 3]
         assert [r for *_, r, _ in store.finished()] == ["1-0", "0-1", "1-0"]

@@ -12,7 +12,7 @@ from pathlib import Path
 from referee.commands.replay import check_record
 from referee.config import parse_config, resolve_plan
 from referee.record import GameRecord, Termination
-from referee.tournament import GAMES_FILE, Tournament
+from referee.runner import GAMES_FILE, Runner
 
 SAMPLE_BOTS = ["random", "greedy", "alphabeta"]
 
@@ -30,7 +30,7 @@ async def test_every_sample_bot_plays_every_other_to_a_normal_end(tmp_path: Path
         source="test",
     )
     plan = resolve_plan(config, base_dir=tmp_path, source="test", default_out=tmp_path / "out")
-    summary = await Tournament(plan).run()
+    summary = await Runner(plan).run()
 
     assert (summary.games_done, summary.games_total) == (6, 6)
     lines = (plan.out_dir / GAMES_FILE).read_text(encoding="utf-8").splitlines()

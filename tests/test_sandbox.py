@@ -40,7 +40,7 @@ from referee.sandbox import (
     sandboxed_command,
     visible_paths,
 )
-from referee.store import DB_NAME, StoreError, TournamentStore
+from referee.store import DB_NAME, RunStore, StoreError
 from tests.conftest import live_pids, make_bot_spec
 
 needs_bwrap = pytest.mark.skipif(
@@ -279,11 +279,18 @@ def test_resuming_a_tournament_with_another_sandbox_setting_is_refused(tmp_path:
     # Unsandboxed bots fingerprint as before the sandbox existed: older tournaments still resume.
     assert all(set(bot) == {"name", "command", "dir", "env"} for bot in plain.fingerprint["bots"])
     boxed = build_plan(tournament_args("--bot", "random", "--bot", "greedy", "--out", out, "--sandbox"))
-    assert [change.split(":")[0] for change in describe_changes(plain.fingerprint, boxed.fingerprint)] == ["bots"]
-    with TournamentStore(tmp_path / DB_NAME) as store:
-        store.start(plain.fingerprint, [])
-    with TournamentStore(tmp_path / DB_NAME) as store, pytest.raises(StoreError, match='"sandbox": true'):
-        store.start(boxed.fingerprint, [])
+    changes = describe_changes(plain.fingerprint, boxed.fingerprint)
+    assert changes == ["bots[0].sandbox: was null, now true", "bots[1].sandbox: was null, now true"]
+    from tests.test_store import record, schedule
+
+    with RunStore(tmp_path / DB_NAME) as store:
+        store.start(plain.fingerprint, schedule())
+        store.record_game(1, record(schedule()[0]))
+    with (
+        RunStore(tmp_path / DB_NAME) as store,
+        pytest.raises(StoreError, match=r"bots\[0\]\.sandbox: was null, now true"),
+    ):
+        store.start(boxed.fingerprint, schedule())
 
 
 def test_sandbox_without_bwrap_is_a_usage_error_before_any_game(
@@ -453,7 +460,7 @@ def test_match_with_sandbox_on_the_command_line(tmp_path: Path, capsys: pytest.C
     out = tmp_path / "m"
     argv = ["match", "--black", "random", "--white", "greedy", "--size", "4x4", "--games", "1", "--out", str(out)]
     assert main([*argv, "--sandbox", "--memory-mb", "256"]) == 0
-    record = read_record(out / "game-001.json")
+    record = read_record(out / "games.jsonl", "g0001")
     assert record.termination is Termination.NORMAL
     for side in (record.black, record.white):
         assert side.sandbox and side.memory_mb == 256 and side.run_command is not None

@@ -12,7 +12,8 @@ import random
 import pytest
 
 from protocol.rules import BLACK, PASS, Move, Position
-from sample_bots.search import Searcher, choose_move
+from sample_bots import strong
+from sample_bots.search import DEFAULT, Searcher, Settings, choose_move
 from sample_bots.solver import Solver, live_roots, solve
 
 _memo: dict[str, int] = {}
@@ -134,12 +135,13 @@ def test_node_limit_aborts_and_a_later_call_still_solves() -> None:
 # -- the search bots reach the exact values ------------------------------------------------------------
 
 
+@pytest.mark.parametrize("settings", [DEFAULT, strong.SETTINGS], ids=["alphabeta", "strong"])
 @pytest.mark.parametrize(("size", "moves", "komi"), TINY)
-def test_alphabeta_keeps_the_exact_value(size: str, moves: str, komi: float) -> None:
+def test_the_search_bots_keep_the_exact_value(size: str, moves: str, komi: float, settings: Settings) -> None:
     width, height = (int(x) for x in size.split("x"))
     position = Position.from_moves(moves.split(), width, height, komi)
     # A generous time with a node limit: the solver's node limit, not the clock, decides.
-    info = choose_move(position, 600.0, max_depth=40, solver_nodes=2_000_000)
+    info = choose_move(position, 600.0, max_depth=40, settings=settings, solver_nodes=2_000_000)
     assert info.proven
     assert info.score == mover_value(brute(position), position)
     assert brute(position.play(info.move)) == brute(position)

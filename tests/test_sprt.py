@@ -241,3 +241,70 @@ def test_the_elo_estimate_by_hand() -> None:
 def test_bad_parameters_are_refused(kwargs: dict[str, float], words: str) -> None:
     with pytest.raises(ValueError, match=words.replace("(", r"\(").replace(")", r"\)")):
         SprtParameters(**kwargs)
+
+
+# --- the figures testers read, against hand-worked examples ---------------------------------------------
+
+
+def test_los_nelo_and_draw_ratio_by_hand() -> None:
+    from referee.sprt import NELO_SCALE, draw_ratio, likelihood_of_superiority, normalized_elo, pair_moments
+
+    # Pentanomial [0, 0, 2, 0, 2]: pair means 1/2, 1/2, 1, 1 -> s = 3/4, var = 4 * (1/4)^2 / 4 = 1/16.
+    penta = (0, 0, 2, 0, 2)
+    assert pair_moments(penta) == (0.75, 0.0625)
+    # LOS = Phi((s - 1/2) / sqrt(var / N)) = Phi(0.25 / 0.125) = Phi(2) = 0.977250
+    los = likelihood_of_superiority(penta)
+    assert los == pytest.approx(0.9772499, abs=1e-6)
+    # nElo = (s - 1/2) / sqrt(2 var) * 800 / ln 10 = 0.25 / 0.353553 * 347.4356 = 245.67
+    nelo = normalized_elo(penta)
+    assert nelo is not None
+    assert pytest.approx(347.43558552) == NELO_SCALE
+    assert nelo[0] == pytest.approx(0.25 / math.sqrt(0.125) * 347.43558552, rel=1e-9)
+    assert nelo[0] == pytest.approx(245.67, abs=0.01)
+    # margin = 1.96 sqrt(var / N) / sqrt(2 var) * 347.44 = 1.959964 / sqrt(8) * 347.4356 = 240.76
+    assert nelo[1] == pytest.approx(1.959964 / math.sqrt(8) * 347.43558552, rel=1e-6)
+    # Draw ratio: drawn games over games, as cutechess prints it.
+    assert draw_ratio(5, 2, 3) == 0.2
+    assert draw_ratio(0, 0, 0) is None
+
+
+def test_even_and_one_sided_pentanomials() -> None:
+    from referee.sprt import likelihood_of_superiority, normalized_elo
+
+    even = (1, 2, 4, 2, 1)
+    assert likelihood_of_superiority(even) == 0.5
+    nelo = normalized_elo(even)
+    assert nelo is not None and nelo[0] == 0.0 and math.copysign(1, nelo[0]) == 1  # +0.0, never -0.0
+    assert likelihood_of_superiority((0, 0, 0, 0, 3)) == 1.0  # no spread: certain
+    assert likelihood_of_superiority((3, 0, 0, 0, 0)) == 0.0
+    assert likelihood_of_superiority((0, 0, 3, 0, 0)) == 0.5
+    assert normalized_elo((0, 0, 0, 0, 3)) is None  # no spread, no normalization
+    assert likelihood_of_superiority((0, 0, 0, 0, 0)) is None
+
+
+def test_pairs_count_when_both_games_are_in_whatever_the_order() -> None:
+    from referee.sprt import CountedGame, PairCounter, count_in_order
+
+    # Games 1-2 are pair 0, 3-4 pair 1. Commit order: 3, 1, 4, 2 (out of order).
+    games = [CountedGame(3, 1, 1.0), CountedGame(1, 0, 0.5), CountedGame(4, 1, 1.0), CountedGame(2, 0, 0.0)]
+    counter = PairCounter(None)
+    assert [counter.add(g) for g in games] == [False, False, True, True]
+    assert counter.pairs == [0, 1, 0, 0, 1]  # pair 0: 1/2 point; pair 1: 2 points
+    stats, counted = count_in_order(games, None)
+    assert (stats.wins, stats.draws, stats.losses) == (2, 1, 1)
+    assert stats.pairs == (0, 1, 0, 0, 1) and counted == [3, 1, 4, 2]
+    assert stats.score == 0.625 and stats.draw_ratio == 0.25
+
+
+def test_counting_stops_at_the_verdict_so_a_late_commit_changes_nothing() -> None:
+    from referee.sprt import CountedGame, SprtParameters, count_in_order
+
+    sprt = SprtParameters(elo0=0, elo1=200, alpha=0.1, beta=0.1)
+    wins = [CountedGame(n, (n - 1) // 2, 1.0) for n in range(1, 41)]
+    stats, counted = count_in_order(wins, sprt)
+    assert stats.sprt is not None and stats.sprt.verdict is Verdict.H1
+    decided_after = len(counted)
+    assert decided_after % 2 == 0 and decided_after < 40
+    # The same games with one more commit after the verdict: the same figures.
+    again, _ = count_in_order([*wins[:decided_after], CountedGame(99, 49, 0.0)], sprt)
+    assert again == stats

@@ -14,7 +14,7 @@ from protocol.messages import TimeControl
 from protocol.rules import BLACK, WHITE
 from referee.record import BotInfo, GameRecord, GameSettings, Termination
 from referee.schedule import Format, ScheduledGame, make_schedule
-from referee.store import DB_NAME, StoreError, TournamentStore
+from referee.store import DB_NAME, RunStore, StoreError
 
 FINGERPRINT = {"bots": ["a", "b", "c"], "time_control": {"base_ms": 1000}, "size": "4x4"}
 
@@ -45,7 +45,7 @@ def record(game: ScheduledGame, termination: Termination = Termination.NORMAL, r
 
 def test_a_new_tournament_stores_its_schedule_and_every_game_pending(tmp_path: Path) -> None:
     games = schedule()
-    with TournamentStore(tmp_path / DB_NAME) as store:
+    with RunStore(tmp_path / DB_NAME) as store:
         store.start(FINGERPRINT, games)
         assert store.scheduled() == {g.number: g for g in games}
         assert store.pending() == [g.number for g in games]
@@ -56,7 +56,7 @@ def test_a_new_tournament_stores_its_schedule_and_every_game_pending(tmp_path: P
 
 def test_a_finished_game_is_committed_at_once_and_survives_reopening(tmp_path: Path) -> None:
     games = schedule()
-    store = TournamentStore(tmp_path / DB_NAME)
+    store = RunStore(tmp_path / DB_NAME)
     store.start(FINGERPRINT, games)
     store.mark_running(1)
     store.record_game(1, record(games[0]))
@@ -64,7 +64,7 @@ def test_a_finished_game_is_committed_at_once_and_survives_reopening(tmp_path: P
     with sqlite3.connect(tmp_path / DB_NAME) as other:
         assert other.execute("SELECT status, result FROM games WHERE number = 1").fetchone() == ("done", "1-0")
     store.close()
-    with TournamentStore(tmp_path / DB_NAME) as again:
+    with RunStore(tmp_path / DB_NAME) as again:
         again.start(FINGERPRINT, games)
         assert again.pending() == [2, 3, 4, 5, 6]
         assert list(again.finished()) == [(1, games[0].black, games[0].white, "1-0", "normal")]
@@ -73,13 +73,13 @@ def test_a_finished_game_is_committed_at_once_and_survives_reopening(tmp_path: P
 
 def test_a_game_left_running_by_a_killed_referee_is_pending_again(tmp_path: Path) -> None:
     games = schedule()
-    with TournamentStore(tmp_path / DB_NAME) as store:
+    with RunStore(tmp_path / DB_NAME) as store:
         store.start(FINGERPRINT, games)
         store.mark_running(2)
         store.mark_running(3)
         store.record_game(3, record(games[2]))
         assert store._db.execute("SELECT status FROM games WHERE number = 2").fetchone()[0] == "running"
-    with TournamentStore(tmp_path / DB_NAME) as store:
+    with RunStore(tmp_path / DB_NAME) as store:
         store.start(FINGERPRINT, games)
         assert store.pending() == [1, 2, 4, 5, 6]
         assert store._db.execute("SELECT status FROM games WHERE number = 2").fetchone()[0] == "pending"
@@ -90,7 +90,7 @@ def test_void_and_aborted_games_are_logged_never_scored_and_stay_pending(
     tmp_path: Path, termination: Termination
 ) -> None:
     games = schedule()
-    with TournamentStore(tmp_path / DB_NAME) as store:
+    with RunStore(tmp_path / DB_NAME) as store:
         store.start(FINGERPRINT, games)
         store.mark_running(1)
         store.record_game(1, record(games[0], termination))
@@ -102,14 +102,14 @@ def test_void_and_aborted_games_are_logged_never_scored_and_stay_pending(
 
 def test_a_forfeit_is_a_finished_game(tmp_path: Path) -> None:
     games = schedule()
-    with TournamentStore(tmp_path / DB_NAME) as store:
+    with RunStore(tmp_path / DB_NAME) as store:
         store.start(FINGERPRINT, games)
         store.record_game(2, record(games[1], Termination.CRASH, "0-1"))
         assert list(store.finished()) == [(2, games[1].black, games[1].white, "0-1", "crash")]
 
 
 def test_release_makes_an_interrupted_game_pending(tmp_path: Path) -> None:
-    with TournamentStore(tmp_path / DB_NAME) as store:
+    with RunStore(tmp_path / DB_NAME) as store:
         store.start(FINGERPRINT, schedule())
         store.mark_running(4)
         store.release(4)
@@ -117,51 +117,73 @@ def test_release_makes_an_interrupted_game_pending(tmp_path: Path) -> None:
 
 
 def test_resuming_with_other_settings_is_an_error_naming_what_changed(tmp_path: Path) -> None:
-    with TournamentStore(tmp_path / DB_NAME) as store:
+    with RunStore(tmp_path / DB_NAME) as store:
         store.start(FINGERPRINT, schedule())
+        store.record_game(1, record(schedule()[0]))
     changed = {**FINGERPRINT, "time_control": {"base_ms": 2000}}
-    with TournamentStore(tmp_path / DB_NAME) as store, pytest.raises(StoreError) as caught:
+    with RunStore(tmp_path / DB_NAME) as store, pytest.raises(StoreError) as caught:
         store.start(changed, schedule())
     message = str(caught.value)
-    assert 'time_control: was {"base_ms": 1000}, now {"base_ms": 2000}' in message
+    assert "time_control.base_ms: was 1000, now 2000" in message
     assert "size" not in message
     assert "--out DIR" in message
 
 
 def test_more_games_per_pairing_adds_games_and_keeps_the_finished_ones(tmp_path: Path) -> None:
-    with TournamentStore(tmp_path / DB_NAME) as store:
+    with RunStore(tmp_path / DB_NAME) as store:
         store.start(FINGERPRINT, schedule(2))
         store.record_game(1, record(schedule(2)[0]))
-    with TournamentStore(tmp_path / DB_NAME) as store:
+    with RunStore(tmp_path / DB_NAME) as store:
         store.start(FINGERPRINT, schedule(4))
         assert store.total_count() == 12
         assert store.pending() == list(range(2, 13))
 
 
 def test_fewer_games_per_pairing_is_an_error(tmp_path: Path) -> None:
-    with TournamentStore(tmp_path / DB_NAME) as store:
+    with RunStore(tmp_path / DB_NAME) as store:
         store.start(FINGERPRINT, schedule(4))
-    with TournamentStore(tmp_path / DB_NAME) as store, pytest.raises(StoreError, match=r"more games \(12\) than"):
+    with RunStore(tmp_path / DB_NAME) as store, pytest.raises(StoreError, match=r"more games \(12\) than"):
         store.start(FINGERPRINT, schedule(2))
 
 
 def test_a_changed_schedule_is_an_error_naming_the_game(tmp_path: Path) -> None:
-    with TournamentStore(tmp_path / DB_NAME) as store:
+    with RunStore(tmp_path / DB_NAME) as store:
         store.start(FINGERPRINT, schedule())
     other = make_schedule(["a", "b", "c"], Format.ROUND_ROBIN, 2, [("b1b2",)])
-    with TournamentStore(tmp_path / DB_NAME) as store, pytest.raises(StoreError, match="game 1 was scheduled as"):
+    with RunStore(tmp_path / DB_NAME) as store, pytest.raises(StoreError, match="game 1 was scheduled as"):
         store.start(FINGERPRINT, other)
 
 
 def test_a_file_that_is_not_a_database_is_a_clear_error(tmp_path: Path) -> None:
     (tmp_path / DB_NAME).write_text("not a database, " * 100)
     with pytest.raises(StoreError, match="cannot open the tournament database"):
-        TournamentStore(tmp_path / DB_NAME)
+        RunStore(tmp_path / DB_NAME)
 
 
 def test_one_referee_at_a_time_per_output_directory(tmp_path: Path) -> None:
-    busy = rf"pid {os.getpid()}\) is running in this output directory"
-    with TournamentStore(tmp_path / DB_NAME), pytest.raises(StoreError, match=busy):
-        TournamentStore(tmp_path / DB_NAME)
-    with TournamentStore(tmp_path / DB_NAME) as store:  # released on close
+    busy = rf"pid {os.getpid()}\) is using this output directory"
+    with RunStore(tmp_path / DB_NAME), pytest.raises(StoreError, match=busy):
+        RunStore(tmp_path / DB_NAME)
+    with RunStore(tmp_path / DB_NAME) as store:  # released on close
         store.start(FINGERPRINT, schedule())
+
+
+def test_a_run_stopped_before_any_game_does_not_bind_the_directory(tmp_path: Path) -> None:
+    with RunStore(tmp_path / DB_NAME) as store:
+        store.start(FINGERPRINT, schedule())
+    changed = {**FINGERPRINT, "time_control": {"base_ms": 2000}}
+    with RunStore(tmp_path / DB_NAME) as store:
+        store.start(changed, schedule(4))  # nothing was recorded: the new settings take the directory
+        assert store.total_count() == len(schedule(4))
+        assert json.loads(store.get_meta("fingerprint") or "{}") == changed
+
+
+def test_a_game_is_committed_once_whoever_reports_it(tmp_path: Path) -> None:
+    with RunStore(tmp_path / DB_NAME) as store:
+        store.start(FINGERPRINT, schedule())
+        game = schedule()[0]
+        assert store.record_game(1, record(game)) is True
+        assert store.record_game(1, record(game)) is False  # idempotent by game number
+        assert store.done_count() == 1
+        assert store._db.execute("SELECT seq FROM games WHERE number = 1").fetchone()[0] == 1
+        assert store.find_record(game.game_id) is not None

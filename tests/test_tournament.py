@@ -21,12 +21,12 @@ import pytest
 
 from protocol.messages import TimeControl
 from referee.cli import main
-from referee.config import TournamentPlan, parse_config, resolve_plan
+from referee.config import RunPlan, parse_config, resolve_plan
 from referee.events import Event, encode_event, parse_event
 from referee.record import GameRecord, Termination
+from referee.runner import GAMES_FILE, Runner
 from referee.schedule import make_schedule
 from referee.store import DB_NAME
-from referee.tournament import GAMES_FILE, Tournament
 
 REPO = Path(__file__).resolve().parent.parent
 TESTBOT = REPO / "tests" / "bots" / "testbot.py"
@@ -36,7 +36,7 @@ def bot_config(name: str, *args: str) -> dict[str, Any]:
     return {"name": name, "command": [sys.executable, str(TESTBOT), *args]}
 
 
-def make_plan(tmp_path: Path, bots: list[dict[str, Any]], **settings: Any) -> TournamentPlan:
+def make_plan(tmp_path: Path, bots: list[dict[str, Any]], **settings: Any) -> RunPlan:
     data = {"bots": bots, "size": "4x4", "time_control": "5+0.1", "games": 2, "concurrency": 2, **settings}
     config = parse_config(data, source="test")
     return resolve_plan(config, base_dir=tmp_path, source="test", default_out=tmp_path / "out")
@@ -94,7 +94,7 @@ async def test_round_robin_with_openings_and_two_games_at_once(tmp_path: Path) -
     bots = [bot_config("a"), bot_config("b"), bot_config("c")]
     plan = make_plan(tmp_path, bots, games=4, openings={"plies": 2, "seed": 3})
     events: list[Event] = []
-    summary = await Tournament(plan, on_event=events.append).run()
+    summary = await Runner(plan, on_event=events.append).run()
 
     assert (summary.games_total, summary.games_done, summary.played_now) == (12, 12, 12)
     assert not summary.interrupted
@@ -137,7 +137,7 @@ async def test_round_robin_with_openings_and_two_games_at_once(tmp_path: Path) -
 async def test_gauntlet_of_sample_bots_on_a_tiny_board(tmp_path: Path) -> None:
     bots = [{"name": "greedy", "command": "greedy"}, {"name": "random", "command": "random"}, bot_config("t")]
     plan = make_plan(tmp_path, bots, format="gauntlet", size=3, games=2)
-    summary = await Tournament(plan).run()
+    summary = await Runner(plan).run()
     assert summary.games_done == 4
     pairs = Counter(frozenset((r.black.name, r.white.name)) for r in read_games(plan.out_dir))
     assert pairs == {frozenset(("greedy", "random")): 2, frozenset(("greedy", "t")): 2}
@@ -145,7 +145,7 @@ async def test_gauntlet_of_sample_bots_on_a_tiny_board(tmp_path: Path) -> None:
 
 async def test_a_crashing_bot_is_restarted_and_a_healthy_one_reused(tmp_path: Path) -> None:
     plan = make_plan(tmp_path, [bot_config("good"), bot_config("crasher", "crash", "3")], games=3, concurrency=1)
-    summary = await Tournament(plan).run()
+    summary = await Runner(plan).run()
     assert summary.games_done == 3
     records = read_games(plan.out_dir)
     assert all(r.termination is Termination.CRASH for r in records)
@@ -159,14 +159,14 @@ async def test_a_crashing_bot_is_restarted_and_a_healthy_one_reused(tmp_path: Pa
 
 
 async def test_a_void_game_is_played_again_and_never_scored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import referee.tournament as tournament_module
+    import referee.runner as runner_module
     from tests.test_match import first_game_void
 
     calls: list[str] = []
-    monkeypatch.setattr(tournament_module, "run_game", first_game_void(calls))
+    monkeypatch.setattr(runner_module, "run_game", first_game_void(calls))
     plan = make_plan(tmp_path, [bot_config("a"), bot_config("b")], games=2, concurrency=1)
     events: list[Event] = []
-    summary = await Tournament(plan, on_event=events.append).run()
+    summary = await Runner(plan, on_event=events.append).run()
     assert (summary.games_done, summary.void_games) == (2, 1)
     assert calls == ["g0001", "g0001", "g0002"]
     assert [r.game_id for r in read_games(plan.out_dir)] == ["g0001", "g0002"]
@@ -308,7 +308,7 @@ def test_ctrl_c_stops_cleanly_and_the_tournament_resumes_only_when_compatible(tm
         [*referee_command(out), "--tc", "20+0"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     ))  # fmt: skip
     assert code == 2
-    assert "holds a tournament with other settings (time_control: was" in err
+    assert "holds a tournament with other settings (time_control.base_ms: was 10000, now 20000)" in err
     assert "--out DIR" in err
 
     # More games per pairing is compatible: the finished games are kept, only the missing ones are played.
@@ -321,13 +321,13 @@ def test_ctrl_c_stops_cleanly_and_the_tournament_resumes_only_when_compatible(tm
 def test_the_progress_display_redraws_one_line_on_a_terminal_and_writes_plain_lines_elsewhere() -> None:
     import io
 
-    from referee.commands.tournament import TournamentDisplay
+    from referee.display import RunDisplay as TournamentDisplay
     from referee.events import GameFinished, GameStarted, StandingRow, StandingsUpdated, TournamentStarted, now
 
     events: list[Event] = [
         TournamentStarted(
-            type="tournament_started", time=now(), format="round-robin", bots=["a", "b"], games_total=2,
-            games_done=0, concurrency=1, out_dir="out", width=4, height=4, komi=3.5,
+            type="tournament_started", time=now(), kind="tournament", format="round-robin", bots=["a", "b"],
+            games_total=2, games_done=0, concurrency=1, out_dir="out", width=4, height=4, komi=3.5,
             time_control=TimeControl(base_ms=1000),
         ),
         GameStarted(type="game_started", time=now(), number=1, game_id="g0001", black="a", white="b", opening=[],
@@ -355,3 +355,34 @@ def test_the_progress_display_redraws_one_line_on_a_terminal_and_writes_plain_li
     assert "\r" not in log.getvalue()
     assert "4x4 board, komi 3.5, time control 1; 1 at once" in log.getvalue().splitlines()[0]
     assert log.getvalue().splitlines()[1] == "[1/2] game 1 a (black) - b (white): 1-0 black wins by 2.5"
+
+
+async def test_a_two_bot_tournament_with_an_sprt_table_stops_at_the_verdict(tmp_path: Path) -> None:
+    bots: list[dict[str, Any]] = [
+        {"name": "greedy", "command": "greedy"},
+        {"name": "random", "command": [sys.executable, "-m", "sample_bots.random", "--seed", "1"]},
+    ]
+    sprt = {"elo0": 0, "elo1": 200, "alpha": 0.1, "beta": 0.1}
+    plan = make_plan(tmp_path, bots, games=40, sprt=sprt, openings={"plies": 2, "seed": 1})
+    events: list[Event] = []
+    summary = await Runner(plan, on_event=events.append).run()
+    assert summary.ended == "sprt" and summary.games_done < 40
+    assert summary.statistics is not None and summary.statistics.sprt is not None
+    assert summary.statistics.sprt.verdict is not None and summary.statistics.sprt.verdict.value == "H1"
+    standings = json.loads((plan.out_dir / "standings.json").read_text())
+    h2h = standings["head_to_head"]
+    assert (h2h["first"], h2h["second"], h2h["sprt"]["verdict"]) == ("greedy", "random", "H1")
+    assert h2h["games"] == summary.games_done == len(read_games(plan.out_dir))
+    updates = [e for e in events if e.type == "statistics_updated"]
+    assert len(updates) == sum(h2h["pentanomial"]) and updates[-1].statistics.llr == h2h["llr"]
+    assert events[-1].type == "tournament_finished" and events[-1].ended == "sprt"
+
+
+def test_an_sprt_table_needs_two_bots_and_an_even_number_of_games(tmp_path: Path) -> None:
+    from referee.config import ConfigError
+
+    three = [bot_config("a"), bot_config("b"), bot_config("c")]
+    with pytest.raises(ConfigError, match="sprt: the SPRT compares two bots; this config has 3"):
+        make_plan(tmp_path, three, sprt={})
+    with pytest.raises(ConfigError, match="games: 3 with the SPRT: give an even number"):
+        make_plan(tmp_path, three[:2], sprt={}, games=3)

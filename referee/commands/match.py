@@ -1,8 +1,10 @@
-"""`alternator match`: two bots play games against each other, each game written as a JSON record.
+"""`alternator match`: two bots play a series of game pairs; a thin front-end over the one runner.
 
-It is also the regression test of an engine author: the new version against the last one, from
-seeded or listed openings (each played twice, colours swapped), until the SPRT says whether the new
-version is stronger (`--sprt`), with the Elo difference and `match.json` at the end.
+It is the regression test of an engine author: the new version against the last one, from seeded or
+listed openings (each played twice, colours swapped), on every core (`--concurrency`), until the SPRT
+says whether the new version is stronger (`--sprt`), with the statistics testers read after every pair
+and `match.json` at the end. A match is a schedule of two bots run by `referee.runner` like any
+tournament, so it is resumable: the same command with the same `--out` continues it.
 """
 
 from __future__ import annotations
@@ -11,14 +13,26 @@ import argparse
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from referee.cli import UsageError, board_size, games_count, komi_value
+from referee.commands.cluster_options import CLUSTER_HELP, add_cluster_options, cluster_table
+from referee.commands.common import (
+    RunFailed,
+    StopRequested,
+    add_run_options,
+    check_bots,
+    check_memory_mb,
+    execute,
+    exit_status,
+    parse_sprt,
+    stop_on_signals,
+)
 
 if TYPE_CHECKING:
-    from referee.sprt import SprtParameters
+    from referee.botspec import BotSpec
 
-HELP = "play a match between two bots and write each game's record"
+HELP = "play a match between two bots (resumable, concurrent, with the SPRT); statistics and records"
 
 # Here, not in referee.botspec (which parses these forms), so that `--help` does not import pydantic.
 BOT_FORMS_HELP = """\
@@ -51,7 +65,6 @@ DEFAULT_TC = "10+0.1"
 DEFAULT_GAMES = 2
 DEFAULT_SPRT_GAMES = 1000
 DEFAULT_OPENINGS_SEED = "1"
-SPRT_KEYS = ("elo0", "elo1", "alpha", "beta")
 
 EPILOG = f"""\
 {BOT_FORMS_HELP}
@@ -64,25 +77,37 @@ Time controls:
 
 Openings: games come in pairs, 2k-1 and 2k, with colours swapped. --openings-plies N starts each pair
 from N seeded random legal placements (--openings-seed S, default 1: the same seed gives the same
-openings), --openings-file FILE from the next line of FILE (one move list per line, reused in order);
---opening MOVES starts every game from the same moves.
+openings; 0 plies: the empty board), --openings-file FILE from the next line of FILE (one move list per
+line, reused in order); --opening MOVES starts every game from the same moves.
+
+Concurrency: --concurrency N plays N games at once (default: the number of cores), each with its own bot
+processes. Give a bot one core's worth of time: on a loaded machine lower N rather than lose games on time.
 
 Regression testing (SPRT): --sprt elo0=0 elo1=5 alpha=0.05 beta=0.05 (any key may be left out; these
 are the defaults) tests H1 "the --black bot is elo1 Elo stronger" against H0 "it is at most elo0
-stronger" after every pair, and stops as soon as the log-likelihood ratio reaches
-ln((1-beta)/alpha) (H1 accepted) or ln(beta/(1-alpha)) (H0 accepted). --games is then the most games
-to play (default {DEFAULT_SPRT_GAMES}, even). The model is fishtest's: a generalized SPRT with logistic
-Elo on game pairs (pentanomial; see referee/sprt.py). alpha is the chance of a false "stronger", beta
-of a missed one. Use openings, or deterministic bots replay the same pair over and over.
+stronger" after every finished game pair, and stops as soon as the log-likelihood ratio reaches
+ln((1-beta)/alpha) (H1 accepted) or ln(beta/(1-alpha)) (H0 accepted); the games then in progress are
+stopped and not scored. --games is then the most games to play (default {DEFAULT_SPRT_GAMES}, even). The
+model is fishtest's: a generalized SPRT with logistic Elo on game pairs (pentanomial; see
+referee/sprt.py). elo0 and elo1 are the hypotheses, not measurements: the measured difference is the Elo
+estimate printed with it. Use openings, or deterministic bots replay the same pair over and over.
 
-Records: DIR/game-001.json, ... (one JSON GameRecord per game, schema in referee/schema/game_record.json),
-the bots' stderr logs in DIR/logs/, and DIR/match.json: the score, the pairs, the Elo difference with its
-95% interval and the SPRT (schema in referee/schema/match_summary.json). Check a record with
-`alternator replay DIR/game-001.json`.
+Statistics, after every game pair and at the end (cutechess/fastchess idiom):
+  Score of new vs base: 120 - 95 - 35  [0.550] 250
+  Elo: +34.9 ± 40.1 (95%), nElo: +41.2 ± 47.3
+  LOS: 95.71 %, DrawRatio: 14.00 %, Ptnml(0-2): [10, 25, 40, 30, 20] from 125 game pairs
+  LLR: 1.23 (-2.94, 2.94) [0, 5]
+
+Output, in DIR (--out; default ./alternator-out/match-<time>/): tournament.db (the database: schedule and
+every game, the truth), games.jsonl (one JSON GameRecord per line, schema referee/schema/game_record.json),
+match.json (how it ended and the statistics, schema referee/schema/match_summary.json), standings.*, the
+bots' stderr logs in logs/. Re-run the same command with the same --out to resume a stopped or killed
+match; a different match is refused (the message names the setting that differs). Show a game with
+`alternator replay DIR GAME_ID` (e.g. g0001).
 
 Exit status: 0 when the match was played (every game, or until the SPRT's verdict, whichever verdict),
-2 for a bad argument or a bot that cannot be started, 1 when the match could not be completed, 130
-when stopped by Ctrl-C (finished games are kept, the current one is written as aborted).
+2 for a bad argument, a bot that cannot be started or an --out of another run, 1 when the match could
+not be completed, 130 when stopped by Ctrl-C or SIGTERM (resume with the same command).
 
 Examples:
   alternator match --black random --white greedy
@@ -90,8 +115,10 @@ Examples:
   alternator match --black 'name=mine cmd="python3 bot.py" dir=bots/mine' --white bots/other.toml
   alternator match --black ./submitted-bot --white greedy --sandbox --memory-mb 512
   alternator match --black "name=new cmd=./mybot-new" --white "name=base cmd=./mybot-base" \\
-      --tc 5+0.05 --openings-plies 4 --sprt elo0=0 elo1=5 --games 4000
+      --tc 5+0.05 --openings-plies 4 --sprt elo0=0 elo1=5 --games 4000 --out runs/new-vs-base
 """
+
+EPILOG += "\n" + CLUSTER_HELP
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -104,13 +131,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--tc", metavar="TC", help=f"time control: BASE+INC or MOVES/BASE[+INC] in seconds (default {DEFAULT_TC})"
     )
     clock.add_argument("--movetime", metavar="S", type=float, help="a fixed limit of S seconds per move instead")
-    parser.add_argument(
-        "--margin-ms",
-        type=int,
-        default=0,
-        metavar="MS",
-        help="grace added to every deadline before a bot loses on time (default 0; for busy machines)",
-    )
     parser.add_argument(
         "--size",
         default="8x8",
@@ -148,81 +168,38 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--out",
         type=Path,
         metavar="DIR",
-        help="folder for the records and logs (default ./alternator-out/match-<time>/)",
+        help="folder for the database, games and logs (default ./alternator-out/match-<time>/); the same --out"
+        " resumes the match",
     )
     parser.add_argument("--show-moves", action="store_true", help="print every move as it is played")
-    add_sandbox_options(parser)
+    add_run_options(parser)
+    add_cluster_options(parser)
 
 
-def add_sandbox_options(parser: argparse.ArgumentParser) -> None:
-    """`--sandbox` and `--memory-mb`, shared with `alternator tournament`."""
-    parser.add_argument(
-        "--sandbox",
-        action="store_true",
-        help="run every bot in a bubblewrap sandbox: no network, read-only files apart from a private /tmp,"
-        " a cleared environment (needs bwrap: apt-get install bubblewrap)",
-    )
-    parser.add_argument(
-        "--memory-mb",
-        type=int,
-        metavar="N",
-        help="limit every bot's memory (address space) to N MiB; a bot that allocates more crashes",
-    )
+def unique_names(first: BotSpec, second: BotSpec) -> tuple[BotSpec, BotSpec]:
+    """Two bots with the same name (random against random) get `-1` and `-2` so records tell them apart."""
+    if first.name != second.name:
+        return first, second
+    base = first.name[:62]
+    return first.model_copy(update={"name": f"{base}-1"}), second.model_copy(update={"name": f"{base}-2"})
 
 
-def check_memory_mb(value: int | None) -> None:
-    if value is not None and value < 16:
-        raise UsageError(f"--memory-mb {value}: give at least 16 (MiB); a bot needs some memory to start")
+def _bot_entry(spec: BotSpec) -> dict[str, Any]:
+    return {
+        "name": spec.name,
+        "command": spec.command,
+        "env": spec.env,
+        **({"dir": str(spec.dir)} if spec.dir else {}),
+        **({"sandbox": True} if spec.sandbox else {}),
+        **({"memory_mb": spec.memory_mb} if spec.memory_mb is not None else {}),
+    }
 
 
-def parse_sprt(words: list[str]) -> SprtParameters:
-    """`--sprt elo0=0 elo1=5 alpha=0.05 beta=0.05` (spaces or commas between; keys left out take their
-    defaults) into SprtParameters; UsageError naming the bad word otherwise."""
-    from referee.sprt import SprtParameters
-
-    example = "e.g. --sprt elo0=0 elo1=5 alpha=0.05 beta=0.05"
-    values: dict[str, float] = {}
-    for word in " ".join(words).replace(",", " ").split():
-        key, equals, text = word.partition("=")
-        key = key.strip().lower()
-        if not equals:
-            raise UsageError(f"--sprt {word!r}: give KEY=VALUE words, {example}")
-        if key not in SPRT_KEYS:
-            raise UsageError(f"--sprt {word!r}: unknown key {key!r}; the keys are {', '.join(SPRT_KEYS)}, {example}")
-        if key in values:
-            raise UsageError(f"--sprt: {key} is given twice; give each key once, {example}")
-        try:
-            values[key] = float(text)
-        except ValueError:
-            raise UsageError(f"--sprt {word!r}: {text!r} is not a number, {example}") from None
-    try:
-        return SprtParameters(**values)
-    except ValueError as error:
-        raise UsageError(f"--sprt: {error}") from None
-
-
-def run(args: argparse.Namespace) -> int:
-    import trio
-
+def config_data(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, str]]:
+    """The run config of this match (the same model a tournament file gives) and which option set each key."""
     from protocol.rules import IllegalMoveError, InvalidMoveError, Position
     from referee.botspec import BotSpecError, check_bot_command, parse_bot_arg
-    from referee.clock import movetime_control, parse_time_control
-    from referee.display import MatchDisplay, format_match_report, format_statistics
-    from referee.livefeed import LiveFeed
-    from referee.match import (
-        Ended,
-        Match,
-        MatchError,
-        OpeningsUsed,
-        is_interrupt,
-        match_summary,
-        unique_names,
-        write_summary,
-    )
-    from referee.process import BotStartError
-    from referee.record import GameSettings
-    from referee.report import write_report_or_warn
-    from referee.schedule import OpeningsFileError, random_openings, read_openings_file
+    from referee.clock import parse_time_control
 
     width, height = board_size(args.size)
     sprt = parse_sprt(args.sprt) if args.sprt is not None else None
@@ -231,56 +208,43 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--games {games}: play at least one game")
     if sprt is not None and games % 2:
         raise UsageError(f"--games {games}: with --sprt give an even number; the test counts pairs of games")
-    if args.movetime is not None:
-        if not args.movetime > 0:
-            raise UsageError(f"--movetime {args.movetime:g}: give a positive number of seconds, e.g. --movetime 2")
-        time_control = movetime_control(args.movetime)
-    else:
+    if args.movetime is not None and not args.movetime > 0:
+        raise UsageError(f"--movetime {args.movetime:g}: give a positive number of seconds, e.g. --movetime 2")
+    if args.margin_ms is not None and args.margin_ms < 0:
+        raise UsageError(f"--margin-ms {args.margin_ms}: give 0 or more milliseconds, e.g. --margin-ms 20")
+    if args.tc is not None:
         try:
-            time_control = parse_time_control(args.tc or DEFAULT_TC)
+            parse_time_control(args.tc)
         except ValueError as error:
             raise UsageError(f"--tc {args.tc!r}: {error}") from None
-    opening = args.opening.split()
     try:
-        if Position.from_moves(opening, width, height, args.komi).is_over():
+        if Position.from_moves(args.opening.split(), width, height, args.komi).is_over():
             raise UsageError("--opening: it ends the game (two passes); leave moves for the bots")
     except (InvalidMoveError, IllegalMoveError) as error:
         raise UsageError(f"--opening: {error}") from None
-    if args.margin_ms < 0:
-        raise UsageError(f"--margin-ms {args.margin_ms}: give 0 or more milliseconds, e.g. --margin-ms 20")
-    settings = GameSettings(
-        width=width, height=height, komi=args.komi, time_control=time_control, opening=opening, margin_ms=args.margin_ms
-    )
-
-    # Openings per pair of games: seeded random ones, or the lines of a file; or one fixed opening for all.
     if args.openings_plies is not None and args.openings_file is not None:
         raise UsageError("--openings-plies and --openings-file: give one of them (random openings, or a file)")
-    if opening and (args.openings_plies is not None or args.openings_file is not None):
+    if args.opening and (args.openings_plies is not None or args.openings_file is not None):
         raise UsageError(
             "--opening starts every game from the same moves, --openings-plies/--openings-file each pair from"
             " its own: give one of them"
         )
     if args.openings_seed is not None and args.openings_plies is None:
         raise UsageError("--openings-seed: it seeds random openings; give --openings-plies N too")
-    openings: list[tuple[str, ...]] = []
+    openings: dict[str, Any] = {}
     if args.openings_plies is not None:
         capacity = width * height - 1
-        if not 0 < args.openings_plies < capacity:
+        if not 0 <= args.openings_plies < capacity:
             raise UsageError(
-                f"--openings-plies {args.openings_plies}: give from 1 to {capacity - 1} placements on a"
+                f"--openings-plies {args.openings_plies}: give from 0 to {capacity - 1} placements on a"
                 f" {width}x{height} board (it needs room left to play)"
             )
         seed = args.openings_seed if args.openings_seed is not None else DEFAULT_OPENINGS_SEED
-        openings = random_openings(width, height, args.komi, args.openings_plies, seed, (games + 1) // 2)
-        used = OpeningsUsed(kind="random", plies=args.openings_plies, seed=seed, count=len(openings))
+        openings = {"plies": args.openings_plies, "seed": int(seed) if seed.lstrip("-").isdigit() else seed}
     elif args.openings_file is not None:
-        try:
-            openings = read_openings_file(args.openings_file, width, height, args.komi)
-        except OpeningsFileError as error:
-            raise UsageError(f"--openings-file: {error}") from None
-        used = OpeningsUsed(kind="file", file=str(args.openings_file), count=len(openings))
-    else:
-        used = OpeningsUsed(kind="fixed", count=1) if opening else OpeningsUsed(kind="none", count=1)
+        openings = {"file": str(Path.cwd() / args.openings_file)}
+    elif args.opening:
+        openings = {"moves": args.opening}
 
     check_memory_mb(args.memory_mb)
     bots = []
@@ -296,60 +260,111 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"{flag}: {error}") from None
         bots.append(spec)
     first, second = unique_names(bots[0], bots[1])
+    data: dict[str, Any] = {
+        "bots": [_bot_entry(first), _bot_entry(second)],
+        "games": games,
+        "size": f"{width}x{height}",
+        "komi": args.komi,
+        "openings": openings,
+    }
+    sources = {"bots": "--black/--white", "games": "--games", "size": "--size", "komi": "--komi"}
+    for key, flag, value in (
+        ("time_control", "--tc", args.tc if args.movetime is None else None),
+        ("movetime", "--movetime", args.movetime),
+        ("sprt", "--sprt", sprt),
+        ("margin_ms", "--margin-ms", args.margin_ms),
+        ("concurrency", "--concurrency", args.concurrency),
+    ):
+        if value is not None:
+            data[key], sources[key] = value, flag
+    if "openings" in data:
+        sources["openings"] = "--opening/--openings-plies/--openings-file"
+    table = cluster_table(args, Path.cwd())
+    if table is not None:
+        data["cluster"], sources["cluster"] = table, "--cluster"
+    return data, sources
 
-    started = datetime.now().astimezone()
-    match_id = f"match-{started:%Y%m%d-%H%M%S}"
-    out_dir: Path = args.out if args.out is not None else Path("alternator-out") / match_id
+
+def run(args: argparse.Namespace) -> int:
+    stop_on_signals()
     try:
-        (out_dir / "logs").mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise UsageError(f"--out: cannot create {out_dir}: {error.strerror or error}; choose another folder") from None
-    display = MatchDisplay(sys.stdout, show_moves=args.show_moves)
-    match = Match(
-        first, second, settings, games, out_dir, match_id=match_id, observer=display, openings=openings, sprt=sprt
-    )
-    match.feed = feed = LiveFeed(out_dir)
-    feed.run_started("match")
-    plan = f"at most {games} games until the SPRT decides" if sprt else f"{games} game(s)"
-    display.message(f"{first.name} vs {second.name}: {plan}, records in {out_dir}")
-    if sprt is not None and used.kind in ("none", "fixed"):
+        return _run(args)
+    except RunFailed as failure:
+        print(f"alternator match: {failure}", file=sys.stderr)
+        return 1
+    except StopRequested as signal_name:
+        print(f"alternator match: {signal_name}: stopped while starting; nothing was recorded", file=sys.stderr)
+        return 130
+
+
+def _run(args: argparse.Namespace) -> int:
+    from referee.botspec import BotSpecError
+    from referee.config import ConfigError, parse_config, resolve_plan
+    from referee.display import RunDisplay, format_statistics, format_verdict
+    from referee.match import SUMMARY_VERSION, MatchSummary, head_to_head, write_summary
+    from referee.record import GameSettings
+    from referee.report import write_report_or_warn
+
+    data, sources = config_data(args)
+    started = datetime.now().astimezone()
+    cwd = Path.cwd()
+    default_out = cwd / "alternator-out" / f"match-{started:%Y%m%d-%H%M%S}"
+    if args.out is not None:
+        data["out"] = str(cwd / args.out)
+    try:
+        config = parse_config(data, source="match", key_sources=sources)
+        plan = resolve_plan(config, base_dir=cwd, source="match", default_out=default_out, kind="match")
+    except (ConfigError, BotSpecError) as error:
+        # resolve_plan names the config key; here the option is what the user wrote
+        message = str(error).replace("match: openings.file: ", "--openings-file: ")
+        raise UsageError(message) from None
+    if plan.cluster is None:
+        check_bots(plan)  # on a cluster each worker checks them (the preflight)
+    display = RunDisplay(sys.stdout, show_moves=args.show_moves)
+    if plan.sprt is not None and not plan.openings:
         display.message(
             "note: every pair starts from the same position; deterministic bots then replay the same two games"
             " and the SPRT learns nothing new from them: use --openings-plies N or --openings-file FILE"
         )
-
-    def report(ended: Ended) -> None:
-        for line in format_match_report(match.records, first.name, second.name):
-            display.message(line)
-        state = match.sprt_state
-        if sprt is not None and state is None:
-            from referee.sprt import sprt_status
-
-            state = sprt_status(sprt, match.pairs)
-        for line in format_statistics(match.pairs, state, first.name, second.name):
-            display.message(line)
+    summary = execute(plan, display, events=args.events, name="match")
+    if summary is not None and summary.statistics is not None:
+        first, second = plan.bot_names
+        statistics = head_to_head(first, second, summary.statistics)
+        display.message("results:")
+        for line in format_statistics(statistics):
+            display.message(f"  {line}")
+        if statistics.sprt is not None:
+            display.message(format_verdict(statistics.sprt, first, second, statistics.games))
+        settings = GameSettings(
+            width=plan.width,
+            height=plan.height,
+            komi=plan.komi,
+            time_control=plan.time_control,
+            margin_ms=plan.margin_ms,
+        )
+        match_json = MatchSummary(
+            summary_version=SUMMARY_VERSION,
+            first=first,
+            second=second,
+            settings=settings,
+            openings=plan.openings_source or {},
+            max_games=summary.games_total,
+            ended=summary.ended,
+            los=statistics.los,
+            nelo=statistics.nelo,
+            llr=statistics.llr,
+            statistics=statistics,
+            void_games=summary.void_games,
+            games_file="games.jsonl",
+            started_at=started,
+            finished_at=datetime.now().astimezone(),
+        )
+        for line in summary.workers:
+            display.message(f"worker {line}")
         try:
-            summary = match_summary(match, ended=ended, openings=used, started_at=started)
-            display.message(f"summary: {write_summary(summary, out_dir)}")
-        except MatchError as error:
-            print(f"alternator match: error: {error}", file=sys.stderr)
-        feed.run_finished()
-        display.message(write_report_or_warn(out_dir))
-
-    try:
-        trio.run(match.run)
-    except BotStartError as error:
-        print(f"alternator match: error: {error}", file=sys.stderr)
-        return 2
-    except MatchError as error:
-        report("error")
-        print(f"alternator match: error: {error}", file=sys.stderr)
-        return 1
-    except BaseException as error:
-        if not is_interrupt(error):
-            raise
-        report("interrupted")
-        print(f"alternator match: interrupted; {len(match.paths)} record(s) kept in {out_dir}", file=sys.stderr)
-        return 130
-    report("sprt" if match.decided else "completed")
-    return 0
+            display.message(f"summary: {write_summary(match_json, plan.out_dir)}")
+        except OSError as error:
+            print(f"alternator match: error: cannot write match.json: {error.strerror or error}", file=sys.stderr)
+            return 1
+        display.message(write_report_or_warn(plan.out_dir))
+    return exit_status(summary, display, plan.out_dir, "match")

@@ -1,4 +1,8 @@
-"""`alternator replay RECORD`: re-check a game record with the rules engine and show how the game ended.
+"""`alternator replay`: re-check a game record with the rules engine and show how the game ended.
+
+The game comes from a record file (`replay game.json`), or by its id from a match's or tournament's
+output directory (`replay OUT_DIR g0007`: its database, else its games.jsonl) or from a games.jsonl
+file (`replay OUT_DIR/games.jsonl g0007`).
 
 `check_record` is the pure audit (also used by the tests of matches and tournaments): every move
 legal and made by the side to move, and the result, winner, scores and final position consistent with
@@ -18,7 +22,7 @@ if TYPE_CHECKING:
     from protocol.rules import Position
     from referee.record import GameRecord
 
-HELP = "re-check a game record move by move and print the final position and result"
+HELP = "re-check a game (a record file, or OUT_DIR GAME_ID) move by move and print the final position and result"
 
 
 class RecordCheckError(ValueError):
@@ -31,31 +35,116 @@ class RecordCheckError(ValueError):
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "record", type=Path, metavar="RECORD", help="a game record (JSON) written by match or tournament"
+        "record",
+        type=Path,
+        metavar="RECORD|OUT_DIR",
+        help="a game record (JSON), or the output directory (or games.jsonl) of a match or tournament",
     )
-    parser.add_argument("--moves", action="store_true", help="print the move list with times and clocks")
+    parser.add_argument(
+        "game_id", nargs="?", metavar="GAME_ID", help="with OUT_DIR or games.jsonl: the game, e.g. g0007 (or 7)"
+    )
+    parser.add_argument(
+        "--show-moves", "--moves", action="store_true", help="print the move list with times, clocks and infos"
+    )
 
 
-def read_record(path: Path) -> GameRecord:
-    """Load a record file; UsageError saying why when it is not one."""
+def _game_id(text: str) -> str:
+    """`7` means `g0007`, as the runner numbers games."""
+    return f"g{int(text):04d}" if text.isdigit() else text
+
+
+def _from_database(path: Path, game_id: str) -> tuple[str | None, list[str]]:
+    """The record of `game_id` in a run database, read-only (a run may be going on), and the ids it has."""
+    import sqlite3
+
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return None, []
+    try:
+        row = db.execute(
+            "SELECT record FROM games WHERE status = 'done' AND json_extract(record, '$.game_id') = ?", (game_id,)
+        ).fetchone()
+        if row is None:  # not done: its last void or aborted try, if any
+            row = db.execute(
+                "SELECT record FROM void_games WHERE json_extract(record, '$.game_id') = ? ORDER BY id DESC", (game_id,)
+            ).fetchone()
+        ids = [
+            str(r[0]) for r in db.execute("SELECT json_extract(record, '$.game_id') FROM games WHERE status = 'done'")
+        ]
+        return (None if row is None or row[0] is None else str(row[0])), ids
+    except sqlite3.Error:
+        return None, []
+    finally:
+        db.close()
+
+
+def _from_lines(path: Path, game_id: str) -> tuple[str | None, list[str]]:
+    """The line of `game_id` in a games.jsonl file, and the ids it has."""
+    import json
+
+    ids: list[str] = []
+    try:
+        with path.open(encoding="utf-8") as file:
+            for line in file:
+                try:
+                    found = json.loads(line).get("game_id")
+                except (json.JSONDecodeError, AttributeError):
+                    continue  # a half line left by a killed run
+                if found == game_id:
+                    return line, ids
+                ids.append(str(found))
+    except (OSError, UnicodeDecodeError) as error:
+        raise UsageError(f"{path}: cannot be read ({error})") from None
+    return None, ids
+
+
+def read_record(path: Path, game_id: str | None = None) -> GameRecord:
+    """Load a record: a record file, or game `game_id` of an output directory or a games.jsonl file; UsageError
+    saying why when there is none."""
     from pydantic import ValidationError
 
     from referee.record import GameRecord
+    from referee.runner import GAMES_FILE
+    from referee.store import DB_NAME
 
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such file; give the path of a game record, e.g. DIR/game-001.json") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise UsageError(f"{path}: cannot be read ({error}); give the path of a game record") from None
+    if path.is_dir() or path.suffix == ".jsonl":
+        if game_id is None:
+            raise UsageError(f"{path}: give the game too, e.g. `alternator replay {path} g0001`")
+        wanted = _game_id(game_id)
+        text: str | None = None
+        ids: list[str] = []
+        if path.is_dir() and (path / DB_NAME).is_file():
+            text, ids = _from_database(path / DB_NAME, wanted)
+        lines = path / GAMES_FILE if path.is_dir() else path
+        if text is None and lines.is_file():
+            text, ids = _from_lines(lines, wanted)
+        if text is None:
+            if not ids and not lines.is_file():
+                raise UsageError(f"{path}: no {DB_NAME} or {GAMES_FILE} here; give a match's or tournament's --out")
+            some = ", ".join(sorted(ids)[:5]) + (", ..." if len(ids) > 5 else "")
+            raise UsageError(f"{path}: no game {wanted!r}; its games are {some or 'none yet'}")
+        where = f"{path} {wanted}"
+    else:
+        if game_id is not None:
+            raise UsageError(f"{path}: a record file holds one game; give the file alone, or OUT_DIR {game_id}")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise UsageError(
+                f"{path}: no such file; give a game record, or OUT_DIR GAME_ID (e.g. alternator-out/demo g0001)"
+            ) from None
+        except (OSError, UnicodeDecodeError) as error:
+            raise UsageError(f"{path}: cannot be read ({error}); give the path of a game record") from None
+        where = str(path)
     try:
         return GameRecord.model_validate_json(text)
     except ValidationError as error:
         problems = [f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}" for e in error.errors()[:5]]
         more = f" (and {error.error_count() - 5} more)" if error.error_count() > 5 else ""
         raise UsageError(
-            f"{path} is not a game record: {'; '.join(problems)}{more}."
-            " Records are the game-NNN.json files written by `alternator match` (schema:"
+            f"{where} is not a game record: {'; '.join(problems)}{more}."
+            " Records are the lines of games.jsonl written by matches and tournaments (schema:"
             " referee/schema/game_record.json)"
         ) from None
 
@@ -136,18 +225,18 @@ def check_record(record: GameRecord) -> Position:
 def run(args: argparse.Namespace) -> int:
     from referee.display import describe_result, format_infos, format_move
 
-    record = read_record(args.record)
+    record = read_record(args.record, args.game_id)
     try:
         position = check_record(record)
     except RecordCheckError as error:
-        print(f"alternator replay: {args.record} does not check out: {error}", file=sys.stderr)
+        print(f"alternator replay: {record.game_id} ({args.record}) does not check out: {error}", file=sys.stderr)
         return 1
     settings = record.settings
     print(
         f"{record.game_id}: {record.black.name} (black) vs {record.white.name} (white),"
         f" {settings.width}x{settings.height}, komi {settings.komi:g}"
     )
-    if args.moves:
+    if args.show_moves:
         if settings.opening:
             print(f"opening: {' '.join(settings.opening)}")
         first = len(settings.opening) + 1

@@ -1,0 +1,293 @@
+"""What `alternator match` and `alternator tournament` share: the options of a run and the driver that runs it.
+
+Both commands build a `RunPlan` (see referee.config) and hand it to `execute`, which runs it with the one
+runner (referee.runner) under SIGINT/SIGTERM handling, shows the progress, writes the event stream, and
+turns the outcome into an exit status: 0 done (every game, or the SPRT's verdict), 1 the run could not be
+completed, 2 a usage error (bad option, bot that cannot start, output directory of another run), 130
+stopped by a signal (run the same command to resume).
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, TextIO
+
+from referee.cli import UsageError
+
+if TYPE_CHECKING:  # imported in the functions that need them: `--help` must not load pydantic
+    from collections.abc import AsyncIterator
+
+    from protocol.rules import Position
+    from referee.cluster import Cluster
+    from referee.config import RunPlan
+    from referee.display import RunDisplay
+    from referee.events import Event
+    from referee.record import MoveRecord
+    from referee.runner import RunSummary
+    from referee.schedule import ScheduledGame
+
+SPRT_KEYS = ("elo0", "elo1", "alpha", "beta")
+
+
+class RunFailed(Exception):
+    """The run stopped for a reason the message gives (the cluster was lost); exit status 1."""
+
+
+class StopRequested(BaseException):
+    """A SIGINT or SIGTERM that came while the run was starting (before the runner could handle it)."""
+
+
+def stop_on_signals() -> None:
+    """From now until the runner takes over, SIGINT and SIGTERM end the command cleanly: no traceback, no
+    default kill (which would leave nothing written). Call it first thing in a command's `run`."""
+
+    def handler(number: int, frame: FrameType | None) -> None:
+        raise StopRequested(signal.Signals(number).name)
+
+    signal.signal(signal.SIGINT, handler)
+    signal.signal(signal.SIGTERM, handler)
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """The options every run has: concurrency, output, events, safety margin, sandbox and memory."""
+    parser.add_argument(
+        "--concurrency", "-j", type=int, metavar="N", help="games at once (default: the number of cores)"
+    )
+    parser.add_argument(
+        "--events", metavar="FILE", help="write one JSON line per event to FILE ('-': stdout); see referee/schema"
+    )
+    parser.add_argument(
+        "--margin-ms", type=int, metavar="MS", help="grace added to every deadline before a bot loses on time"
+    )
+    parser.add_argument(
+        "--sandbox",
+        action="store_true",
+        help="run every bot in a bubblewrap sandbox: no network, read-only files apart from a private /tmp,"
+        " a cleared environment (needs bwrap: apt-get install bubblewrap)",
+    )
+    parser.add_argument(
+        "--memory-mb",
+        type=int,
+        metavar="N",
+        help="limit every bot's memory (address space) to N MiB; a bot that allocates more crashes",
+    )
+
+
+def check_memory_mb(value: int | None) -> None:
+    if value is not None and value < 16:
+        raise UsageError(f"--memory-mb {value}: give at least 16 (MiB); a bot needs some memory to start")
+
+
+def parse_sprt(words: list[str]) -> dict[str, float]:
+    """`--sprt elo0=0 elo1=5 alpha=0.05 beta=0.05` (spaces or commas between; keys left out take their
+    defaults) into the `[sprt]` table of a config; UsageError naming the bad word otherwise."""
+    from referee.sprt import SprtParameters
+
+    example = "e.g. --sprt elo0=0 elo1=5 alpha=0.05 beta=0.05"
+    values: dict[str, float] = {}
+    for word in " ".join(words).replace(",", " ").split():
+        key, equals, text = word.partition("=")
+        key = key.strip().lower()
+        if not equals:
+            raise UsageError(f"--sprt {word!r}: give KEY=VALUE words, {example}")
+        if key not in SPRT_KEYS:
+            raise UsageError(f"--sprt {word!r}: unknown key {key!r}; the keys are {', '.join(SPRT_KEYS)}, {example}")
+        if key in values:
+            raise UsageError(f"--sprt: {key} is given twice; give each key once, {example}")
+        try:
+            values[key] = float(text)
+        except ValueError:
+            raise UsageError(f"--sprt {word!r}: {text!r} is not a number, {example}") from None
+    try:
+        SprtParameters(**values)
+    except ValueError as error:
+        raise UsageError(f"--sprt: {error}") from None
+    return values
+
+
+def check_bots(plan: RunPlan) -> None:
+    from referee.botspec import BotSpecError, check_bot_command
+
+    for spec in plan.bots:
+        try:
+            check_bot_command(spec)
+        except BotSpecError as error:
+            raise UsageError(str(error)) from None
+
+
+class EventWriter:
+    """`--events`: one JSON line per event, flushed at once so a follower sees it."""
+
+    def __init__(self, target: str) -> None:
+        self.stream: TextIO
+        if target == "-":
+            self.stream, self._owned = sys.stdout, False
+        else:
+            try:
+                self.stream, self._owned = open(target, "w", encoding="utf-8"), True  # noqa: SIM115
+            except OSError as error:
+                raise UsageError(
+                    f"--events: cannot write {target!r}: {error.strerror}; give a file in an existing folder, or -"
+                    " for standard output"
+                ) from None
+
+    def __call__(self, event: Event) -> None:
+        from referee.events import encode_event
+
+        self.stream.write(encode_event(event))
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self._owned:
+            self.stream.close()
+
+
+def execute(
+    plan: RunPlan,
+    display: RunDisplay,
+    *,
+    events: str | None,
+    name: str,
+) -> RunSummary | None:
+    """Run `plan` to its end, a verdict, an error or a signal. None when a signal came before the first game
+    (nothing was recorded); UsageError when a bot cannot start or the output directory is another run's."""
+    import trio
+
+    from referee.cluster import ClusterError, ClusterLostError
+    from referee.exceptions import find_exception
+    from referee.livefeed import LiveFeed
+    from referee.process import BotStartError
+    from referee.runner import Runner
+    from referee.store import StoreError
+
+    try:
+        plan.out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UsageError(
+            f"cannot create the output directory {plan.out_dir}: {error.strerror}; choose another with --out DIR"
+        ) from None
+    writer = EventWriter(events) if events else None
+    feed = LiveFeed(plan.out_dir)  # every move, for the live view (`alternator serve`)
+
+    def on_event(event: Event) -> None:
+        display(event)
+        feed.on_event(event)
+        if writer is not None:
+            writer(event)
+
+    def on_move(game: ScheduledGame, move: MoveRecord, position: Position) -> None:
+        feed.on_move(game, move, position)
+        display.move_played(game, move, position)
+
+    runner = Runner(plan, on_event=on_event, on_move=on_move)
+
+    async def main() -> RunSummary:
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            if plan.cluster is not None:
+                runner.cluster = await open_cluster(plan, display)
+            try:
+                summary = await play(signals)
+            finally:
+                if runner.cluster is not None:
+                    await runner.cluster.close()
+            if runner.cluster is not None:
+                summary.workers = runner.cluster.summary_lines()
+            return summary
+
+    async def play(signals: AsyncIterator[int]) -> RunSummary:
+        async with trio.open_nursery() as nursery:
+
+            async def tick() -> None:
+                while True:
+                    await trio.sleep(1)
+                    display.tick()
+
+            async def watch() -> None:
+                async for _ in signals:
+                    display.message("stopping: abandoning the games in progress and stopping the bots ...")
+                    runner.stop()
+                    return
+
+            nursery.start_soon(watch)
+            if display.live:
+                nursery.start_soon(tick)
+            summary = await runner.run()
+            nursery.cancel_scope.cancel()
+        return summary
+
+    try:
+        return trio.run(main)
+    except StopRequested:
+        return None
+    except BaseException as error:
+        lost = find_exception(error, ClusterLostError)
+        if lost is not None:
+            raise RunFailed(f"stopped: {lost}; the standings so far are in {plan.out_dir}") from None
+        found = find_exception(error, (BotStartError, StoreError, ClusterError))
+        if found is not None:
+            raise UsageError(str(found)) from None
+        if find_exception(error, StopRequested) is not None:
+            return None
+        raise
+    finally:
+        feed.close()
+        if writer is not None:
+            writer.close()
+
+
+async def open_cluster(plan: RunPlan, display: RunDisplay) -> Cluster:
+    """Connect to the plan's cluster and check that every worker can start every bot (ClusterError)."""
+    from referee.cluster import Cluster
+
+    assert plan.cluster is not None
+    display.message(f"cluster: connecting to the Dask scheduler at {plan.cluster.address} ...")
+    cluster = await Cluster.connect(plan.cluster, on_message=display.message)
+    try:
+        await cluster.preflight(plan.bots)
+    except BaseException:
+        await cluster.close()
+        raise
+    workers = cluster.healthy()
+    display.message(
+        f"cluster: {len(workers)} worker(s), {cluster.slots} game(s) at once; every worker started every bot"
+    )
+    return cluster
+
+
+def exit_status(summary: RunSummary | None, display: RunDisplay, out_dir: Path, name: str) -> int:
+    """Say how the run ended, and the exit status for it."""
+    if summary is None:
+        display.message(f"stopped before the first game; nothing was recorded in {out_dir}")
+        return 130
+    if summary.void_games:
+        display.message(
+            f"{summary.void_games} void game(s) (the referee's own failure; see the bots' logs):"
+            " they are never scored and are played again"
+        )
+    if summary.ended == "error":
+        print(f"alternator {name}: error: {summary.error}", file=sys.stderr)
+        return 1
+    if summary.ended == "interrupted":
+        missing = summary.games_total - summary.games_done
+        display.message(
+            f"stopped: {summary.games_done} of {summary.games_total} games played; the games in progress were"
+            f" abandoned (not scored). To resume, run the same command again (with --out {out_dir}): it plays"
+            f" only the {missing} missing games."
+        )
+        return 130
+    if summary.ended == "incomplete":
+        display.message(
+            f"{summary.games_total - summary.games_done} games are still missing; run the same command again"
+            f" (with --out {out_dir}) to play them"
+        )
+        return 1
+    if summary.played_now == 0 and summary.void_games == 0 and summary.ended == "completed":
+        display.message(
+            f"nothing was left to play: {out_dir} already holds every game of this {name};"
+            " to play it again, delete that directory or give another --out"
+        )
+    return 0

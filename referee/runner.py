@@ -1,0 +1,516 @@
+"""The one runner of matches and tournaments: a schedule played by N worker slots, every game committed.
+
+`alternator match` (a schedule of two bots) and `alternator tournament` are thin front-ends over
+`Runner`. Each worker slot takes the next pending game, plays it (`GameSlot.play`: the separable unit
+"one scheduled game, given its settings and bots", with the slot's bot processes reused) and commits it
+before taking another. A slot keeps its bot processes open between games (one per bot name); it
+restarts one only when a fault left it `broken`, and prefers games whose bots it already has running.
+
+The database (`referee.store`) is the truth: a run that is killed or stopped resumes from it, playing
+only the games that are missing, and `games.jsonl` is rewritten from it. One void policy: a void game
+(the referee's own failure, e.g. the host too loaded to time the bots fairly) is never scored and is
+played again at once; a game void `MAX_VOIDS_PER_GAME` times in one run stops the run with a message
+about the machine. Everything a person or a program sees (progress, events) goes through `on_event`.
+
+Two-bot runs count game pairs (one opening, colours swapped) and, with an SPRT, stop at its verdict:
+pairs are scheduled in order, a pair counts when both its games are committed (in whatever order they
+finish), the LLR is evaluated after every counted pair, and at a verdict the games in progress are
+stopped and not scored. `referee.sprt.count_in_order` replays the same counting from the database, so
+the verdict and every figure can be reproduced from it alone.
+
+A referee killed with `kill -9` cannot stop its bots. They see their stdin close (EOF) and must exit:
+the protocol asks it of every bot, and the sample bots and the kit do. (A sandboxed bot dies with the
+referee anyway: bubblewrap's --die-with-parent, see `referee.sandbox`.)
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+import trio
+
+from protocol.rules import Position
+from referee.config import RunPlan
+from referee.events import (
+    Event,
+    GameFinished,
+    GameStarted,
+    StandingsUpdated,
+    StatisticsUpdated,
+    TournamentFinished,
+    TournamentStarted,
+    now,
+    standing_rows,
+)
+from referee.files import write_text_atomic
+from referee.game import run_game
+from referee.match import Ended, HeadToHead, head_to_head
+from referee.process import BotHost, BotProcess
+from referee.record import GameRecord, GameSettings, MoveRecord, Termination
+from referee.schedule import ScheduledGame, make_schedule, pick_next
+from referee.sprt import CountedGame, MatchStatistics, PairCounter
+from referee.standings import ScoredGame, Standings, compute_standings, write_standings
+from referee.store import DB_NAME, RunStore, StoreError
+
+GAMES_FILE = "games.jsonl"
+LOG_DIR = "logs"
+MAX_VOIDS_PER_GAME = 3
+"""A void game is played again at once; void this many times in one run, the run stops: the machine (its
+load, its memory, the referee itself) is not fit to play it, and playing on would only waste the bots' time."""
+MAX_OPEN_PER_SLOT = 4
+"""Bot processes a slot keeps open; with many bots the least recently used is closed to make room."""
+STANDINGS_UPDATE_INTERVAL_S = 1.0
+"""Standings are recomputed (and `standings_updated` sent) at most this often while games run, and after
+the last game: the Elo fit runs on the thread that times every move of every game in progress."""
+STANDINGS_WRITE_INTERVAL_S = 5.0
+
+if TYPE_CHECKING:
+    from referee.cluster import Cluster
+
+OnMove = Callable[[ScheduledGame, MoveRecord, Position], None]
+
+
+class Slot(Protocol):
+    """What the runner needs of a worker slot: `GameSlot` here, `referee.cluster.ClusterSlot` on a cluster."""
+
+    index: int
+
+    def running(self) -> set[str]: ...
+
+    async def play(
+        self, game: ScheduledGame, settings: GameSettings, on_move: Callable[[MoveRecord, Position], None] | None
+    ) -> GameRecord: ...
+
+    def close_all(self) -> None: ...
+
+
+class RunError(Exception):
+    """The run cannot go on for a reason that is not a bot's fault; the message says what to do."""
+
+
+@dataclass
+class RunSummary:
+    """How a run ended."""
+
+    games_total: int
+    games_done: int
+    played_now: int  # games finished (and scored) by this run
+    void_games: int  # void games this run (played again or left pending)
+    ended: Ended  # completed, sprt, interrupted, error (with `error`), incomplete (games left pending)
+    elapsed_s: float
+    standings: Standings
+    statistics: MatchStatistics | None = None  # two-bot runs
+    error: str | None = None
+    files: list[Path] = field(default_factory=list)
+    workers: list[str] = field(default_factory=list)  # on a cluster: a line per worker
+
+    @property
+    def interrupted(self) -> bool:
+        return self.ended == "interrupted"
+
+
+def game_settings(plan: RunPlan, game: ScheduledGame) -> GameSettings:
+    """The settings of one scheduled game: the plan's, from the game's opening."""
+    return GameSettings(
+        width=plan.width,
+        height=plan.height,
+        komi=plan.komi,
+        time_control=plan.time_control,
+        opening=list(game.opening),
+        margin_ms=plan.margin_ms,
+    )
+
+
+class GameSlot:
+    """One worker slot: plays one scheduled game at a time with its own bot processes, reused between games.
+
+    `play` is the unit the runner calls per game; a distributed runner can put another object with the same
+    `play` (and `running` and `close_all`) in its place.
+    """
+
+    def __init__(self, index: int, plan: RunPlan, log_dir: Path, nursery: trio.Nursery) -> None:
+        self.index = index
+        self.plan = plan
+        self.log_dir = log_dir
+        self.nursery = nursery
+        self.hosts: dict[str, BotHost] = {}  # least recently used first
+        self._specs = {spec.name: spec for spec in plan.bots}
+
+    def running(self) -> set[str]:
+        return {name for name, host in self.hosts.items() if host.process is not None}
+
+    async def play(
+        self, game: ScheduledGame, settings: GameSettings, on_move: Callable[[MoveRecord, Position], None] | None
+    ) -> GameRecord:
+        """Play `game` to its end (BotStartError: a bot cannot be started; cancelled: stopped)."""
+        black = await self._process(game.black)
+        white = await self._process(game.white)
+        record = await run_game(game.game_id, black, white, settings, on_move=on_move)
+        for name, process in ((game.black, black), (game.white, white)):
+            # After a void game (something went wrong on our side) both bots start afresh; a broken one is
+            # stopped now rather than at its next game (a bot that lost on time may still be thinking).
+            if record.termination is Termination.VOID or process.broken:
+                await self.hosts[name].close()
+        return record
+
+    def close_all(self) -> None:
+        """Ask every process to quit (the slot's nursery waits for them)."""
+        for host in self.hosts.values():
+            host.close_soon()
+
+    async def _process(self, name: str) -> BotProcess:
+        host = self.hosts.pop(name, None)
+        if host is None:
+            while len(self.hosts) >= MAX_OPEN_PER_SLOT:
+                await self.hosts.pop(next(iter(self.hosts))).close()
+            host = BotHost(self._specs[name], self.log_dir, self.nursery)
+        self.hosts[name] = host  # most recently used last
+        return await host.ready()
+
+
+class Runner:
+    """One run of a plan. `run()` plays the missing games; `stop()` (from a signal) ends it early."""
+
+    def __init__(
+        self,
+        plan: RunPlan,
+        *,
+        on_event: Callable[[Event], None] | None = None,
+        on_move: OnMove | None = None,
+        cluster: Cluster | None = None,
+    ) -> None:
+        self.plan = plan
+        self.cluster = cluster
+        """Where games are played when not here: each slot submits its game to the cluster and waits."""
+        self.on_event = on_event or (lambda event: None)
+        self.on_move = on_move
+        self.out_dir = plan.out_dir
+        self.log_dir = plan.out_dir / LOG_DIR
+        self.schedule = make_schedule(plan.bot_names, plan.format, plan.games_per_pairing, plan.openings)
+        self._by_number = {game.number: game for game in self.schedule}
+        self._two_bots = len(plan.bots) == 2
+        self._game_scopes: set[trio.CancelScope] = set()
+        self._ended: Ended | None = None
+        self._error: str | None = None
+        self._results: list[ScoredGame] = []
+        self._counter = PairCounter(plan.sprt)
+        self._statistics: HeadToHead | None = None  # two-bot runs: as of the last counted pair
+        self._pending: list[ScheduledGame] = []
+        self._voids: dict[int, int] = {}
+        self._played_now = 0
+        self._voids_now = 0
+        self._last_standings_write = 0.0
+        self._last_standings_update = -math.inf
+        self._started = 0.0
+        self._store: RunStore | None = None
+        self._write_lock = trio.Lock()
+        self.finishers: list[Callable[[RunSummary], list[Path]]] = []
+        """Called with the summary at the end of every run (completed, decided, stopped or failed), after the
+        standings and games.jsonl are written; the files they write are added to the summary (a report, ...)."""
+
+    def stop(self, ended: Ended = "interrupted", error: str | None = None) -> None:
+        """Stop playing: games in progress are abandoned (not scored) and their bots stopped.
+
+        Only the games are cancelled: each worker then closes its own bot processes after its game has
+        unwound, so a process is never told to quit while a game is still writing to it.
+        """
+        if self._ended is None:
+            self._ended, self._error = ended, error
+        for scope in self._game_scopes:
+            scope.cancel()
+
+    @property
+    def decided(self) -> bool:
+        return self._counter.verdict is not None
+
+    async def run(self) -> RunSummary:
+        """Play every pending game. StoreError: this output directory cannot be used for this plan."""
+        self._started = self._last_standings_write = time.monotonic()
+        refuse_old_match_directory(self.out_dir)
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        with RunStore(self.out_dir / DB_NAME) as store:
+            self._store = store
+            store.start(self.plan.fingerprint, self.schedule)
+            for number, black, white, result, termination in store.finished():
+                self._results.append(ScoredGame(black, white, result, Termination(termination)))
+                self._count_pair(self._by_number[number], result)
+            self._rewrite_games_file()
+            self._pending = [] if self.decided else [self._by_number[n] for n in store.pending()]
+            self.on_event(
+                TournamentStarted(
+                    type="tournament_started",
+                    time=now(),
+                    kind=self.plan.kind,
+                    format=str(self.plan.format),
+                    bots=self.plan.bot_names,
+                    games_total=len(self.schedule),
+                    games_done=len(self._results),
+                    concurrency=self._slots,
+                    out_dir=str(self.out_dir),
+                    width=self.plan.width,
+                    height=self.plan.height,
+                    komi=self.plan.komi,
+                    time_control=self.plan.time_control,
+                )
+            )
+            try:
+                async with trio.open_nursery() as nursery:
+                    for index in range(min(self._slots, len(self._pending))):
+                        nursery.start_soon(self._worker, index)
+            finally:
+                # Also after an error or a stop: the standings so far are written, games.jsonl is in order.
+                if self._two_bots:  # the final figures count every game, paired or not
+                    first, second = self.plan.bot_names
+                    self._statistics = head_to_head(first, second, self._counter.statistics())
+                standings = self._standings()
+                files = self._write_outputs(standings)
+            ended: Ended = self._ended or ("sprt" if self.decided else "completed")
+            if ended == "completed" and len(self._results) < len(self.schedule):
+                ended = "incomplete"
+            summary = RunSummary(
+                games_total=len(self.schedule),
+                games_done=len(self._results),
+                played_now=self._played_now,
+                void_games=self._voids_now,
+                ended=ended,
+                elapsed_s=time.monotonic() - self._started,
+                standings=standings,
+                statistics=self._counter.statistics() if self._two_bots else None,
+                error=self._error,
+                files=files,
+            )
+            for finish in self.finishers:
+                summary.files.extend(finish(summary))
+            self.on_event(
+                TournamentFinished(
+                    type="tournament_finished",
+                    time=now(),
+                    interrupted=summary.interrupted,
+                    ended=summary.ended,
+                    games_done=summary.games_done,
+                    games_total=summary.games_total,
+                    elapsed_s=round(summary.elapsed_s, 3),
+                    out_dir=str(self.out_dir),
+                    standings=standing_rows(standings),
+                    statistics=self._head_to_head(),
+                )
+            )
+            return summary
+
+    # -- worker slots ------------------------------------------------------------------------------
+
+    @property
+    def _slots(self) -> int:
+        return self.cluster.in_flight if self.cluster is not None else self.plan.concurrency
+
+    async def _worker(self, index: int) -> None:
+        async with trio.open_nursery() as nursery:
+            slot: Slot
+            if self.cluster is not None:
+                from referee.cluster import ClusterSlot
+
+                slot = ClusterSlot(index, self.cluster, self.plan.bots)
+            else:
+                slot = GameSlot(index, self.plan, self.log_dir, nursery)
+            try:
+                while self._pending and self._ended is None:
+                    at = pick_next(self._pending, slot.running(), window=2 * self.plan.concurrency)
+                    game = self._pending.pop(at)
+                    await self._play(slot, game)
+            finally:
+                # Normal end: ask every process to quit (the nursery waits). On a stop, cancellation does it.
+                slot.close_all()
+
+    async def _play(self, slot: Slot, game: ScheduledGame) -> None:
+        store = self._require_store()
+        await self._in_thread(store.mark_running, game.number)
+        self.on_event(
+            GameStarted(
+                type="game_started",
+                time=now(),
+                number=game.number,
+                game_id=game.game_id,
+                black=game.black,
+                white=game.white,
+                opening=list(game.opening),
+                slot=slot.index,
+            )
+        )
+        on_move = self.on_move
+        started = time.monotonic()
+        record: GameRecord | None = None
+        try:
+            with trio.CancelScope() as scope:
+                self._game_scopes.add(scope)
+                if self._ended is not None:
+                    scope.cancel()  # stopped while this game was being set up
+                record = await slot.play(
+                    game,
+                    game_settings(self.plan, game),
+                    None if on_move is None else (lambda move, position: on_move(game, move, position)),
+                )
+        except BaseException:
+            # Failed mid-game: nothing is scored; it is pending again for the next run.
+            with trio.CancelScope(shield=True):
+                await self._in_thread(store.release, game.number)
+            raise
+        finally:
+            self._game_scopes.discard(scope)
+        if record is None:
+            # Stopped mid-game (a signal, the SPRT's verdict): abandoned, not scored, pending for the next run.
+            with trio.CancelScope(shield=True):
+                await self._in_thread(store.release, game.number)
+            return
+        # Shielded: a stop that comes now must not lose a game that has finished.
+        with trio.CancelScope(shield=True):
+            async with self._write_lock:
+                if self._ended == "sprt":
+                    # The SPRT decided while this game was finishing: it is not counted (nor kept).
+                    await trio.to_thread.run_sync(store.release, game.number)
+                    return
+                # Counted under the lock: no other game can commit between this one and the SPRT's look at it.
+                counts, pair_done = await trio.to_thread.run_sync(self._save, game, record)
+                if counts:
+                    self._results.append(ScoredGame(game.black, game.white, record.result, record.termination))
+                if self.decided:
+                    self.stop("sprt")
+        await self._finished(game, record, counts, pair_done, time.monotonic() - started)
+
+    def _save(self, game: ScheduledGame, record: GameRecord) -> tuple[bool, bool]:
+        """Commit a finished game, append it to games.jsonl and count its pair (in a worker thread, under the
+        write lock: the LLR and the statistics take a millisecond or two, which must not be charged to the
+        bots whose moves arrive meanwhile). Whether it counts now, and whether it completed a pair."""
+        counts = self._require_store().record_game(game.number, record)
+        if not counts:
+            return False, False
+        with (self.out_dir / GAMES_FILE).open("a", encoding="utf-8") as file:
+            file.write(record.model_dump_json() + "\n")
+        return True, self._count_pair(game, record.result)
+
+    async def _in_thread(self, function: Callable[..., object], *args: object) -> None:
+        """Run a file or database write off the trio thread, one at a time.
+
+        A commit usually takes ~35 us, but a WAL checkpoint or an fsync on a busy disk can take tens of
+        milliseconds; on the trio thread that stall would be charged to the bots whose moves arrive
+        meanwhile. One write at a time, because the games share one SQLite connection.
+        """
+        async with self._write_lock:
+            await trio.to_thread.run_sync(function, *args)
+
+    def _count_pair(self, game: ScheduledGame, result: str) -> bool:
+        """Count a committed game of a two-bot run; True when it completed a game pair (the statistics are then
+        brought up to date)."""
+        if not self._two_bots:
+            return False
+        first, second = self.plan.bot_names
+        points = {"1-0": 1.0, "0-1": 0.0}.get(result, 0.5)
+        if game.white == first:
+            points = 1.0 - points
+        pair_done = self._counter.add(CountedGame(game.number, game.round // 2, points))
+        if pair_done:
+            self._statistics = head_to_head(first, second, self._counter.statistics())
+        return pair_done
+
+    async def _finished(
+        self, game: ScheduledGame, record: GameRecord, counts: bool, pair_done: bool, duration: float
+    ) -> None:
+        scored = record.termination.is_scored
+        if counts:
+            self._played_now += 1
+        elif not scored:
+            self._voids_now += 1
+            voids = self._voids[game.number] = self._voids.get(game.number, 0) + 1
+            if voids >= MAX_VOIDS_PER_GAME:
+                self.stop(
+                    "error",
+                    f"game {game.game_id} was void {voids} times in a row (last: {record.reason}): this machine"
+                    " cannot play it fairly now (too loaded, short of memory, or a referee fault); nothing void"
+                    " was scored. Free the machine (or lower --concurrency) and run the same command to resume;"
+                    f" if it persists, report it with {self.out_dir / DB_NAME}",
+                )
+            else:
+                self._pending.insert(0, game)
+        self.on_event(
+            GameFinished(
+                type="game_finished",
+                time=now(),
+                number=game.number,
+                game_id=game.game_id,
+                black=game.black,
+                white=game.white,
+                result=record.result,
+                termination=record.termination,
+                reason=record.reason,
+                moves=len(record.moves),
+                duration_s=round(duration, 3),
+                scored=scored,
+                games_done=len(self._results),
+                games_total=len(self.schedule),
+            )
+        )
+        statistics = self._statistics
+        if pair_done and statistics is not None:
+            self.on_event(
+                StatisticsUpdated(
+                    type="statistics_updated", time=now(), games_done=len(self._results), statistics=statistics
+                )
+            )
+        finishing = len(self._results) == len(self.schedule)
+        if counts and (finishing or time.monotonic() - self._last_standings_update >= STANDINGS_UPDATE_INTERVAL_S):
+            self._last_standings_update = time.monotonic()
+            standings = self._standings()
+            self.on_event(
+                StandingsUpdated(
+                    type="standings_updated",
+                    time=now(),
+                    games_done=len(self._results),
+                    games_total=len(self.schedule),
+                    standings=standing_rows(standings),
+                )
+            )
+            # After the last game `run` writes every output file anyway.
+            if not finishing and time.monotonic() - self._last_standings_write >= STANDINGS_WRITE_INTERVAL_S:
+                self._last_standings_write = time.monotonic()
+                await self._in_thread(write_standings, standings, self.out_dir)
+
+    # -- outputs -----------------------------------------------------------------------------------
+
+    def _require_store(self) -> RunStore:
+        assert self._store is not None, "the store is open while the run runs"
+        return self._store
+
+    def _head_to_head(self) -> HeadToHead | None:
+        if not self._two_bots:
+            return None
+        if self._statistics is None:  # no pair yet: the games counted so far
+            first, second = self.plan.bot_names
+            return head_to_head(first, second, self._counter.statistics())
+        return self._statistics
+
+    def _standings(self) -> Standings:
+        standings = compute_standings(self._results, self.plan.bot_names)
+        statistics = self._head_to_head()
+        return standings if statistics is None else standings.model_copy(update={"head_to_head": statistics})
+
+    def _rewrite_games_file(self) -> None:
+        """games.jsonl from the database, in game order: no duplicates, no half line from a killed run."""
+        write_text_atomic(self.out_dir / GAMES_FILE, (data + "\n" for data in self._require_store().records()))
+
+    def _write_outputs(self, standings: Standings) -> list[Path]:
+        self._rewrite_games_file()
+        return [*write_standings(standings, self.out_dir), self.out_dir / GAMES_FILE]
+
+
+def refuse_old_match_directory(out_dir: Path) -> None:
+    """A directory with the records of a match from before matches had a database cannot be resumed or mixed."""
+    if (out_dir / "match.json").exists() and not (out_dir / DB_NAME).exists():
+        raise StoreError(
+            f"{out_dir} holds a match from an older alternator (match.json and game files, no {DB_NAME}); it"
+            " cannot be resumed or mixed with a new run: choose another output directory (--out DIR)"
+        )
