@@ -15,9 +15,8 @@ import base64
 import gc
 import json
 import math
-import sys
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -585,15 +584,3 @@ def write_report_or_warn(out_dir: Path) -> str:
     except Exception as error:  # a report bug must not turn a finished run into a failed one
         return f"warning: no report ({_first_line(error)}); the games are kept: run alternator report {out_dir}"
 
-
-def report_finisher(out_dir: Path) -> Callable[[object], list[Path]]:
-    """A runner's end-of-run hook: writes `out_dir/report.html` and returns it ([] and a warning if it failed)."""
-
-    def finish(summary: object) -> list[Path]:
-        line = write_report_or_warn(out_dir)
-        if line.startswith("warning"):
-            print(line, file=sys.stderr)
-            return []
-        return [out_dir / REPORT_FILE]
-
-    return finish

@@ -348,12 +348,3 @@ def test_serve_says_when_it_cannot_listen(tmp_path: Path) -> None:
     )
     assert missing.returncode == 2 and "no such directory" in missing.stderr
 
-
-def test_the_runners_finisher_writes_the_report_or_warns(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from referee.report import report_finisher
-
-    synthesize_tournament(tmp_path, 3)
-    assert report_finisher(tmp_path)(None) == [tmp_path / "report.html"]
-    assert (tmp_path / "report.html").exists()
-    assert report_finisher(tmp_path / "missing")(None) == []
-    assert "no such directory" in capsys.readouterr().err
