@@ -583,4 +583,3 @@ def write_report_or_warn(out_dir: Path) -> str:
         return f"report: {write_report(out_dir)}"
     except Exception as error:  # a report bug must not turn a finished run into a failed one
         return f"warning: no report ({_first_line(error)}); the games are kept: run alternator report {out_dir}"
-

@@ -347,4 +347,3 @@ def test_serve_says_when_it_cannot_listen(tmp_path: Path) -> None:
         check=False,
     )
     assert missing.returncode == 2 and "no such directory" in missing.stderr
-
