@@ -210,6 +210,9 @@ def test_the_feed_follows_a_runners_events_and_the_live_state_follows_the_feed(t
     for move in record.moves[:5]:
         feed.on_move(game, move, None)
     state.read_feed()
+    assert state.kind == "match"  # the page says what it follows before match.json exists
+    state.load()
+    assert state.summary["kind"] == "match" and state.summary["games"] == []
     live = state.live["g1"]
     assert live["m"].split() == [m.move for m in record.moves[:5]]
     assert live["tc"] == "10+0.1" and live["k2"] == [m.clock_ms for m in record.moves[:5]]
