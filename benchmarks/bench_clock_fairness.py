@@ -14,7 +14,8 @@ For every combination of time control, fraction, concurrency (games at once) and
 (busy processes started beside the referee), it plays games until `--moves` bot moves are made and prints,
 per 100 moves:
 
-- false losses: games lost on time where the bot, by its own measure, was in time;
+- false losses: games lost on time where the bot, by its own measure, was in time (its report of the losing
+  move, from its stderr log; a move it never reported finishing counts as a true loss);
 - voids: games voided because the referee measured itself later than the bot's overrun;
 - referee-minus-bot time per move (what the referee charged minus what the bot measured): p50, p99, max.
 
@@ -157,7 +158,14 @@ class Tally:
                 self.diffs_ms.append(move.elapsed_ms - own)
         if record.termination is Termination.TIME:
             self.moves += 1
-            last = next((line for line in reversed(record.stderr_tail) if "self_ms=" in line), "")
+            # The bot's own report of the losing move: its n-th of the game, in its full stderr log (read after
+            # the game, so a report written after the referee gave up is there too). None: it never finished.
+            loser = record.loser
+            assert loser is not None
+            number = sum(1 for move in record.moves if move.color == loser) + 1
+            info = record.black if loser == "black" else record.white
+            lines = Path(info.stderr_log).read_text().splitlines() if info.stderr_log else record.stderr_tail
+            last = next((line for line in reversed(lines) if line.startswith(f"move {number} ")), "")
             own, allow = _field(last, "self_ms"), _field(last, "allow_ms")
             if own is not None and allow is not None and own <= allow:
                 self.false_losses += 1
@@ -196,7 +204,7 @@ async def play_games(
             second = spec.model_copy(update={"name": f"spender-{slot}b"})
             async with open_bot(first, log_dir) as black, open_bot(second, log_dir) as white:
                 record = await run_game(game_id, black, white, settings)
-            tally.add(record)
+            tally.add(record)  # after the bots have exited: their stderr logs are complete
 
     async with trio.open_nursery() as nursery:
         for slot in range(concurrency):

@@ -7,7 +7,7 @@ the alphabeta of an earlier commit (default 0aff18e, the one before the sound se
 head-to-head results down the ladder and of each search bot against the baseline, as a score and an
 Elo difference with a 95% interval. The target: strong beats the baseline by at least 150 Elo.
 
-    python benchmarks/bench_ladder.py [--movetimes 0.2,1] [--games 8] [--concurrency 1]
+    python benchmarks/bench_ladder.py [--movetimes 0.2,1] [--games 8] [--concurrency 1] [--bots strong]
 
 A full run at the defaults is long (10 pairings x games x ~60 moves x time per move): run it with
 `nice` on a quiet machine; `--games` sets the precision (the intervals shrink as 1/sqrt(games)).
@@ -91,7 +91,7 @@ def run_tournament(bots: list[str], movetime: float, args: argparse.Namespace, o
     subprocess.run(command, cwd=ROOT, check=True, stdout=subprocess.DEVNULL if args.quiet else None)
 
 
-def report(out: Path, baseline: str) -> None:
+def report(out: Path, baseline: str, ladder: list[str]) -> None:
     standings = json.loads((out / "standings.json").read_text(encoding="utf-8"))
     print(f"\n{'bot':<24} {'games':>5} {'score':>7} {'Elo':>6}  95% margin")
     for bot in standings["bots"]:
@@ -101,13 +101,14 @@ def report(out: Path, baseline: str) -> None:
         print(f"{bot['name']:<24} {bot['games']:>5} {score:>7} {elo:>6}  {margin}")
     table = results(out / "games.jsonl")
     print("\nhead to head (the first bot's score against the second, Elo difference [95% interval]):")
-    for lower, upper in itertools.pairwise(LADDER):
+    for lower, upper in itertools.pairwise(ladder):
         print(f"  {upper:>9} vs {lower:<20} {head_to_head(table[upper, lower])}")
     for bot in ("alphabeta", "strong"):
-        print(f"  {bot:>9} vs {baseline:<20} {head_to_head(table[bot, baseline])}")
+        if bot in ladder:
+            print(f"  {bot:>9} vs {baseline:<20} {head_to_head(table[bot, baseline])}")
     ratings: dict[str, float] = {b["name"]: b["elo"] for b in standings["bots"] if b.get("elo") is not None}
-    ordered = all(a in ratings and b in ratings and ratings[a] < ratings[b] for a, b in itertools.pairwise(LADDER))
-    print(f"ladder {' < '.join(LADDER)}: {'holds' if ordered else 'does NOT hold'} by the Elo point estimates")
+    ordered = all(a in ratings and b in ratings and ratings[a] < ratings[b] for a, b in itertools.pairwise(ladder))
+    print(f"ladder {' < '.join(ladder)}: {'holds' if ordered else 'does NOT hold'} by the Elo point estimates")
 
 
 def main() -> int:
@@ -121,8 +122,15 @@ def main() -> int:
     parser.add_argument("--baseline-commit", default="0aff18e", help="the commit whose alphabeta is the baseline")
     parser.add_argument("--out", type=Path, default=None, help="keep the tournaments here (default: a temp dir)")
     parser.add_argument("--quiet", action="store_true", help="hide the tournaments' own progress output")
+    parser.add_argument(
+        "--bots", default=",".join(LADDER), help="which sample bots play the baseline and each other (default: all)"
+    )
     args = parser.parse_args()
     movetimes = [float(t) for t in args.movetimes.split(",")]
+    ladder = [bot for bot in LADDER if bot in args.bots.split(",")]
+    unknown = set(args.bots.split(",")) - set(LADDER)
+    if unknown:
+        parser.error(f"--bots: {', '.join(sorted(unknown))} not among {', '.join(LADDER)}")
 
     work = Path(tempfile.mkdtemp(prefix="bench-ladder-"))
     out_root = args.out or work
@@ -136,13 +144,13 @@ def main() -> int:
     baseline = f"alphabeta-{args.baseline_commit}"
     # Run from the worktree, its own sample_bots and protocol come first on the path (`-m` puts the
     # working directory first), so the baseline is exactly the old code.
-    bots = [*LADDER, f'name={baseline} cmd="python -m sample_bots.alphabeta" dir={worktree}']
+    bots = [*ladder, f'name={baseline} cmd="python -m sample_bots.alphabeta" dir={worktree}']
     try:
         for movetime in movetimes:
             out = out_root / f"movetime-{movetime:g}"
             print(f"\n=== {movetime:g} s a move, {args.games} games a pairing, {args.size} board ===", flush=True)
             run_tournament(bots, movetime, args, out)
-            report(out, baseline)
+            report(out, baseline, ladder)
     finally:
         subprocess.run(["git", "worktree", "remove", "--force", str(worktree)], cwd=ROOT, capture_output=True)
         if args.out is None:

@@ -168,6 +168,8 @@ def test_a_real_match_writes_its_report_and_live_feed(tmp_path: Path) -> None:
             "greedy",
             "--games",
             "2",
+            "--concurrency",
+            "1",
             "--out",
             str(out),
         ],
