@@ -86,6 +86,7 @@ class GameFinished(_Event):
     scored: bool = Field(description="False for a void or aborted game, which is played again.")
     games_done: int
     games_total: int
+    worker: str | None = Field(default=None, description="The Dask worker that played it (null: played here).")
 
 
 class StandingsUpdated(_Event):

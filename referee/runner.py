@@ -452,6 +452,7 @@ class Runner:
                 scored=scored,
                 games_done=len(self._results),
                 games_total=len(self.schedule),
+                worker=record.worker,
             )
         )
         statistics = self._statistics

@@ -288,9 +288,13 @@ async def test_tournament_survives_a_worker_killed_mid_game(
     killed: list[str] = []
     finished = trio.Event()
 
+    played_on: set[str | None] = set()
+
     def on_event(event: Event) -> None:
-        if event.type == "game_finished" and event.games_done >= 2:
-            finished.set()
+        if event.type == "game_finished":
+            played_on.add(event.worker)
+            if event.games_done >= 2:
+                finished.set()
 
     tournament = Runner(plan, on_event=on_event, cluster=cluster)
     try:
@@ -320,6 +324,7 @@ async def test_tournament_survives_a_worker_killed_mid_game(
     assert done == list(range(1, 13))
     assert sorted(record["game_id"] for record in records) == [f"g{n:04d}" for n in range(1, 13)]
     assert {record["worker"] for record in records} <= {killed[0], survivor}
+    assert survivor in played_on and played_on <= {killed[0], survivor}  # game_finished events name the worker
     assert all(record["termination"] == "normal" for record in records)
     # A worker keeps its bot processes between games: one process per bot on the survivor (its stderr log).
     for name in ("slow", "random", "greedy"):
@@ -525,3 +530,48 @@ def test_tls_cluster_from_a_config_table(tmp_path: Path, capsys: pytest.CaptureF
         assert "workers:\n  tls://127.0.0.1:" in captured.out
     finally:
         cluster.stop()
+
+
+@needs_dask
+def test_sprt_match_on_a_cluster_survives_a_killed_worker(
+    tmp_path: Path, dask_cluster: DaskCluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`alternator match --sprt --cluster`: a worker's process group killed mid-run; the SPRT still counts
+    every committed game once and stops at its verdict."""
+    import threading
+
+    out = tmp_path / "match"
+    killed: list[str] = []
+    done_at_kill: list[int] = []
+    finished = threading.Event()
+
+    def kill_a_worker_after_some_games() -> None:
+        while done_count(out) < 4 and not finished.is_set():
+            time.sleep(0.005)
+        if finished.is_set():
+            return
+        address, process = next(iter(dask_cluster.workers.items()))
+        dask_cluster.kill(process)
+        killed.append(address)
+        done_at_kill.append(done_count(out))
+
+    killer = threading.Thread(target=kill_a_worker_after_some_games)
+    killer.start()
+    try:
+        argv = ["match", "--black", "greedy", "--white", "random", "--size", "5", "--tc", "10+0", "--games", "200"]
+        argv += ["--openings-plies", "2", "--sprt", "elo0=0", "elo1=300", "alpha=0.1", "beta=0.1"]
+        code = main([*argv, "--out", str(out), "--cluster", dask_cluster.address])
+    finally:
+        finished.set()
+        killer.join()
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    summary = json.loads((out / "match.json").read_text())
+    assert summary["ended"] == "sprt", summary["ended"]
+    done, records = stored_games(out)
+    ids = [record["game_id"] for record in records]
+    assert len(ids) == len(set(ids)) == len(done) >= 4
+    assert killed and len(done) > done_at_kill[0], "the worker was killed after the match"
+    assert {record["worker"] for record in records} <= set(dask_cluster.workers)
+    survivor = next(address for address in dask_cluster.workers if address not in killed)
+    assert f"{survivor}: " in captured.out + captured.err
