@@ -80,7 +80,8 @@ class ClusterError(Exception):
 
 
 class ClusterLostError(ClusterError):
-    """The scheduler went away during the run: it stops, and resumes when started again."""
+    """The cluster cannot go on with the run (its scheduler went away, no worker is left in it): the run
+    stops with what is committed, and resumes when started again."""
 
 
 # --- configuration ------------------------------------------------------------------------------------
@@ -577,7 +578,7 @@ class Cluster:
         stat.removed = why
         self.on_message(f"worker {address} is taken out of this run: {why}; its games are played on the others")
         if not self.healthy():
-            raise ClusterError(
+            raise ClusterLostError(
                 f"every worker of {self.config.address} is out of this run (last: {address}: {why}); fix the"
                 " workers and run the same command again to resume"
             )
@@ -712,7 +713,7 @@ class Cluster:
             elif alone_since is None:
                 alone_since = time.monotonic()
             elif time.monotonic() - alone_since > self.no_workers_grace_s:
-                raise ClusterError(
+                raise ClusterLostError(
                     f"the Dask scheduler at {self.config.address} has had no workers for"
                     f" {self.no_workers_grace_s:g} s; start workers (dask worker {self.config.address}) and run the"
                     " same command again to resume, or run it without --cluster"

@@ -412,7 +412,7 @@ async def test_coordinator_killed_then_scheduler_lost_then_resumed_locally(
 def test_a_worker_that_cannot_start_a_bot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The preflight names the worker and the bot; in a run, such a worker is taken out and forfeits nothing."""
     from referee.clock import parse_time_control
-    from referee.cluster import Cluster, ClusterError
+    from referee.cluster import Cluster, ClusterLostError
     from referee.record import GameSettings
 
     # A bot program on the first worker's PATH only: installed on one machine, missing on the other.
@@ -467,7 +467,7 @@ def test_a_worker_that_cannot_start_a_bot(tmp_path: Path, capsys: pytest.Capture
             black, white = (BotSpec(name=name, command=[sys.executable, "-m", "sample_bots.random"]) for name in "ab")
             settings = GameSettings(time_control=parse_time_control("10+0"))
             try:
-                with pytest.raises(ClusterError) as caught:
+                with pytest.raises(ClusterLostError) as caught:
                     await coordinator.play("g0001", black, white, settings)
             finally:
                 await coordinator.close()
