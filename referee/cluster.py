@@ -13,7 +13,9 @@ later cannot start a bot, or whose games keep failing on the referee's side, is 
 a message: its games are void (played again elsewhere), never forfeits of healthy bots. A worker killed
 mid-game loses only its task: the scheduler runs it again on another worker. Each submission has its own
 task key, and the coordinator commits one result per scheduled game, so no game is counted twice. The
-scheduler going away stops the run (`ClusterLostError`); the database resumes it, on a cluster or not.
+scheduler going away, or the last worker, stops the run (`ClusterLostError`) with what is committed; the
+database resumes it, on a cluster or not. Each record names the worker that played it (`worker`), and
+`Cluster.summary_lines` gives each worker's games, times and its own latency per move.
 
 Dask is imported only when a cluster is used (the `cluster` extra: `pip install 'alternator-arena[cluster]'`).
 """
