@@ -267,6 +267,68 @@ def _random() -> BotSpec:
     return BotSpec(name="random", command=[sys.executable, "-m", "sample_bots.random"])
 
 
+class _Finished:
+    """A Dask future whose task has finished (for a coordinator without a cluster)."""
+
+    def __init__(self, reply: object) -> None:
+        self.reply = reply
+
+    def result(self, timeout: float | None = None) -> object:
+        return self.reply
+
+    def cancel(self) -> None:
+        pass
+
+
+class _ScriptedClient:
+    """Two one-thread workers; each submitted game is answered by the next scripted reply."""
+
+    status = "running"
+
+    def __init__(self, replies: list[object]) -> None:
+        self.replies = replies
+        self.restrictions: list[object] = []
+
+    def submit(self, function: object, job: object, **options: object) -> _Finished:
+        self.restrictions.append(options.get("workers"))
+        return _Finished(self.replies.pop(0))
+
+    def scheduler_info(self, n_workers: int = -1) -> dict[str, object]:
+        return {"workers": {"tcp://w1:1": {"nthreads": 1}, "tcp://w2:1": {"nthreads": 1}}}
+
+
+@needs_dask
+async def test_a_worker_whose_games_keep_failing_is_taken_out() -> None:
+    """Three void games in a row on a worker take it out of the run; its void games are never scored, and
+    later games go to the other workers only."""
+    from referee.clock import parse_time_control
+    from referee.cluster import WORKER_FAILURE_LIMIT, Cluster, ClusterLostError, WorkerReply, _void_record
+    from referee.record import GameSettings
+
+    settings = GameSettings(time_control=parse_time_control("10+0"))
+    a, b = (BotSpec(name=name, command=["bot"]) for name in "ab")
+    void = _void_record("g", a, b, settings, "the referee failed", "tcp://w1:1").model_dump_json()
+    replies: list[object] = [WorkerReply("tcp://w1:1", void) for _ in range(WORKER_FAILURE_LIMIT)]
+    messages: list[str] = []
+    client = _ScriptedClient(replies)
+    cluster = Cluster(client, ClusterConfig(address="tcp://scheduler:8786"), messages.append)  # type: ignore[arg-type]
+    assert cluster.slots == 2 and cluster.in_flight == 4
+    for number in range(WORKER_FAILURE_LIMIT):
+        record = await cluster.play(f"g{number}", a, b, settings)
+        assert record.termination == "void" and not record.termination.is_scored
+    assert messages == [
+        f"worker tcp://w1:1 is taken out of this run: its last {WORKER_FAILURE_LIMIT} games failed (last: void: not"
+        " played on the cluster: the referee failed; the game is not scored); its games are played on the others"
+    ]
+    assert cluster.slots == 1
+    assert client.restrictions == [None] * WORKER_FAILURE_LIMIT
+    client.replies.append(WorkerReply("tcp://w2:1", None, failure="cannot start bot 'a': program 'bot' not found"))
+    with pytest.raises(ClusterLostError, match="every worker of tcp://scheduler:8786 is out of this run"):
+        await cluster.play("g9", a, b, settings)
+    assert client.restrictions[-1] == ["tcp://w2:1"]  # only the healthy worker
+    assert messages[-1].startswith("worker tcp://w2:1 is taken out of this run: cannot start bot 'a'")
+
+
 # --- real clusters --------------------------------------------------------------------------------------
 
 
