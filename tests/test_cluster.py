@@ -32,6 +32,7 @@ from referee.cluster import ClusterConfig, normalize_address
 from referee.config import ConfigError, RunPlan, parse_config, resolve_plan
 from referee.events import Event
 from referee.runner import Runner, RunSummary
+from tests.conftest import reap_orphans
 
 HAVE_DASK = importlib.util.find_spec("distributed") is not None
 needs_dask = pytest.mark.skipif(not HAVE_DASK, reason="dask is not installed (pip install 'alternator-arena[cluster]')")
@@ -71,6 +72,9 @@ class DaskCluster:
                 self.kill(process)
                 process.wait()
             self.kill(process)  # whatever the group still holds (a helper the nanny started)
+        # The workers' bots die with them (PR_SET_PDEATHSIG); this process, a subreaper once it has run a
+        # bot, inherits and reaps them.
+        reap_orphans(wait_s=1.0)
 
 
 def start_cluster(
