@@ -301,6 +301,7 @@ def _run(args: argparse.Namespace) -> int:
     from referee.botspec import BotSpecError
     from referee.config import ConfigError, parse_config, resolve_plan
     from referee.display import RunDisplay, format_statistics, format_verdict
+    from referee.latency import latency_text
     from referee.match import SUMMARY_VERSION, MatchSummary, head_to_head, write_summary
     from referee.record import GameSettings
     from referee.report import write_report_or_warn
@@ -335,6 +336,8 @@ def _run(args: argparse.Namespace) -> int:
             display.message(f"  {line}")
         if statistics.sprt is not None:
             display.message(format_verdict(statistics.sprt, first, second, statistics.games))
+        if summary.latency is not None:
+            display.message(latency_text(summary.latency))
         settings = GameSettings(
             width=plan.width,
             height=plan.height,
@@ -356,6 +359,7 @@ def _run(args: argparse.Namespace) -> int:
             statistics=statistics,
             void_games=summary.void_games,
             games_file="games.jsonl",
+            latency=summary.latency,
             started_at=started,
             finished_at=datetime.now().astimezone(),
         )

@@ -202,6 +202,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from referee.display import RunDisplay
+    from referee.latency import latency_text
     from referee.report import write_report_or_warn
     from referee.standings import to_text
 
@@ -215,6 +216,8 @@ def _run(args: argparse.Namespace) -> int:
         results_out = sys.stderr if args.events == "-" else sys.stdout
         results_out.write(table if table.endswith("\n") else table + "\n")
         results_out.write(f"files: {', '.join(str(p) for p in summary.files)}\n")
+        if summary.latency is not None:
+            results_out.write(latency_text(summary.latency) + "\n")
         if summary.workers:
             results_out.write("workers:\n" + "".join(f"  {line}\n" for line in summary.workers))
         results_out.write(write_report_or_warn(plan.out_dir) + "\n")
