@@ -42,6 +42,10 @@ def check_bot_name(name: str) -> str:
 BotName = Annotated[str, AfterValidator(check_bot_name)]
 """A bot's name, checked by `check_bot_name` (pydantic field type)."""
 
+BOT_FILE_FIELDS = {"name", "command", "dir", "env", "sandbox", "memory_mb", "max_processes", "cpu_limit_s", "ponder"}
+DEFAULT_MAX_PROCESSES = 128
+"""Processes and threads a bot may have at once (a fork bomb stops there); threads count, so not too few."""
+
 
 class BotSpec(BaseModel):
     """A bot as the user configured it."""
@@ -63,13 +67,32 @@ class BotSpec(BaseModel):
         description="Limit the bot's address space (virtual memory) to this many MiB: allocations beyond it fail."
         " Null: no limit.",
     )
+    max_processes: int | None = Field(
+        default=DEFAULT_MAX_PROCESSES,
+        ge=1,
+        description="At most this many processes and threads for the bot and all it starts (a cgroup's pids.max"
+        " where the referee can make cgroups; else RLIMIT_NPROC inside the sandbox only). Null: no limit.",
+    )
+    cpu_limit_s: float | None = Field(
+        default=None,
+        gt=0,
+        description="CPU seconds the bot may use in one game, all its processes, on its turns and off them; past"
+        " it, it loses on time. Null: no limit.",
+    )
+    ponder: bool = Field(
+        default=True,
+        description="Whether the bot may run during its opponent's turn. False (--no-ponder): it is frozen"
+        " (cgroup freezer, else SIGSTOP to all its processes) from the end of its move to the start of its next turn.",
+    )
 
 
 class BotSpecError(ValueError):
     """A bot argument that cannot be understood, or names a program that cannot be started."""
 
 
-_FIELD_RE = re.compile(r"^(name|cmd|dir|sandbox|memory_mb|env\.[A-Za-z_][A-Za-z0-9_]*)=", re.DOTALL)
+_FIELD_RE = re.compile(
+    r"^(name|cmd|dir|sandbox|memory_mb|max_processes|cpu_limit_s|ponder|env\.[A-Za-z_][A-Za-z0-9_]*)=", re.DOTALL
+)
 _TRUE_WORDS = ("1", "true", "yes", "on")
 _FALSE_WORDS = ("0", "false", "no", "off")
 _NAME_RE = re.compile(r"[^A-Za-z0-9._+-]+")
@@ -231,7 +254,8 @@ def _parse_fields(words: list[str], what: str, base_dir: Path | None) -> BotSpec
         if not _FIELD_RE.match(word):
             raise BotSpecError(
                 f'{what}: {word!r} is not a field; use name=NAME cmd="COMMAND LINE" dir=DIR env.KEY=VALUE'
-                " sandbox=1 memory_mb=N (quote the command line so it stays one field)"
+                " sandbox=1 memory_mb=N max_processes=N cpu_limit_s=S ponder=0 (quote the command line so it stays"
+                " one field)"
             )
         key, value = word.split("=", 1)
         if key == "name":
@@ -248,6 +272,21 @@ def _parse_fields(words: list[str], what: str, base_dir: Path | None) -> BotSpec
             if not value.isdigit():
                 raise BotSpecError(f"{what}: memory_mb={value!r}: give a whole number of MiB, e.g. memory_mb=512")
             limits["memory_mb"] = int(value)
+        elif key == "max_processes":
+            if not value.isdigit() or int(value) < 1:
+                raise BotSpecError(f"{what}: max_processes={value!r}: give a whole number, e.g. max_processes=64")
+            limits["max_processes"] = int(value)
+        elif key == "cpu_limit_s":
+            try:
+                limits["cpu_limit_s"] = float(value)
+            except ValueError:
+                raise BotSpecError(f"{what}: cpu_limit_s={value!r}: give seconds, e.g. cpu_limit_s=30") from None
+        elif key == "ponder":
+            if value.lower() not in (*_TRUE_WORDS, *_FALSE_WORDS):
+                raise BotSpecError(
+                    f"{what}: ponder={value!r}: write ponder=0 (frozen on the opponent's turn) or ponder=1"
+                )
+            limits["ponder"] = value.lower() in _TRUE_WORDS
         else:
             env[key.removeprefix("env.")] = value
     if command is None:
@@ -256,7 +295,10 @@ def _parse_fields(words: list[str], what: str, base_dir: Path | None) -> BotSpec
 
 
 def load_bot_file(path: Path) -> BotSpec:
-    """A bot described by a TOML file (name, command, dir, env, sandbox, memory_mb); BotSpecError says what is wrong."""
+    """A bot described by a TOML file (name, command, dir, env, sandbox, memory_mb, max_processes, ponder).
+
+    BotSpecError says what is wrong.
+    """
     what = f"bot file {str(path)!r}"
     try:
         data: dict[str, Any] = tomllib.loads(read_input_text(path, "bot file", max_bytes=MAX_BOT_FILE_BYTES))
@@ -268,10 +310,13 @@ def load_bot_file(path: Path) -> BotSpec:
         raise BotSpecError(str(error)) from None
     except tomllib.TOMLDecodeError as error:
         raise BotSpecError(f"{what} is not valid TOML: {error}") from None
-    unknown = sorted(set(data) - {"name", "command", "dir", "env", "sandbox", "memory_mb"})
+    unknown = sorted(
+        set(data) - {"name", "command", "dir", "env", "sandbox", "memory_mb", "max_processes", "cpu_limit_s", "ponder"}
+    )
     if unknown:
         raise BotSpecError(
-            f"{what}: unknown field(s) {', '.join(unknown)}; the fields are name, command, dir, env, sandbox, memory_mb"
+            f"{what}: unknown field(s) {', '.join(unknown)}; the fields are name, command, dir, env, sandbox,"
+            " memory_mb, max_processes, cpu_limit_s, ponder"
         )
     raw_command = data.get("command")
     if isinstance(raw_command, str):
@@ -300,6 +345,18 @@ def load_bot_file(path: Path) -> BotSpec:
         if isinstance(data["memory_mb"], bool) or not isinstance(data["memory_mb"], int):
             raise BotSpecError(f"{what}: `memory_mb` must be a whole number of MiB, e.g. memory_mb = 512")
         limits["memory_mb"] = data["memory_mb"]
+    if "max_processes" in data:
+        if isinstance(data["max_processes"], bool) or not isinstance(data["max_processes"], int):
+            raise BotSpecError(f"{what}: `max_processes` must be a whole number, e.g. max_processes = 64")
+        limits["max_processes"] = data["max_processes"]
+    if "cpu_limit_s" in data:
+        if isinstance(data["cpu_limit_s"], bool) or not isinstance(data["cpu_limit_s"], int | float):
+            raise BotSpecError(f"{what}: `cpu_limit_s` must be a number of seconds, e.g. cpu_limit_s = 30")
+        limits["cpu_limit_s"] = float(data["cpu_limit_s"])
+    if "ponder" in data:
+        if not isinstance(data["ponder"], bool):
+            raise BotSpecError(f"{what}: `ponder` must be true or false")
+        limits["ponder"] = data["ponder"]
     return _make_spec(name=name, command=command, dir=dir, env=dict(raw_env), what=what, limits=limits)
 
 

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from referee import __version__
+from referee.terminal import printable
 
 # Subcommand name -> module in referee.commands, in the order `--help` lists them.
 COMMANDS = {
@@ -124,7 +125,7 @@ def _main(argv: Sequence[str] | None) -> int:
         result: int = args.run(args)
         sys.stdout.flush()  # a closed pipe shows here, while it can still be handled
     except UsageError as error:
-        print(f"alternator {command}: error: {error}", file=sys.stderr)
+        print(f"alternator {command}: error: {printable(str(error))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as interrupt:
         terminated = isinstance(interrupt, Terminated)

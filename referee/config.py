@@ -69,6 +69,15 @@ class BotConfig(BaseModel):
     memory_mb: int | None = Field(
         None, ge=16, description="This bot's memory limit in MiB (default: the top-level `memory_mb`)."
     )
+    max_processes: int | None = Field(
+        None, ge=1, description="This bot's limit on processes and threads (default: the top-level `max_processes`)."
+    )
+    ponder: bool | None = Field(
+        None, description="Whether this bot may run during its opponent's turns (default: the top-level `ponder`)."
+    )
+    cpu_limit_s: float | None = Field(
+        None, gt=0, description="This bot's CPU seconds per game (default: the top-level `cpu_limit_s`)."
+    )
 
     @field_validator("command", mode="before")
     @classmethod
@@ -143,6 +152,26 @@ class RunConfig(BaseModel):
         ge=16,
         description="Limit every bot's address space (virtual memory) to this many MiB (a bot's own `memory_mb`"
         " overrides).",
+    )
+    max_processes: int | None = Field(
+        None,
+        ge=1,
+        description="At most this many processes and threads per bot, all it starts included (default 128; a"
+        " bot's own `max_processes` overrides). Bounded by a cgroup where the referee can make one.",
+    )
+    ponder: bool = Field(
+        True,
+        description="False: freeze every bot during its opponent's turns (--no-ponder; a bot's own `ponder`"
+        " overrides).",
+    )
+    cpu_limit_s: float | None = Field(
+        None,
+        gt=0,
+        description="CPU seconds each bot may use in one game, all its processes, on its turns and off them; past"
+        " it, it loses on time (a bot's own `cpu_limit_s` overrides). Null: no limit.",
+    )
+    cpu_affinity: bool = Field(
+        False, description="Give each concurrent game its own cores; both bots of a game run on them."
     )
     cluster: ClusterConfig | None = Field(
         None,
@@ -325,6 +354,7 @@ class RunPlan:
     fingerprint: dict[str, Any]  # what must not change on resume (the store compares it)
     sprt: SprtParameters | None = None
     openings_source: dict[str, Any] | None = None  # how the openings were made, for match.json
+    cpu_affinity: bool = False
     cluster: ClusterConfig | None = None  # where the games are played; not in the fingerprint (resume anywhere)
 
     @property
@@ -348,7 +378,14 @@ def _bot_spec(bot: BotConfig, index: int, base_dir: Path, source: str, config: R
         env=bot.env,
         sandbox=config.sandbox if bot.sandbox is None else bot.sandbox,
         memory_mb=config.memory_mb if bot.memory_mb is None else bot.memory_mb,
+        **({"max_processes": limit} if (limit := _first(bot.max_processes, config.max_processes)) else {}),
+        ponder=config.ponder if bot.ponder is None else bot.ponder,
+        cpu_limit_s=config.cpu_limit_s if bot.cpu_limit_s is None else bot.cpu_limit_s,
     )
+
+
+def _first(*values: int | None) -> int | None:
+    return next((value for value in values if value is not None), None)
 
 
 def _cores() -> int:
@@ -420,6 +457,8 @@ def resolve_plan(
                 # when set: a tournament started before they existed still resumes.
                 **({"sandbox": True} if s.sandbox else {}),
                 **({"memory_mb": s.memory_mb} if s.memory_mb is not None else {}),
+                **({"ponder": False} if not s.ponder else {}),
+                **({"cpu_limit_s": s.cpu_limit_s} if s.cpu_limit_s is not None else {}),
             }
             for s in specs
         ],
@@ -447,6 +486,7 @@ def resolve_plan(
         fingerprint=fingerprint,
         sprt=SprtParameters(**config.sprt.model_dump()) if config.sprt is not None else None,
         openings_source=openings_key,
+        cpu_affinity=config.cpu_affinity,
         cluster=config.cluster.resolved(base_dir) if config.cluster is not None else None,
     )
 

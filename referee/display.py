@@ -18,6 +18,7 @@ from protocol.rules import WHITE, Position
 from referee.match import HeadToHead, SprtSummary
 from referee.record import GameRecord, MoveRecord, Termination
 from referee.sprt import EloEstimate
+from referee.terminal import printable
 
 if TYPE_CHECKING:
     from referee.events import Event
@@ -243,6 +244,10 @@ class RunDisplay:
                 self._line(f"{text} [not scored: it is played again]")
             else:
                 self._line(f"[{event.games_done}/{event.games_total}] {text}")
+            if event.stderr_tail:
+                self._line("  the offender's last lines of stderr:")
+                for line in event.stderr_tail:
+                    self._line(f"    {line}")
             self._status()
         elif event.type == "statistics_updated":
             for line in format_statistics(event.statistics):
@@ -283,7 +288,7 @@ class RunDisplay:
             text += f"; playing {', '.join(self._playing.values())}"
         # Wider than the terminal, the line would wrap and \r could not redraw it in place.
         width = shutil.get_terminal_size().columns - 1
-        self.out.write(f"\r\x1b[K{text[:width]}")
+        self.out.write(f"\r\x1b[K{printable(text)[:width]}")
         self.out.flush()
         self._drawn = True
 
@@ -295,6 +300,6 @@ class RunDisplay:
 
     def _line(self, text: str) -> None:
         self._clear()
-        self.out.write(text + "\n")
+        self.out.write(printable(text) + "\n")
         self.out.flush()
         self._status()

@@ -139,6 +139,7 @@ class _Game:
         self._history: list[bytes] = [b'"%s"' % str(m).encode() for m in self.position.history]
         self._bot_names = {color: self.bots[color].name for color in COLORS}
         self._info_budget = dict.fromkeys(COLORS, INFO_BUDGET_CHARS)
+        self._cpu_game_ms = dict.fromkeys(COLORS, 0.0)
 
     # -- setup: handshake and new_game, both bots at once, not charged --------------------------------
 
@@ -233,6 +234,7 @@ class _Game:
         line = self._turn_line(color)
         limit_ns = clock.deadline_ns(color)
         await bot.check_idle()
+        cpu_before = self._before_turn(color)
         waited = bot.cpu_wait_ns()
         watch = None
         if waited is not None and bot.input_unread() is not None:
@@ -270,6 +272,7 @@ class _Game:
         except IllegalMoveError as error:
             raise BotIllegalMove(f"illegal move {error}") from None
         self._history.append(b'"%s"' % text.encode())
+        cpu_ms = self._cpu_used(color, cpu_before)
         remaining = charge.remaining_ns
         kept = self._keep_infos(color, infos) if infos else []
         record = MoveRecord.model_construct(
@@ -280,10 +283,46 @@ class _Game:
             latency_ms=lag_ns / NS_PER_MS,
             infos=kept,
             infos_dropped=infos_seen - len(kept),
+            cpu_ms=cpu_ms[0],
+            opponent_cpu_ms=cpu_ms[1],
         )
         self.moves.append(record)
         if self.on_move is not None:
             self.on_move(record, self.position)
+        self._check_cpu_limits(color, cpu_ms)
+
+    def _before_turn(self, color: Color) -> tuple[int | None, int | None]:
+        """Freeze the waiting bot if it may not ponder, thaw the mover (both before its time starts), and
+        sample both bots' CPU time (`referee.containment`)."""
+        mover, waiting = self.bots[color], self.bots[color.other]
+        waiting.wait_for_turn()
+        mover.begin_turn()
+        return mover.cpu_ns(), waiting.cpu_ns()
+
+    def _check_cpu_limits(self, color: Color, used: tuple[float | None, float | None]) -> None:
+        """Add this move's CPU to each bot's game total; a bot past its CPU limit for the game (on its turns and
+        off them) loses on time, whichever side is to move."""
+        for side, ms in ((color, used[0]), (color.other, used[1])):
+            total = self._cpu_game_ms[side] = self._cpu_game_ms[side] + (ms or 0.0)
+            limit_s = self.bots[side].cpu_limit_s()
+            if limit_s is not None and total > limit_s * 1000:
+                own = sum(m.cpu_ms or 0.0 for m in self.moves if m.color == side)
+                reason = (
+                    f"lost on CPU time: its processes used {total / 1000:.2f} s of CPU in this game"
+                    f" ({own / 1000:.2f} s on its turns, {(total - own) / 1000:.2f} s on its opponent's),"
+                    f" over its limit of {limit_s:g} s per game"
+                )
+                self.bots[side].give_up(reason)
+                raise _Forfeit(side, BotTimeout(reason, overrun_ms=total - limit_s * 1000))
+
+    def _cpu_used(self, color: Color, before: tuple[int | None, int | None]) -> tuple[float | None, float | None]:
+        """CPU milliseconds of the mover and of the waiting bot since `_before_turn`."""
+        after = (self.bots[color].cpu_ns(), self.bots[color.other].cpu_ns())
+
+        def used(start: int | None, end: int | None) -> float | None:
+            return None if start is None or end is None else max(0, end - start) / NS_PER_MS
+
+        return used(before[0], after[0]), used(before[1], after[1])
 
     def _late(
         self,
@@ -427,6 +466,7 @@ class _Game:
         )
         for color in COLORS:
             bot = self.bots[color]
+            bot.begin_turn()  # a bot frozen for not pondering is thawed: the game is over
             if bot.closed:
                 continue
             # A bot that is gone cannot be told; the record already says how the game ended.
@@ -447,10 +487,16 @@ class _Game:
         referee_lag_ms: float | None = None,
         stderr_tail: list[str] | None = None,
     ) -> GameRecord:
+        sides = {color: self.bots[color].info() for color in COLORS}
+        for color, info in sides.items():
+            own = [m.cpu_ms for m in self.moves if m.color == color]
+            off = [m.opponent_cpu_ms for m in self.moves if m.color != color]
+            info.cpu_ms = None if not own or None in own else sum(own)  # type: ignore[arg-type]
+            info.off_turn_cpu_ms = None if not off or None in off else sum(off)  # type: ignore[arg-type]
         return GameRecord(
             game_id=self.game_id,
-            black=self.bots[BLACK].info(),
-            white=self.bots[WHITE].info(),
+            black=sides[BLACK],
+            white=sides[WHITE],
             settings=self.settings,
             moves=self.moves,
             result=result,

@@ -147,6 +147,11 @@ class MatchSummary(BaseModel):
     llr: float | None = Field(description="The SPRT's LLR, null without an SPRT (the same as statistics.llr).")
     statistics: HeadToHead
     void_games: int = Field(ge=0, description="Void games ever recorded (the referee's failures, played again).")
+    off_turn_cpu_s: dict[str, float] = Field(
+        default_factory=dict,
+        description="Per bot: CPU seconds all its processes used during its opponent's turns (pondering, or taking"
+        " the opponent's CPU), over the games that measured it.",
+    )
     games_file: str = Field(description="The records of the counted games, one JSON line each, in game order.")
     latency: LatencySummary | None = Field(
         default=None,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import functools
 import json
 import logging
 import os
@@ -28,7 +29,7 @@ import sys
 import termios
 import time
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,14 @@ from protocol.messages import (
 from protocol.session import ProtocolViolation, Session
 from referee import __version__
 from referee.botspec import BotSpec, script_start_problem
+from referee.containment import (
+    RUNNING_DIR,
+    TRACK_INTERVAL_S,
+    ProcessTree,
+    cpu_slots,
+    end_leftovers,
+    run_in_spawner,
+)
 from referee.exceptions import single_exception
 from referee.latency import NO_LAG, HostLagMonitor, LagSource, host_lag_monitor
 from referee.reader import PipeReader
@@ -69,6 +78,7 @@ __all__ = [
     "BotStartError",
     "BotTimeout",
     "BotUnresponsive",
+    "ChildProcess",
     "describe_exit",
     "open_bot",
 ]
@@ -455,14 +465,108 @@ class BotChannel:
         """The fault for a bot whose output ended or whose input closed."""
         return BotCrashed(what)
 
+    # -- containment (a channel without a process has nothing to contain) ----------------------------
+
+    def cpu_ns(self) -> int | None:
+        """CPU time used so far by the bot and everything it started (None: not measurable)."""
+        return None
+
+    def wait_for_turn(self) -> None:
+        """The opponent's turn begins: a bot that may not ponder (`BotSpec.ponder`) is frozen until its own."""
+
+    def begin_turn(self) -> None:
+        """Its own turn is about to begin: thaw it if it was frozen."""
+
+    def cpu_limit_s(self) -> float | None:
+        """The CPU seconds per game the bot may use, all its processes, on its turns and off (None: no limit)."""
+        return None
+
+
+class ChildProcess:
+    """A bot's main process, forked by the referee's spawner thread (see `referee.containment`).
+
+    Its pipes are trio streams; its exit is watched through a pidfd by `watch` (run by `open_bot`), so
+    the exit is known when it happens, whatever its descendants do with its pipes.
+    """
+
+    def __init__(self, popen: subprocess.Popen[bytes], stdin: int, stdout: int, stderr: int) -> None:
+        self.popen = popen
+        self.pid = popen.pid
+        self.stdin: trio.abc.SendStream = trio.lowlevel.FdStream(stdin)
+        self.stdout: trio.abc.ReceiveStream = trio.lowlevel.FdStream(stdout)
+        self.stderr: trio.abc.ReceiveStream = trio.lowlevel.FdStream(stderr)
+        self.exited = trio.Event()
+
+    @property
+    def returncode(self) -> int | None:
+        return self.popen.returncode
+
+    async def watch(self) -> None:
+        """Return when the process has exited and been reaped (its return code then known)."""
+        try:
+            pidfd = os.pidfd_open(self.pid)
+        except OSError:
+            pidfd = None
+        try:
+            if pidfd is not None:
+                await trio.lowlevel.wait_readable(pidfd)
+                self.popen.wait()
+            else:  # no pidfd (Linux < 5.3): poll
+                while self.popen.poll() is None:
+                    await trio.sleep(0.01)
+        finally:
+            if pidfd is not None:
+                os.close(pidfd)
+            if self.popen.returncode is not None:
+                self.exited.set()
+
+    async def wait(self) -> int:
+        await self.exited.wait()
+        code = self.popen.returncode
+        assert code is not None
+        return code
+
+
+def _spawn(
+    command: list[str], cwd: Path | None, env: dict[str, str] | None, preexec: Callable[[], None]
+) -> tuple[subprocess.Popen[bytes], int, int, int]:
+    """Fork and exec the bot with three fresh pipes; the referee's ends of them (stdin, stdout, stderr)."""
+    stdin_r, stdin_w = os.pipe()
+    stdout_r, stdout_w = os.pipe()
+    stderr_r, stderr_w = os.pipe()
+    try:
+        popen = subprocess.Popen(
+            command,
+            stdin=stdin_r,
+            stdout=stdout_w,
+            stderr=stderr_w,
+            cwd=cwd,
+            env=env,
+            start_new_session=True,  # a group of its own, so the whole group can be killed
+            preexec_fn=preexec,
+        )
+    except BaseException:
+        for fd in (stdin_w, stdout_r, stderr_r):
+            os.close(fd)
+        raise
+    finally:
+        for fd in (stdin_r, stdout_w, stderr_w):
+            os.close(fd)
+    return popen, stdin_w, stdout_r, stderr_r
+
 
 class BotProcess(BotChannel):
-    """A bot running as a child process (see `open_bot`)."""
+    """A bot running as a child process (see `open_bot`), with all its processes in `tree`."""
 
     def __init__(
-        self, spec: BotSpec, process: trio.Process, stderr_path: Path, *, argv: list[str] | None = None
+        self,
+        spec: BotSpec,
+        process: ChildProcess,
+        stderr_path: Path,
+        *,
+        argv: list[str] | None = None,
+        tree: ProcessTree | None = None,
     ) -> None:
-        assert process.stdin is not None and process.stdout is not None
         super().__init__(
             spec.name,
             process.stdin,
@@ -476,6 +580,7 @@ class BotProcess(BotChannel):
         """The command line actually run: `spec.command`, wrapped in the sandbox or a memory limit if asked."""
         self.process = process
         self.pid = process.pid
+        self.tree = tree
         self.stderr_path = stderr_path
         self.stderr_bytes = 0
         """Bytes the bot wrote to stderr (the log keeps only the first `stderr_cap_bytes`)."""
@@ -483,6 +588,20 @@ class BotProcess(BotChannel):
         self._partial = bytearray()
         self._stderr_done = trio.Event()
         self._schedstat: int | None = None
+
+    def cpu_ns(self) -> int | None:
+        return None if self.tree is None else self.tree.cpu_ns()
+
+    def wait_for_turn(self) -> None:
+        if self.tree is not None and not self.spec.ponder and self.process.returncode is None:
+            self.tree.freeze()
+
+    def begin_turn(self) -> None:
+        if self.tree is not None:
+            self.tree.thaw()
+
+    def cpu_limit_s(self) -> float | None:
+        return self.spec.cpu_limit_s
 
     @property
     def returncode(self) -> int | None:
@@ -531,6 +650,12 @@ class BotProcess(BotChannel):
         info.sandbox = self.spec.sandbox
         info.memory_mb = self.spec.memory_mb
         info.run_command = None if self.argv == self.command else list(self.argv)
+        info.max_processes = self.spec.max_processes
+        info.ponder = self.spec.ponder
+        info.cpu_limit_s = self.spec.cpu_limit_s
+        if self.tree is not None:
+            info.containment = self.tree.describe()
+            info.cores = self.tree.cores
         return info
 
     async def _gone_fault(self, what: str) -> BotFault:
@@ -582,8 +707,10 @@ class BotProcess(BotChannel):
             self._partial += rest[: _TAIL_LINE_BYTES - len(self._partial)]
 
     async def _shutdown(self, grace_s: float) -> None:
-        """quit, a grace period, SIGKILL to the whole process group, reap. Never raises for a dead bot."""
+        """quit, a grace period, SIGKILL to the whole process group and tree, reap. Never raises for a dead bot."""
         process = self.process
+        if self.tree is not None:
+            self.tree.thaw()  # a frozen bot could not quit
         if process.returncode is None:
             with trio.move_on_after(grace_s):
                 with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
@@ -594,7 +721,11 @@ class BotProcess(BotChannel):
         # Grandchildren share the group; the leader's pid is the group id (start_new_session=True).
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, signal.SIGKILL)
+        if self.tree is not None:
+            await trio.to_thread.run_sync(self.tree.kill_all)  # it waits for the kills: not on the event loop
         await process.wait()
+        if self.tree is not None:
+            await trio.to_thread.run_sync(self.tree.close)
         self.session.gone("stopped")
         await self.close_reading()
         if self._schedstat is not None and self._schedstat >= 0:
@@ -626,39 +757,49 @@ async def open_bot(
     *,
     stderr_cap_bytes: int = 1 << 20,
     quit_grace_s: float = QUIT_GRACE_S,
+    cores: list[int] | None = None,
 ) -> AsyncIterator[BotProcess]:
     """Start a bot in its own process group; on exit (normal, error, cancellation) stop it and all it started.
 
-    stderr goes to `log_dir/<name>-<pid>.stderr.log`, capped at `stderr_cap_bytes`. BotStartError if the
-    command cannot be started. The handshake is not done here: `run_game` does it (or call `handshake`).
+    stderr goes to `log_dir/<name>-<pid>.stderr.log`, capped at `stderr_cap_bytes`. `cores`: run it and all
+    it starts on these cores only. BotStartError if the command cannot be started. The handshake is not done
+    here: `run_game` does it (or call `handshake`).
     """
     if spec.dir is not None and not spec.dir.is_dir():
         raise BotStartError(
             f"cannot start bot {spec.name!r}: its working directory {str(spec.dir)!r} does not exist;"
             " fix the bot's dir setting"
         )
+    # Hidden from a sandboxed bot: the output directory (log_dir's parent) and the other bots' folders.
+    _bot_dirs.update(path.resolve() for path in (spec.dir,) if path is not None)
+    own = spec.dir.resolve() if spec.dir is not None else None
+    private = [log_dir.absolute(), log_dir.absolute().parent, *(path for path in _bot_dirs if path != own)]
     try:
-        command = launch_command(spec)
+        command = launch_command(spec, private=private)
     except SandboxError as error:
         raise BotStartError(str(error)) from None
-    if spec.sandbox:
-        env: dict[str, str] | None = sandbox_environment(spec, os.environ)
-    else:
-        env = {**os.environ, **spec.env} if spec.env else None
     log_dir.mkdir(parents=True, exist_ok=True)
+    _end_leftovers_once(log_dir)
+    tree = ProcessTree(
+        spec.name,
+        max_processes=spec.max_processes,
+        cores=cores,
+        note_dir=log_dir / RUNNING_DIR,
+        sandboxed=spec.sandbox,
+    )
+    if spec.sandbox:
+        env: dict[str, str] = sandbox_environment(spec, os.environ)
+    else:
+        env = {**os.environ, **spec.env}
+    env.update(tree.environment())
     program, shown = spec.command[0], shlex.join(spec.command)  # the user's command, not the wrapper
     try:
-        # A new session, so the whole group can be killed; the sandbox stays in it (no bwrap --new-session).
-        process = await trio.lowlevel.open_process(
-            command,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=spec.dir,
-            env=env,
-            start_new_session=True,
+        # The sandbox stays in the bot's process group (no bwrap --new-session).
+        popen, stdin, stdout, stderr = await run_in_spawner(
+            functools.partial(_spawn, command, spec.dir, env, tree.preexec())
         )
     except FileNotFoundError:
+        tree.close()
         problem = _script_problem(spec)
         raise BotStartError(
             f"cannot start bot {spec.name!r}: {program!r} {problem} (command: {shown})"
@@ -667,30 +808,75 @@ async def open_bot(
             " give a path to an existing program, or put it on PATH"
         ) from None
     except PermissionError:
+        tree.close()
         raise BotStartError(
             f"cannot start bot {spec.name!r}: {program!r} is not executable (command: {shown});"
             f" run chmod +x on it, or start it through its interpreter (e.g. python3 {program})"
         ) from None
-    except OSError as error:
-        problem = _script_problem(spec) if error.errno == errno.ENOEXEC else None
+    except (OSError, subprocess.SubprocessError) as error:
+        tree.close()
+        problem = _script_problem(spec) if isinstance(error, OSError) and error.errno == errno.ENOEXEC else None
+        what = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
         raise BotStartError(
             f"cannot start bot {spec.name!r}: {program!r} {problem} (command: {shown})"
             if problem
-            else f"cannot start bot {spec.name!r} with {shown}: {error.strerror or error}; check the command"
+            else f"cannot start bot {spec.name!r} with {shown}: {what}; check the command"
         ) from None
-    assert process.stderr is not None
-    bot = BotProcess(spec, process, log_dir / f"{_log_name(spec.name)}-{process.pid}.stderr.log", argv=command)
-    # The drain task never raises: the nursery's group can only hold the body's exception.
+    tree.started(popen.pid)
+    process = ChildProcess(popen, stdin, stdout, stderr)
+    bot = BotProcess(
+        spec, process, log_dir / f"{_log_name(spec.name)}-{process.pid}.stderr.log", argv=command, tree=tree
+    )
+    # The helper tasks never raise: the nursery's group can only hold the body's exception.
     with single_exception():
         async with trio.open_nursery() as nursery:
             nursery.start_soon(bot._drain_stderr, process.stderr, stderr_cap_bytes)
+            nursery.start_soon(_watch_exit, bot)
             try:
                 yield bot
             finally:
                 with trio.CancelScope(shield=True):
                     await bot._shutdown(quit_grace_s)
-                # A grandchild that escaped the group may still hold stderr open: do not wait for it.
+                # A process that escaped every net may still hold stderr open: do not wait for it.
                 nursery.cancel_scope.cancel()
+
+
+_leftovers_ended: set[Path] = set()
+_bot_dirs: set[Path] = set()
+"""Every bot folder this referee has been given (`BotHost`, `open_bot`): each sandbox hides the others'."""
+
+
+def _end_leftovers_once(log_dir: Path) -> None:
+    """The first time this referee uses an output directory: end the bots a killed referee left there."""
+    key = log_dir.resolve()
+    if key not in _leftovers_ended:
+        _leftovers_ended.add(key)
+        end_leftovers(log_dir)
+
+
+async def _watch_exit(bot: BotProcess) -> None:
+    """When the bot's process exits, end everything it started, so its pipes close and its crash is seen now.
+
+    Without cgroups the tree is also sampled while the bot runs, to find children that leave it.
+    """
+    tree = bot.tree
+    assert tree is not None
+    # Shielded: `_shutdown` waits for this to see the exit, and always ends the process.
+    with trio.CancelScope(shield=True):
+        if tree.cgroups:
+            await bot.process.watch()
+        else:
+            async with trio.open_nursery() as nursery:
+
+                async def track() -> None:
+                    while True:
+                        tree.sample()
+                        await trio.sleep(TRACK_INTERVAL_S)
+
+                nursery.start_soon(track)
+                await bot.process.watch()
+                nursery.cancel_scope.cancel()
+        await trio.to_thread.run_sync(tree.kill_all)
 
 
 class BotHost:
@@ -705,6 +891,11 @@ class BotHost:
         self.spec = spec
         self.log_dir = log_dir
         self.nursery = nursery
+        if spec.dir is not None:
+            _bot_dirs.add(spec.dir.resolve())
+        slots = cpu_slots()
+        self.cores = None if slots is None else slots.cores_for(nursery)
+        """The cores of this host's concurrency slot (--cpu-affinity), else None."""
         self.process: BotProcess | None = None
         self._stop: trio.Event | None = None
         self._stopped: trio.Event | None = None
@@ -740,7 +931,7 @@ class BotHost:
         task_status: trio.TaskStatus[BotProcess] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         try:
-            async with open_bot(self.spec, self.log_dir) as process:
+            async with open_bot(self.spec, self.log_dir, cores=self.cores) as process:
                 task_status.started(process)
                 await stop.wait()
         finally:

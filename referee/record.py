@@ -60,6 +60,26 @@ class BotInfo(BaseModel):
         description="The command line actually run when it differs from `command`: `command` wrapped in the"
         " sandbox and the memory limit (null: `command` itself).",
     )
+    max_processes: int | None = Field(
+        default=None, description="Its limit on processes and threads at once (null: none, or not recorded)."
+    )
+    ponder: bool = Field(default=True, description="Whether it could run during its opponent's turns (--no-ponder).")
+    cpu_limit_s: float | None = Field(
+        default=None, description="The CPU seconds per game it was allowed, all its processes (null: no limit)."
+    )
+    containment: str | None = Field(
+        default=None,
+        description="What held its processes: cgroups or /proc tracking, subreaper, death signal, process limit.",
+    )
+    cores: list[int] | None = Field(default=None, description="The cores it was pinned to (--cpu-affinity).")
+    cpu_ms: float | None = Field(
+        default=None, description="CPU time of all its processes during its own turns in this game (null: unknown)."
+    )
+    off_turn_cpu_ms: float | None = Field(
+        default=None,
+        description="CPU time of all its processes during its opponent's turns in this game (pondering, or"
+        " stealing the opponent's CPU; null: unknown).",
+    )
 
 
 class GameSettings(BaseModel):
@@ -97,6 +117,13 @@ class MoveRecord(BaseModel):
     )
     infos_dropped: int = Field(
         default=0, ge=0, description="Info messages sent for this move before the kept ones, counted but not kept."
+    )
+    cpu_ms: float | None = Field(
+        default=None, description="CPU time of all the mover's processes during this move (null: not measured)."
+    )
+    opponent_cpu_ms: float | None = Field(
+        default=None,
+        description="CPU time of all the waiting bot's processes during this move (null: not measured).",
     )
 
 

@@ -36,6 +36,7 @@ import trio
 
 from protocol.rules import Position
 from referee.config import RunPlan
+from referee.containment import use_cpu_affinity
 from referee.events import (
     Event,
     GameFinished,
@@ -236,13 +237,14 @@ class Runner:
         """Play every pending game. StoreError: this output directory cannot be used for this plan."""
         self._started = self._last_standings_write = time.monotonic()
         refuse_old_match_directory(self.out_dir)
+        use_cpu_affinity(self.plan.concurrency if self.plan.cpu_affinity else None)
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         with RunStore(self.out_dir / DB_NAME) as store:
             self._store = store
             store.start(self.plan.fingerprint, self.schedule)
-            for number, black, white, result, termination in store.finished():
-                self._results.append(ScoredGame(black, white, result, Termination(termination)))
+            for number, black, white, result, termination, *cpu in store.finished():
+                self._results.append(ScoredGame(black, white, result, Termination(termination), *cpu))
                 self._tally.add(self._results[-1])
                 self._count_pair(self._by_number[number], result)
             self._rewrite_games_file()
@@ -384,7 +386,16 @@ class Runner:
                 # Counted under the lock: no other game can commit between this one and the SPRT's look at it.
                 counts, pair_done = await trio.to_thread.run_sync(self._save, game, record)
                 if counts:
-                    self._results.append(ScoredGame(game.black, game.white, record.result, record.termination))
+                    self._results.append(
+                        ScoredGame(
+                            game.black,
+                            game.white,
+                            record.result,
+                            record.termination,
+                            record.black.off_turn_cpu_ms,
+                            record.white.off_turn_cpu_ms,
+                        )
+                    )
                     self._tally.add(self._results[-1])
                 if self.decided:
                     self.stop("sprt")
@@ -461,6 +472,8 @@ class Runner:
                 scored=scored,
                 games_done=len(self._results),
                 games_total=len(self.schedule),
+                stderr_tail=record.stderr_tail[-10:] if record.termination.is_forfeit else [],
+                worker=record.worker,
             )
         )
         statistics = self._statistics

@@ -2,27 +2,28 @@
 
 For competitions where strangers submit bots. A sandboxed bot (`BotSpec.sandbox`) runs under bubblewrap
 (`bwrap`, Linux only) with no network at all (its own empty network namespace: even the host's 127.0.0.1 is
-out of reach), the whole filesystem mounted read-only, an empty private /tmp (and HOME=/tmp) that is thrown
-away with it, /run hidden (it holds the sockets of system services), whatever it needs from inside /tmp or
-/run (its working directory, its program's folder, a Python bot's venv and this project: see `visible_paths`)
-mounted again read-only, its own process, IPC and UTS namespaces (it sees only its own processes), and an
+out of reach) and sees only what it needs, all read-only: the system folders (`SYSTEM_DIRS`: /usr, /bin,
+/lib..., /etc with its secrets such as /etc/shadow masked, `SECRET_FILES`), its working directory, the
+folders of its program and of the files its command names, and for a Python bot its Python installation
+and this project (see `visible_paths`); plus an empty private /tmp (and HOME=/tmp) thrown away with it, an
+empty /run, its own /dev and /proc. Nothing else of the host exists for it: not /home, /root, /srv, the
+output directory or other bots' folders, and those are hidden again (`private`) where they lie inside a
+folder it sees. It has its own process, IPC and UTS namespaces (it sees only its own processes) and an
 environment cleared of everything but PATH, locale, PYTHONPATH and its own `env` settings (the referee's
 environment may hold secrets). It dies with the referee (--die-with-parent), and when the referee kills the
-bot's process group, bwrap goes with it and the kernel kills everything left in the sandbox's process
-namespace, even a child that moved to a session of its own: nothing escapes. There is deliberately no
---new-session: the sandbox must stay in the process group the referee kills (the bot has no terminal to abuse
-anyway, its standard streams are pipes and the referee starts it in a new session).
+bot, the kernel kills everything left in the sandbox's process namespace, even a child that moved to a
+session of its own: nothing escapes. There is deliberately no --new-session: the sandbox must stay in the
+process group the referee kills (the bot has no terminal to abuse anyway, its standard streams are pipes
+and the referee starts it in a new session). Process limits, CPU accounting and freezing are the same with
+or without the sandbox (`referee.containment`: a cgroup per bot where the host allows it).
 
 A memory limit (`BotSpec.memory_mb`, with or without the sandbox) caps the bot's address space
 (`prlimit --as`, RLIMIT_AS): allocations beyond it fail, so a bot that wants too much crashes rather than
 pushing the machine into swap. It is virtual memory, not resident memory: runtimes that reserve large
-address ranges up front (Java, Go, Node) need a generous limit. There is no process-count limit:
-RLIMIT_NPROC counts every process of the user, so a tight one would make bot starts fail at random; the
-process namespace already guarantees that whatever a bot starts dies with it.
+address ranges up front (Java, Go, Node) need a generous limit.
 
-What the sandbox does not do: hide files (a bot can read whatever the referee's user can read, so run a
-competition's referee as a user that owns nothing secret), limit CPU, or stop a bot from connecting to a
-Unix socket in a folder it can see outside /tmp and /run.
+What the sandbox does not do: stop a bot from connecting to a Unix socket in a folder it can see outside
+/tmp and /run, or from reading what the system folders hold that is not listed in `SECRET_FILES`.
 
 The argv builders are pure; `check_launch` (before a match or tournament starts) and `launch_command`
 (in `open_bot`) find the tools, and `check_launch` tries the sandbox once to report a machine that cannot
@@ -32,17 +33,21 @@ create one (user namespaces disabled) as a usage error rather than as every game
 from __future__ import annotations
 
 import functools
+import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from referee.botspec import BotSpec, BotSpecError
+from referee.containment import reap_session
 
 __all__ = [
     "HIDDEN_DIRS",
     "KEPT_ENVIRONMENT",
+    "SECRET_FILES",
+    "SYSTEM_DIRS",
     "SandboxError",
     "check_launch",
     "find_bwrap",
@@ -53,6 +58,19 @@ __all__ = [
     "sandboxed_command",
 ]
 
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+"""Mounted read-only in every sandbox (a symlink, as on merged-/usr systems, is made again as a symlink)."""
+SECRET_FILES = (
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+    "/etc/sudoers",
+    "/etc/sudoers.d",
+    "/etc/ssh",
+    "/etc/ssl/private",
+)
+"""Masked inside the sandbox's /etc (files by /dev/null, folders by an empty tmpfs)."""
 HIDDEN_DIRS = ("/tmp", "/run")
 """Replaced by empty private folders in the sandbox (/tmp writable, /run for the sockets of services)."""
 KEPT_ENVIRONMENT = ("PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ", "PYTHONPATH")
@@ -82,56 +100,100 @@ def limited_command(command: list[str], memory_mb: int, *, prlimit: str = "prlim
     return [prlimit, f"--as={memory_mb * MIB}", "--", *command]
 
 
-def sandboxed_command(spec: BotSpec, *, workdir: Path, bwrap: str = "bwrap", prlimit: str = "prlimit") -> list[str]:
+def sandboxed_command(
+    spec: BotSpec,
+    *,
+    workdir: Path,
+    bwrap: str = "bwrap",
+    prlimit: str = "prlimit",
+    private: Iterable[Path] = (),
+) -> list[str]:
     """The argv that runs `spec.command` in the sandbox, in `workdir` (absolute), with `spec.memory_mb` if set.
 
-    `workdir` is the bot's working directory (its `dir`, or the referee's own). Like everything it is
-    read-only. What the bot needs from inside /tmp or /run (see `visible_paths`) is mounted again,
-    read-only, on top of the private folders, so a bot or a checkout kept under /tmp still runs; the
-    rest of /tmp stays private.
+    The bot sees the system (`SYSTEM_DIRS`, with `SECRET_FILES` masked) and what it needs (`visible_paths`:
+    its working directory, its program, its Python), all read-only, and an empty private /tmp; nothing else
+    (no /home, /root, /srv, other bots, the output directory). `private` folders (the output directory,
+    other bots' folders) are hidden again where they lie inside something it sees, unless they hold its
+    working directory.
     """
     if not workdir.is_absolute():
         raise ValueError(f"the sandbox needs an absolute working directory, got {str(workdir)!r}")
     command = list(spec.command)
     if spec.memory_mb is not None:
         command = limited_command(command, spec.memory_mb, prlimit=prlimit)
+    system: list[str] = []
+    for folder in SYSTEM_DIRS:
+        path = Path(folder)
+        if path.is_symlink():
+            system += ["--symlink", os.readlink(path), folder]
+        elif path.is_dir():
+            system += ["--ro-bind", folder, folder]
+    masks: list[str] = []
+    for secret in SECRET_FILES:
+        path = Path(secret)
+        if path.is_dir():
+            masks += ["--tmpfs", secret]
+        elif path.exists():
+            masks += ["--ro-bind", "/dev/null", secret]
     hidden = [arg for folder in HIDDEN_DIRS for arg in ("--tmpfs", folder)]
-    where = str(workdir)
-    bind = [arg for path in visible_paths(spec, workdir) for arg in ("--ro-bind", str(path), str(path))]
+    visible = visible_paths(spec, workdir)
+    bind = [arg for path in visible for arg in ("--ro-bind", str(path), str(path))]
+    where = workdir.resolve() if workdir.exists() else workdir
+    # A private folder is covered where the bot would see it, unless it holds something the bot needs.
+    needed = [*visible, where, *(Path(word) for word in spec.command if Path(word).is_absolute())]
+    cover = [
+        arg
+        for path in sorted({p.resolve() for p in private if p.is_absolute()})
+        if path.is_dir()
+        and any(path.is_relative_to(seen) and path != seen for seen in visible)
+        and not any(need.is_relative_to(path) for need in needed)
+        for arg in ("--tmpfs", str(path))
+    ]
     return [
         bwrap,
         "--unshare-all",  # network, processes, IPC, UTS, user (where possible), cgroup
         "--die-with-parent",
-        "--ro-bind", "/", "/",
+        *system,
+        *masks,
         "--dev", "/dev",
         "--proc", "/proc",
         *hidden,
         "--tmpfs", "/dev/shm",  # writable shared memory, as multiprocessing expects
         *bind,  # after the tmpfs mounts, which it would otherwise hide
-        "--chdir", where,
+        *cover,  # after what they hide in
+        "--chdir", str(workdir),
         "--",
         *command,
     ]  # fmt: skip
 
 
 def visible_paths(spec: BotSpec, workdir: Path) -> list[Path]:
-    """What the bot needs to see inside the folders the sandbox hides, to be mounted again read-only.
+    """What the bot needs to see besides the system folders, to be mounted read-only in its sandbox.
 
     Its working directory; the folder of every absolute path in its command (the file itself when it
-    lies directly in /tmp, which must stay private); and for a Python bot, the Python installation
-    (a virtual environment) and the folder this project is in (`-m sample_bots.NAME`). Only paths
-    inside /tmp or /run are listed, each once (none inside another).
+    lies directly in /tmp, which must stay private); the installation its program comes from (for a
+    program found on PATH outside the system folders: `/opt/jdk` for `/opt/jdk/bin/java`); and for a
+    Python bot, the Python installation (a virtual environment) and the folder this project is in
+    (`-m sample_bots.NAME`). Each once (none inside another), none inside the system folders.
     """
     wanted = [workdir]
     for word in spec.command:
         path = Path(word)
         if path.is_absolute() and path.exists():
             wanted.append(path if path.is_dir() or str(path.parent) in HIDDEN_DIRS else path.parent)
+    if spec.command:
+        found = shutil.which(spec.command[0], path=spec.env.get("PATH"))
+        if found is not None:
+            program = Path(found).resolve()
+            wanted.append(program.parent.parent if program.parent.name == "bin" else program.parent)
     if spec.command and Path(spec.command[0]).name.startswith("python"):
         wanted += [Path(sys.prefix), Path(sys.base_prefix), PROJECT_ROOT]
+    system = [Path(folder) for folder in SYSTEM_DIRS if not Path(folder).is_symlink()]
     visible: list[Path] = []
     for path in sorted({p.resolve() if p.exists() else p for p in wanted}, key=lambda p: len(p.parts)):
-        if _hiding_folder(path) is not None and not any(path.is_relative_to(kept) for kept in visible):
+        if str(path) in ("/", *HIDDEN_DIRS) or any(path.is_relative_to(folder) for folder in system):
+            continue
+        if not any(path.is_relative_to(kept) for kept in visible):
             visible.append(path)
     return visible
 
@@ -168,10 +230,10 @@ def _missing_prlimit(spec: BotSpec) -> SandboxError:
     )
 
 
-def launch_command(spec: BotSpec) -> list[str]:
+def launch_command(spec: BotSpec, *, private: Iterable[Path] = ()) -> list[str]:
     """The argv that starts the bot: its command, wrapped as `spec.sandbox` and `spec.memory_mb` ask.
 
-    SandboxError when a tool is missing.
+    `private`: folders a sandboxed bot must not see (see `sandboxed_command`). SandboxError when a tool is missing.
     """
     if not spec.sandbox and spec.memory_mb is None:
         return list(spec.command)
@@ -187,7 +249,7 @@ def launch_command(spec: BotSpec) -> list[str]:
     bwrap = find_bwrap()
     if bwrap is None:
         raise _missing_bwrap(spec)
-    return sandboxed_command(spec, workdir=_workdir(spec), bwrap=bwrap, prlimit=prlimit)
+    return sandboxed_command(spec, workdir=_workdir(spec), bwrap=bwrap, prlimit=prlimit, private=private)
 
 
 @functools.cache
@@ -195,18 +257,25 @@ def _probe(bwrap: str) -> str | None:
     """Start an empty sandbox once; None if it works, else what bwrap said."""
     probe = BotSpec(name="probe", command=["true"])
     try:
-        done = subprocess.run(
+        with subprocess.Popen(
             sandboxed_command(probe, workdir=Path("/"), bwrap=bwrap),
             stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=_PROBE_TIMEOUT_S,
-        )
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,  # its inner process is ours to reap when we are a subreaper
+        ) as running:
+            try:
+                _, stderr = running.communicate(timeout=_PROBE_TIMEOUT_S)
+            finally:
+                running.kill()
+                running.wait()
+                reap_session(running.pid)
     except (OSError, subprocess.TimeoutExpired) as error:
         return str(error)
-    if done.returncode == 0:
+    if running.returncode == 0:
         return None
-    said = done.stderr.decode(errors="replace").strip()
-    return said or f"exit code {done.returncode}"
+    said = stderr.decode(errors="replace").strip()
+    return said or f"exit code {running.returncode}"
 
 
 def check_launch(spec: BotSpec) -> None:

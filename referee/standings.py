@@ -61,6 +61,9 @@ class ScoredGame:
     white: str
     result: Result
     termination: Termination = Termination.NORMAL
+    black_off_turn_cpu_ms: float | None = None
+    """CPU time Black's processes used during White's turns (None: not measured); not part of the score."""
+    white_off_turn_cpu_ms: float | None = None
 
     def __post_init__(self) -> None:
         try:
@@ -130,6 +133,11 @@ class BotStanding(BaseModel):
     losses_by_kind: dict[str, int] = Field(
         description="Losses by how the game ended: 'normal' (on the board) or the forfeit kind; they sum to `losses`."
     )
+    off_turn_cpu_s: float | None = Field(
+        default=None,
+        description="CPU seconds all the bot's processes used during its opponents' turns, over the games where it"
+        " was measured (pondering, or taking the opponent's CPU; null: never measured).",
+    )
 
 
 class Totals(BaseModel):
@@ -183,14 +191,34 @@ class StandingsTally:
     """
 
     def __init__(self, results: Iterable[ScoredGame] = ()) -> None:
-        self.counts: Counter[GameKey] = Counter(map(_key, results))
+        games = list(results)
+        self.counts: Counter[GameKey] = Counter(map(_key, games))
+        self.off_turn_cpu_ms: dict[str, float] = {}
+        """Per bot: the off-turn CPU milliseconds of the games that measured it."""
+        for game in games:
+            if game.black_off_turn_cpu_ms is not None or game.white_off_turn_cpu_ms is not None:
+                self._add_cpu(game)
 
     def add(self, game: ScoredGame) -> None:
         self.counts[_key(game)] += 1
+        self._add_cpu(game)
+
+    def _add_cpu(self, game: ScoredGame) -> None:
+        for name, used in ((game.black, game.black_off_turn_cpu_ms), (game.white, game.white_off_turn_cpu_ms)):
+            if used is not None:
+                self.off_turn_cpu_ms[name] = self.off_turn_cpu_ms.get(name, 0.0) + used
 
     def standings(self, bots: Sequence[str], *, prior_draws: float = 1.0) -> Standings:
         """The standings of `bots` (every bot of the field) after the games added so far."""
-        return _standings_from_counts(self.counts, bots, prior_draws)
+        standings = _standings_from_counts(self.counts, bots, prior_draws)
+        if not self.off_turn_cpu_ms:
+            return standings
+        cpu = self.off_turn_cpu_ms
+        rows = [
+            bot.model_copy(update={"off_turn_cpu_s": cpu[bot.name] / 1000}) if bot.name in cpu else bot
+            for bot in standings.bots
+        ]
+        return standings.model_copy(update={"bots": rows})
 
 
 def compute_standings(results: Iterable[ScoredGame], bots: Sequence[str], *, prior_draws: float = 1.0) -> Standings:
@@ -199,7 +227,7 @@ def compute_standings(results: Iterable[ScoredGame], bots: Sequence[str], *, pri
     The games are first counted by kind (one pass at C speed), so 50,000 games take milliseconds;
     `StandingsTally` does the counting as games end.
     """
-    return _standings_from_counts(Counter(map(_key, results)), bots, prior_draws)
+    return StandingsTally(results).standings(bots, prior_draws=prior_draws)
 
 
 def _standings_from_counts(counts: Mapping[GameKey, int], bots: Sequence[str], prior_draws: float) -> Standings:
@@ -452,7 +480,9 @@ def _totals_line(totals: Totals) -> str:
 
 def to_text(standings: Standings) -> str:
     """A fixed-width table for the terminal: the standings, then the crosstable (columns by rank)."""
+    cpu = any(bot.off_turn_cpu_s is not None for bot in standings.bots)
     header = ["#", "Bot", "Games", "W", "D", "L", "Points", "Score", "Elo", "Forfeit losses"]
+    header += ["Off-turn CPU"] if cpu else []
     body = [
         [
             str(bot.rank),
@@ -465,6 +495,7 @@ def to_text(standings: Standings) -> str:
             _fmt_score(bot),
             _fmt_elo(bot),
             _fmt_forfeits(bot),
+            *([_fmt_cpu(bot)] if cpu else []),
         ]
         for bot in standings.bots
     ]
@@ -484,6 +515,10 @@ def to_text(standings: Standings) -> str:
     lines.append(_totals_line(standings.totals))
     lines.append(_elo_note(standings))
     return "\n".join(lines) + "\n"
+
+
+def _fmt_cpu(bot: BotStanding) -> str:
+    return "-" if bot.off_turn_cpu_s is None else f"{bot.off_turn_cpu_s:.1f} s"
 
 
 def _fixed_width(table: list[list[str]], left: set[int]) -> list[str]:
@@ -513,13 +548,14 @@ def to_markdown(standings: Standings) -> str:
     lines = [
         "## Standings",
         "",
-        "| # | Bot | Games | W | D | L | Points | Score | Elo | Forfeit losses |",
-        "|---:|:---|---:|---:|---:|---:|---:|---:|---:|:---|",
+        "| # | Bot | Games | W | D | L | Points | Score | Elo | Forfeit losses | Off-turn CPU |",
+        "|---:|:---|---:|---:|---:|---:|---:|---:|---:|:---|---:|",
     ]
     for bot in standings.bots:
         lines.append(
             f"| {bot.rank} | {_md_escape(bot.name)} | {bot.games} | {bot.wins} | {bot.draws} | {bot.losses} "
-            f"| {_fmt_points(bot.points)} | {_fmt_score(bot)} | {_fmt_elo(bot)} | {_fmt_forfeits(bot)} |"
+            f"| {_fmt_points(bot.points)} | {_fmt_score(bot)} | {_fmt_elo(bot)} | {_fmt_forfeits(bot)} "
+            f"| {_fmt_cpu(bot)} |"
         )
     lines += ["", _totals_line(standings.totals), "", _elo_note(standings)]
     if len(standings.bots) > 1:
@@ -559,6 +595,7 @@ def to_csv(standings: Standings) -> str:
             "elo",
             "elo_margin",
             *(f"losses_{kind}" for kind in kinds),
+            "off_turn_cpu_s",
         ]
     )
     for bot in standings.bots:
@@ -575,6 +612,7 @@ def to_csv(standings: Standings) -> str:
                 "" if bot.elo is None else f"{bot.elo:.2f}",
                 "" if bot.elo_margin is None else f"{bot.elo_margin:.2f}",
                 *(bot.losses_by_kind.get(kind, 0) for kind in kinds),
+                "" if bot.off_turn_cpu_s is None else f"{bot.off_turn_cpu_s:.3f}",
             ]
         )
     return out.getvalue()

@@ -229,14 +229,16 @@ class RunStore:
     def total_count(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM games").fetchone()[0])
 
-    def finished(self) -> Iterator[tuple[int, str, str, Result, str]]:
-        """(number, black, white, result, termination) of every done game, in commit order."""
+    def finished(self) -> Iterator[tuple[int, str, str, Result, str, float | None, float | None]]:
+        """(number, black, white, result, termination, black and white off-turn CPU ms) of every done game, in
+        commit order (the CPU figures are read from the records: null where not measured)."""
         rows = self._db.execute(
-            "SELECT number, black, white, result, termination FROM games WHERE status = 'done'"
-            " ORDER BY COALESCE(seq, number), number"
+            "SELECT number, black, white, result, termination,"
+            " json_extract(record, '$.black.off_turn_cpu_ms'), json_extract(record, '$.white.off_turn_cpu_ms')"
+            " FROM games WHERE status = 'done' ORDER BY COALESCE(seq, number), number"
         )
         for row in rows:
-            yield (row[0], row[1], row[2], row[3], row[4])
+            yield (row[0], row[1], row[2], row[3], row[4], row[5], row[6])
 
     def records(self) -> Iterator[str]:
         """The JSON record of every done game, in game order."""

@@ -6,12 +6,14 @@
 - `no_child_processes` (autouse): after every test, checks that the test process has no child left
   (running or zombie), waiting up to `CHILD_GRACE_S` for ones being reaped. Tests that start bots through
   `referee.process.open_bot` get this for free; a test that leaks a process fails here, naming it.
+- `reap_orphans()`: reap the zombies a referee killed with `kill -9` leaves to this process (a subreaper).
 - `live_pids(pids)` / `pid_alive(pid)`: whether processes still exist (zombies count as gone), for
   checking that grandchildren were killed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -89,6 +91,23 @@ def child_pids(parent: int | None = None) -> list[int]:
         if int(stat.rsplit(")", 1)[1].split()[1]) == parent:
             children.append(int(entry.name))
     return children
+
+
+def reap_orphans(wait_s: float = 2.0) -> None:
+    """Reap this process's zombie children, for tests that kill a referee with `kill -9`.
+
+    Once it has run a bot, the test process is a child subreaper (`referee.containment`): the killed
+    referee's bots, dying with it, are re-parented to it and wait to be reaped here.
+    """
+    deadline = time.monotonic() + wait_s
+    while True:
+        for pid in child_pids():
+            if _proc_state(pid) == "Z":
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, os.WNOHANG)
+        if time.monotonic() >= deadline:
+            return
+        time.sleep(0.05)
 
 
 def _describe(pid: int) -> str:

@@ -83,8 +83,8 @@ def test_the_example_config_is_valid() -> None:
         ),
         (
             '[[bots]]\nname = "a"\ncommand = "x"\n[[bots]]\nname = "b"\ncommand = "y"\ntime_control = "60+"\n',
-            "tournament.toml: bots[1].time_control: unknown key; the keys here are command, dir, env, memory_mb, name,"
-            " sandbox"
+            "tournament.toml: bots[1].time_control: unknown key; the keys here are command, cpu_limit_s, dir,"
+            " env, max_processes, memory_mb, name, ponder, sandbox"
             " (time_control is a top-level key: move it above the first [table] or [[bots]])",
         ),
         (

@@ -81,5 +81,5 @@ def test_a_database_is_rebuilt_from_games_jsonl(tmp_path: Path) -> None:
     with RunStore(db) as store:
         store.start(FINGERPRINT, games)  # resumes: the same settings
         assert [n for n, *_ in store.finished()] == [1, 2, 3]
-        assert [r for *_, r, _ in store.finished()] == ["1-0", "0-1", "1-0"]
+        assert [r for _, _, _, r, *_ in store.finished()] == ["1-0", "0-1", "1-0"]
         assert len(store.pending()) == len(games) - 3

@@ -41,7 +41,7 @@ from referee.sandbox import (
     visible_paths,
 )
 from referee.store import DB_NAME, RunStore, StoreError
-from tests.conftest import live_pids, make_bot_spec
+from tests.conftest import live_pids, make_bot_spec, reap_orphans
 
 needs_bwrap = pytest.mark.skipif(
     shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed: apt-get install bubblewrap"
@@ -74,7 +74,14 @@ def test_the_sandbox_argv_isolates_and_keeps_the_process_group() -> None:
     assert argv[:3] == ["/usr/bin/bwrap", "--unshare-all", "--die-with-parent"]
     pairs = list(itertools.pairwise(argv))
     assert ("--tmpfs", "/tmp") in pairs and ("--tmpfs", "/run") in pairs and ("--dev", "/dev") in pairs
-    assert argv[argv.index("--ro-bind") : argv.index("--ro-bind") + 3] == ["--ro-bind", "/", "/"]
+    # The system read-only, its secrets masked; nothing else of the host's filesystem (no root bind).
+    assert ("--ro-bind", "/usr") in pairs and ("--ro-bind", "/") not in pairs
+    if Path("/etc/shadow").exists():
+        assert argv[argv.index("/etc/shadow") - 2 : argv.index("/etc/shadow") + 1] == [
+            "--ro-bind",
+            "/dev/null",
+            "/etc/shadow",
+        ]
     assert ("--chdir", "/work/bots/x") in pairs
     # The referee kills the bot's process group: a new session inside would take the bot out of it.
     assert "--new-session" not in argv and "--bind" not in argv
@@ -82,18 +89,25 @@ def test_the_sandbox_argv_isolates_and_keeps_the_process_group() -> None:
     assert argv[argv.index("--") :] == ["--", "/usr/bin/prlimit", f"--as={300 * 1024 * 1024}", "--", "./bot", "--fast"]
 
 
-def test_a_working_directory_under_tmp_is_mounted_again_over_the_private_tmp() -> None:
+def test_only_the_bots_own_folder_is_mounted_and_private_folders_inside_it_are_hidden(tmp_path: Path) -> None:
     spec = BotSpec(name="x", command=["./bot"])
     inside = sandboxed_command(spec, workdir=Path("/tmp/entries/x"))
-    assert inside[inside.index("--tmpfs") :].count("--ro-bind") == 1
-    at = inside.index("--ro-bind", inside.index("--tmpfs"))
-    assert inside[at : at + 3] == ["--ro-bind", "/tmp/entries/x", "/tmp/entries/x"]
+    at = inside.index("/tmp/entries/x")
+    assert inside[at - 1 : at + 2] == ["--ro-bind", "/tmp/entries/x", "/tmp/entries/x"]
     assert at > inside.index("/tmp")  # after the tmpfs, or the tmpfs would hide it
-    # /tmp itself stays the private one; elsewhere, the read-only root already shows the folder.
-    for workdir in ("/tmp", "/home/me/bot", "/"):
-        argv = sandboxed_command(spec, workdir=Path(workdir))
-        assert argv.count("--ro-bind") == 1, workdir
-        assert argv[argv.index("--chdir") + 1] == workdir
+    # /tmp itself stays the private one; a folder elsewhere is mounted by itself, not its parents.
+    assert ("--ro-bind", "/tmp") not in list(itertools.pairwise(sandboxed_command(spec, workdir=Path("/tmp"))))
+    home = sandboxed_command(spec, workdir=Path("/home/me/bot"))
+    assert ("--ro-bind", "/home/me/bot") in list(itertools.pairwise(home)) and "/home" not in home
+    # The output directory and another bot's folder inside what the bot sees are covered by an empty tmpfs.
+    out, other = tmp_path / "out", tmp_path / "other"
+    out.mkdir()
+    other.mkdir()
+    argv = sandboxed_command(spec, workdir=tmp_path, private=[out, other, tmp_path, tmp_path / "absent"])
+    pairs = list(itertools.pairwise(argv))
+    assert ("--tmpfs", str(out.resolve())) in pairs and ("--tmpfs", str(other.resolve())) in pairs
+    assert ("--tmpfs", str(tmp_path.resolve())) not in pairs  # it holds the bot's own folder
+    assert str(tmp_path / "absent") not in argv
     with pytest.raises(ValueError, match="absolute working directory"):
         sandboxed_command(spec, workdir=Path("bots/x"))
 
@@ -176,13 +190,12 @@ def test_what_a_bot_needs_from_inside_tmp_is_mounted_again_read_only(tmp_path: P
             assert argv[at - 1 : at + 2] == ["--ro-bind", str(path), str(path)] and at > argv.index("/tmp")
         # Inside the working directory nothing is mounted twice.
         assert visible_paths(spec, tmp_path) == [loose.resolve(), tmp_path.resolve()]
-        # A Python bot sees its Python (a venv, say) and this project wherever they are; outside /tmp and
-        # /run the read-only root shows them already, so nothing is listed for them there.
+        # A Python bot sees its Python (a venv, say) and this project wherever they are.
         python = BotSpec(name="p", command=[sys.executable, "-m", "sample_bots.random"], sandbox=True)
-        expected = {Path(sys.prefix).resolve(), sandbox.PROJECT_ROOT}
-        for path in expected:
-            if sandbox._hiding_folder(path) is not None:
-                assert any(path.is_relative_to(seen_path) for seen_path in visible_paths(python, Path("/")))
+        seen_python = visible_paths(python, Path("/"))
+        for path in (Path(sys.prefix).resolve(), sandbox.PROJECT_ROOT):
+            if not path.is_relative_to("/usr"):
+                assert any(path.is_relative_to(seen_path) for seen_path in seen_python), path
     finally:
         loose.unlink()
 
@@ -419,6 +432,7 @@ def test_a_sandboxed_bot_dies_with_a_referee_killed_by_sigkill(tmp_path: Path) -
         referee.send_signal(signal.SIGKILL)
         referee.wait()
         assert live_pids(sandboxed, wait_s=5) == []
+        reap_orphans(wait_s=0.5)
     finally:
         if referee.poll() is None:
             referee.kill()

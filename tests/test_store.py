@@ -67,7 +67,7 @@ def test_a_finished_game_is_committed_at_once_and_survives_reopening(tmp_path: P
     with RunStore(tmp_path / DB_NAME) as again:
         again.start(FINGERPRINT, games)
         assert again.pending() == [2, 3, 4, 5, 6]
-        assert list(again.finished()) == [(1, games[0].black, games[0].white, "1-0", "normal")]
+        assert list(again.finished()) == [(1, games[0].black, games[0].white, "1-0", "normal", None, None)]
         assert [json.loads(r)["game_id"] for r in again.records()] == ["g0001"]
 
 
@@ -105,7 +105,7 @@ def test_a_forfeit_is_a_finished_game(tmp_path: Path) -> None:
     with RunStore(tmp_path / DB_NAME) as store:
         store.start(FINGERPRINT, games)
         store.record_game(2, record(games[1], Termination.CRASH, "0-1"))
-        assert list(store.finished()) == [(2, games[1].black, games[1].white, "0-1", "crash")]
+        assert list(store.finished()) == [(2, games[1].black, games[1].white, "0-1", "crash", None, None)]
 
 
 def test_release_makes_an_interrupted_game_pending(tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ from referee.record import GameRecord, Termination
 from referee.runner import GAMES_FILE, Runner
 from referee.schedule import make_schedule
 from referee.store import DB_NAME
+from tests.conftest import reap_orphans
 
 REPO = Path(__file__).resolve().parent.parent
 TESTBOT = REPO / "tests" / "bots" / "testbot.py"
@@ -187,6 +188,7 @@ def test_the_command_line_runs_resumes_and_writes_events(tmp_path: Path, capsys:
     assert main(argv) == 0
     first = capsys.readouterr()
     assert "Bot" in first.out and "files:" in first.out
+    assert "Score of a vs b: " in first.out and "Ptnml(0-2): [" in first.out  # two bots: the match statistics
     assert "tournament complete: 2 games (2 played now)" in first.err
     events = [parse_event(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
     assert events[0].type == "tournament_started"
@@ -261,6 +263,7 @@ def test_a_referee_killed_with_sigkill_resumes_and_plays_each_game_once(tmp_path
         referee.communicate(timeout=10)
         # The referee cannot clean up after kill -9: its bots see their stdin close and exit by themselves.
         wait_until(lambda: not any(alive(pid) for pid in bots), 5, "the orphaned bots to exit on EOF")
+        reap_orphans(wait_s=0.5)  # this test process, a subreaper, inherits them
     finally:
         if referee.poll() is None:
             referee.kill()

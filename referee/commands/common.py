@@ -14,7 +14,7 @@ import signal
 import sys
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from referee.cli import UsageError
 
@@ -67,7 +67,7 @@ def stop_on_signals() -> None:
 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
-    """The options every run has: concurrency, output, events, safety margin, sandbox and memory."""
+    """The options every run has: concurrency, output, events, safety margin, sandbox, memory and containment."""
     parser.add_argument(
         "--concurrency", "-j", type=int, metavar="N", help="games at once (default: the number of cores)"
     )
@@ -89,6 +89,46 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="limit every bot's memory (address space) to N MiB; a bot that allocates more crashes",
     )
+    parser.add_argument(
+        "--max-processes",
+        type=int,
+        metavar="N",
+        help="at most N processes and threads per bot at once, all it starts included (default 128; needs"
+        " writable cgroups, else only a sandboxed bot of a non-root referee is bounded)",
+    )
+    parser.add_argument(
+        "--cpu-limit",
+        type=float,
+        metavar="SECONDS",
+        help="the most CPU time a bot (all its processes, on its turns and off them) may use in one game;"
+        " past it, it loses on time",
+    )
+    parser.add_argument(
+        "--no-ponder",
+        action="store_true",
+        help="freeze each bot (all its processes) during its opponent's turns, so it cannot think on the"
+        " opponent's time or steal its CPU",
+    )
+    parser.add_argument(
+        "--cpu-affinity",
+        action="store_true",
+        help="give each concurrent game its own cores; both bots of a game run on them",
+    )
+
+
+def containment_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The containment options given, as the per-bot keys of a run config (UsageError for bad values).
+
+    Like --sandbox and --memory-mb they are for every bot: they override the bots' own settings.
+    """
+    if args.max_processes is not None and args.max_processes < 1:
+        raise UsageError(f"--max-processes {args.max_processes}: give at least 1 (a bot is a process)")
+    if args.cpu_limit is not None and not args.cpu_limit > 0:
+        raise UsageError(f"--cpu-limit {args.cpu_limit:g}: give a positive number of CPU seconds, e.g. --cpu-limit 60")
+    keys = {"max_processes": args.max_processes, "cpu_limit_s": args.cpu_limit}
+    if args.no_ponder:
+        keys["ponder"] = False
+    return {key: value for key, value in keys.items() if value is not None}
 
 
 def check_memory_mb(value: int | None) -> None:

@@ -23,6 +23,7 @@ from referee.commands.common import (
     add_run_options,
     check_bots,
     check_memory_mb,
+    containment_options,
     execute,
     exit_status,
     parse_sprt,
@@ -185,6 +186,8 @@ def unique_names(first: BotSpec, second: BotSpec) -> tuple[BotSpec, BotSpec]:
 
 
 def _bot_entry(spec: BotSpec) -> dict[str, Any]:
+    from referee.botspec import DEFAULT_MAX_PROCESSES
+
     return {
         "name": spec.name,
         "command": spec.command,
@@ -192,6 +195,9 @@ def _bot_entry(spec: BotSpec) -> dict[str, Any]:
         **({"dir": str(spec.dir)} if spec.dir else {}),
         **({"sandbox": True} if spec.sandbox else {}),
         **({"memory_mb": spec.memory_mb} if spec.memory_mb is not None else {}),
+        **({"max_processes": spec.max_processes} if spec.max_processes != DEFAULT_MAX_PROCESSES else {}),
+        **({"ponder": False} if not spec.ponder else {}),
+        **({"cpu_limit_s": spec.cpu_limit_s} if spec.cpu_limit_s is not None else {}),
     }
 
 
@@ -247,6 +253,7 @@ def config_data(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, str
         openings = {"moves": args.opening}
 
     check_memory_mb(args.memory_mb)
+    contained = containment_options(args)
     bots = []
     for flag, text in (("--black", args.black), ("--white", args.white)):
         try:
@@ -255,6 +262,7 @@ def config_data(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, str
                 spec = spec.model_copy(update={"sandbox": True})
             if args.memory_mb is not None:
                 spec = spec.model_copy(update={"memory_mb": args.memory_mb})
+            spec = spec.model_copy(update=contained)
             check_bot_command(spec)
         except BotSpecError as error:
             raise UsageError(f"{flag}: {error}") from None
@@ -277,6 +285,8 @@ def config_data(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, str
     ):
         if value is not None:
             data[key], sources[key] = value, flag
+    if args.cpu_affinity:
+        data["cpu_affinity"], sources["cpu_affinity"] = True, "--cpu-affinity"
     if "openings" in data:
         sources["openings"] = "--opening/--openings-plies/--openings-file"
     table = cluster_table(args, Path.cwd())
@@ -336,6 +346,10 @@ def _run(args: argparse.Namespace) -> int:
             display.message(f"  {line}")
         if statistics.sprt is not None:
             display.message(format_verdict(statistics.sprt, first, second, statistics.games))
+        cpu = {bot.name: bot.off_turn_cpu_s for bot in summary.standings.bots if bot.off_turn_cpu_s is not None}
+        if cpu:
+            shown = ", ".join(f"{name} {cpu[name]:.1f} s" for name in (first, second) if name in cpu)
+            display.message(f"  CPU used during the opponent's turns (pondering, or taking its CPU): {shown}")
         if summary.latency is not None:
             display.message(latency_text(summary.latency))
         settings = GameSettings(
@@ -358,6 +372,7 @@ def _run(args: argparse.Namespace) -> int:
             llr=statistics.llr,
             statistics=statistics,
             void_games=summary.void_games,
+            off_turn_cpu_s=cpu,
             games_file="games.jsonl",
             latency=summary.latency,
             started_at=started,

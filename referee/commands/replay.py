@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from referee.cli import UsageError
+from referee.terminal import printable
 
 if TYPE_CHECKING:
     from protocol.rules import Position
@@ -229,22 +230,27 @@ def run(args: argparse.Namespace) -> int:
     try:
         position = check_record(record)
     except RecordCheckError as error:
-        print(f"alternator replay: {record.game_id} ({args.record}) does not check out: {error}", file=sys.stderr)
+        print(
+            printable(f"alternator replay: {record.game_id} ({args.record}) does not check out: {error}"),
+            file=sys.stderr,
+        )
         return 1
     settings = record.settings
     print(
-        f"{record.game_id}: {record.black.name} (black) vs {record.white.name} (white),"
-        f" {settings.width}x{settings.height}, komi {settings.komi:g}"
+        printable(
+            f"{record.game_id}: {record.black.name} (black) vs {record.white.name} (white),"
+            f" {settings.width}x{settings.height}, komi {settings.komi:g}"
+        )
     )
     if args.show_moves:
         if settings.opening:
             print(f"opening: {' '.join(settings.opening)}")
         first = len(settings.opening) + 1
         for number, move in enumerate(record.moves, first):
-            print(format_move(number, move))
+            print(printable(format_move(number, move)))
             for line in format_infos(move):
-                print(line)
+                print(printable(line))
     print(position.diagram())
-    print(f"result: {describe_result(record)}")
+    print(printable(f"result: {describe_result(record)}"))
     print(f"checked: {len(record.moves)} moves legal, result consistent with the board and the termination")
     return 0

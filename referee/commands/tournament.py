@@ -21,6 +21,7 @@ from referee.commands.common import (
     add_run_options,
     check_bots,
     check_memory_mb,
+    containment_options,
     execute,
     exit_status,
     parse_sprt,
@@ -96,7 +97,7 @@ def parse_bot_option(text: str) -> BotSpec:
 
 def build_plan(args: argparse.Namespace) -> RunPlan:
     """The RunPlan from the config file (or the demo) and the options; UsageError on problems."""
-    from referee.botspec import BotSpecError
+    from referee.botspec import DEFAULT_MAX_PROCESSES, BotSpecError
     from referee.config import ConfigError, demo_config_data, load_config, parse_config, resolve_plan
 
     cwd = Path.cwd()
@@ -129,6 +130,9 @@ def build_plan(args: argparse.Namespace) -> RunPlan:
                 "dir": str(s.dir or cwd),  # relative paths on the command line are the current directory's
                 **({"sandbox": True} if s.sandbox else {}),
                 **({"memory_mb": s.memory_mb} if s.memory_mb is not None else {}),
+                **({"max_processes": s.max_processes} if s.max_processes != DEFAULT_MAX_PROCESSES else {}),
+                **({"ponder": False} if not s.ponder else {}),
+                **({"cpu_limit_s": s.cpu_limit_s} if s.cpu_limit_s is not None else {}),
             }
             for s in specs
         ]
@@ -169,9 +173,12 @@ def build_plan(args: argparse.Namespace) -> RunPlan:
         data[key] = value
     if "bots" not in data:
         raise UsageError("no bots: give a config file, or --bot for each bot (at least two), or nothing for the demo")
-    # --sandbox and --memory-mb are for every bot: they override the bots' own settings too.
+    # --sandbox, --memory-mb and the containment options are for every bot: they override the bots' own settings.
     check_memory_mb(args.memory_mb)
-    for key, value in (("sandbox", True if args.sandbox else None), ("memory_mb", args.memory_mb)):
+    if args.cpu_affinity:
+        data["cpu_affinity"] = True
+    given = {"sandbox": True if args.sandbox else None, "memory_mb": args.memory_mb, **containment_options(args)}
+    for key, value in given.items():
         if value is not None and isinstance(data["bots"], list):
             data[key] = value
             data["bots"] = [{**bot, key: value} if isinstance(bot, dict) else bot for bot in data["bots"]]
@@ -201,8 +208,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from referee.display import RunDisplay
+    from referee.display import RunDisplay, format_statistics, format_verdict
     from referee.latency import latency_text
+    from referee.match import head_to_head
     from referee.report import write_report_or_warn
     from referee.standings import to_text
 
@@ -216,6 +224,13 @@ def _run(args: argparse.Namespace) -> int:
         results_out = sys.stderr if args.events == "-" else sys.stdout
         results_out.write(table if table.endswith("\n") else table + "\n")
         results_out.write(f"files: {', '.join(str(p) for p in summary.files)}\n")
+        if summary.statistics is not None:  # two bots: what testers read, as a match prints it
+            first, second = plan.bot_names
+            statistics = head_to_head(first, second, summary.statistics)
+            lines = format_statistics(statistics)
+            if statistics.sprt is not None:
+                lines.append(format_verdict(statistics.sprt, first, second, statistics.games))
+            results_out.write("".join(f"{line}\n" for line in lines))
         if summary.latency is not None:
             results_out.write(latency_text(summary.latency) + "\n")
         if summary.workers:

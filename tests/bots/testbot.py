@@ -1,15 +1,17 @@
 """A protocol v1 bot for the referee's tests: well-behaved, or misbehaving in one chosen way. Stdlib only.
 
-    testbot.py [MODE [ARG]] [--on N] [--infos K] [--name NAME]
+    testbot.py [MODE [ARG]] [--on N] [--infos K] [--name NAME] [--hang]
 
 It plays the first legal move instantly and answers pings from a reader thread (so it answers them even while
-"thinking"). MODE picks one misbehaviour, done on its N-th turn (--on, default 1) unless said otherwise:
+"thinking"). MODE picks one misbehaviour, done on its N-th turn (--on, default 1) unless said otherwise; with
+--hang it also hangs on turn N, whatever its mode:
 
     good                  never misbehaves (the default)
     crash CODE            prints "about to crash" to stderr and exits with CODE
     signal NAME           prints "about to die" to stderr and kills itself with signal NAME (e.g. SEGV)
     hang                  stops reading and writing (no move, no pong) and sleeps
     slow MS               takes MS milliseconds before each move from turn N on (still answers pings)
+    think MS              burns MS milliseconds of CPU time (not wall time) before each move from turn N on
     garbage               sends a line that is not JSON
     unknown               sends a message of an unknown type
     outofturn             sends `ready` instead of a move
@@ -28,6 +30,19 @@ It plays the first legal move instantly and answers pings from a reader thread (
     info                  plays normally, sending K info messages (--infos) before each move
     infoflood N           sends N info messages before its move on every turn from turn N on (--on)
     readyflood            answers new_game with an endless stream of info and pong messages, never ready
+    setsid                at start-up spawns a sleeping child in a session of its own ("escaped pid P")
+    setpgid               at start-up spawns a sleeping child in a process group of its own ("escaped pid P")
+    daemon CODE           at start-up double-forks a daemon (new session) that sleeps holding stdout ("escaped
+                          pid P"); on turn N exits with CODE
+    crashchild CODE       on turn N spawns a sleeping child holding stdout ("escaped pid P") and exits with CODE
+    burn [N]              at start-up spawns N CPU burners (default 1), each in a session of its own ("escaped pid
+                          P"), then plays
+    forkbomb COUNT        at start-up forks up to COUNT sleeping children, prints "forked N of COUNT", kills them,
+                          then plays
+    read [PATH]           at start-up tries to list or read PATH (default: $READ_PATH, so that the path is not in
+                          its command line, which a sandbox would mount), prints "read PATH: ok" or "... denied"
+    ansi                  sends terminal escape sequences in an info before every move; on turn N writes them
+                          to stderr too, then exits with code 1
 """
 
 from __future__ import annotations
@@ -86,6 +101,9 @@ class Bot:
         self.on = int(self._option(args, "--on", "1"))
         self.infos = int(self._option(args, "--infos", "2"))
         self.name = self._option(args, "--name", "testbot")
+        self.hang = "--hang" in args
+        if self.hang:
+            args.remove("--hang")
         self.mode = args[0] if args else "good"
         self.arg = args[1] if len(args) > 1 else ""
         self.turns = 0
@@ -127,6 +145,49 @@ class Bot:
                 sys.stderr.write(chunk)
             sys.stderr.write("flood done\n")
             sys.stderr.flush()
+        elif self.mode in ("setsid", "setpgid", "burn"):
+            code = "while True: pass" if self.mode == "burn" else "import time; time.sleep(120)"
+            for _ in range(int(self.arg or "1") if self.mode == "burn" else 1):
+                escaped = subprocess.Popen(
+                    [sys.executable, "-c", code],
+                    start_new_session=self.mode != "setpgid",
+                    process_group=0 if self.mode == "setpgid" else None,
+                )
+                print(f"escaped pid {escaped.pid}", file=sys.stderr, flush=True)
+        elif self.mode == "daemon":
+            if os.fork() == 0:
+                os.setsid()
+                if os.fork() == 0:
+                    print(f"escaped pid {os.getpid()}", file=sys.stderr, flush=True)
+                    time.sleep(120)
+                os._exit(0)
+            os.wait()
+        elif self.mode == "forkbomb":
+            wanted, children = int(self.arg), []
+            for _ in range(wanted):
+                try:
+                    pid = os.fork()
+                except OSError:
+                    break
+                if pid == 0:
+                    time.sleep(120)
+                    os._exit(0)
+                children.append(pid)
+            print(f"forked {len(children)} of {wanted}", file=sys.stderr, flush=True)
+            for pid in children:  # room again for its own threads
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+        elif self.mode == "read":
+            path = self.arg or os.environ["READ_PATH"]
+            try:
+                if os.path.isdir(path):
+                    os.listdir(path)
+                else:
+                    with open(path, "rb") as file:
+                        file.read(1)
+                print(f"read {path}: ok", file=sys.stderr, flush=True)
+            except OSError as error:
+                print(f"read {path}: denied ({error.strerror})", file=sys.stderr, flush=True)
         elif self.mode == "grandchild":
             child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
             print(f"grandchild pid {child.pid}", file=sys.stderr, flush=True)
@@ -166,6 +227,11 @@ class Bot:
             self.moves = moves
             if self.turns >= self.on and self.misbehave():
                 return
+            if self.turns >= self.on and self.hang:
+                while True:
+                    time.sleep(60)
+            if self.mode == "ansi":
+                self.write({"type": "info", "depth": 1, "text": "\x1b[2J\x1b]0;owned\x07\x1b[31mred\x1b[0m"})
             if self.mode == "info":
                 for depth in range(1, self.infos + 1):
                     self.write({"type": "info", "depth": depth, "nodes": depth * 10, "text": f"depth {depth}"})
@@ -174,7 +240,16 @@ class Bot:
     def misbehave(self) -> bool:
         """Do this mode's misbehaviour; True when no normal move should follow."""
         mode, arg = self.mode, self.arg
-        if mode == "crash":
+        if mode == "daemon":
+            os._exit(int(arg or "1"))
+        elif mode == "crashchild":
+            child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+            print(f"escaped pid {child.pid}", file=sys.stderr, flush=True)
+            os._exit(int(arg or "1"))
+        elif mode == "ansi":
+            print("\x1b[2J\x1b]0;owned\x07\x1b[31mred alert\x1b[0m", file=sys.stderr, flush=True)
+            os._exit(1)
+        elif mode == "crash":
             print("about to crash", file=sys.stderr, flush=True)
             os._exit(int(arg))
         elif mode == "signal":
@@ -187,6 +262,10 @@ class Bot:
                 time.sleep(60)
         elif mode == "slow":
             time.sleep(int(arg) / 1000)
+        elif mode == "think":
+            until = time.process_time() + int(arg) / 1000
+            while time.process_time() < until:
+                pass
         elif mode == "infoflood":
             lines = "".join(f'{{"type":"info","depth":{depth},"text":"flood"}}\n' for depth in range(int(arg)))
             with self.lock:

@@ -1,0 +1,787 @@
+"""Every process a bot starts is tracked, accounted, frozen on request, and ends with it.
+
+A bot is a process tree the referee does not trust: children that call setsid() or setpgid() leave the
+bot's process group, a double-forked daemon leaves its parent. `ProcessTree` keeps hold of all of them,
+with the strongest means the host allows, detected once (`host_support`), never assumed:
+
+- **cgroup v1** (`pids`, `freezer`, `cpuacct`, `cpuset` controllers mounted and writable, as when the
+  referee runs as root): each bot gets a cgroup of its own in each controller, joined before its program
+  starts, so every descendant is in it whatever it does with sessions and parents. The tree is then
+  frozen and killed as one, its CPU time read from `cpuacct.usage`, its process count bounded by
+  `pids.max`, and its cores set by `cpuset.cpus`.
+- **otherwise, /proc**: the referee is a child subreaper (`PR_SET_CHILD_SUBREAPER`), so orphans of a bot's
+  tree are re-parented to it rather than to init; the tree is found by walking parent links from the bot
+  and from every process seen before (pid and start time, so a reused pid is never taken), sampled at
+  every turn and every `TRACK_INTERVAL_S`, plus any process carrying the bot's environment token. A
+  process that double-forks, clears its environment and escapes between two samples can be missed.
+
+Every bot gets `PR_SET_PDEATHSIG` = SIGKILL, set between fork and exec by a thread that lives as long
+as the referee (the signal follows the death of the *thread* that forked, so trio's short-lived worker
+threads cannot be used). Each running bot is noted in `<log dir>/running/`, so a run started again on the
+same output directory ends what a killed referee left behind (`end_leftovers`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import functools
+import json
+import logging
+import os
+import queue
+import secrets
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import trio
+
+__all__ = [
+    "CGROUP_CONTROLLERS",
+    "ENV_TOKEN",
+    "TRACK_INTERVAL_S",
+    "CpuSlots",
+    "HostSupport",
+    "ProcessTree",
+    "cpu_slots",
+    "end_leftovers",
+    "host_support",
+    "process_start_time",
+    "reap_session",
+    "run_in_spawner",
+    "use_cpu_affinity",
+]
+
+log = logging.getLogger(__name__)
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+CGROUP_CONTROLLERS = ("pids", "freezer", "cpuacct", "cpuset")
+ENV_TOKEN = "ALTERNATOR_BOT_TOKEN"
+"""Set in every bot's environment: marks its descendants (those that keep their environment) as its own."""
+TRACK_INTERVAL_S = 0.2
+"""Without cgroups: how often a running bot's process tree is sampled (it is also sampled at every turn)."""
+FREEZE_WAIT_S = 1.0
+"""How long a cgroup freeze may take before the referee goes on (SIGSTOP covers what is left)."""
+KILL_ROUNDS = 20
+RUNNING_DIR = "running"
+"""Under the log directory: one small JSON file per running bot, for `end_leftovers`."""
+
+_PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+_NS_PER_TICK = 1_000_000_000 // _CLOCK_TICKS
+
+T = TypeVar("T")
+
+
+# -- what the host allows ------------------------------------------------------------------------------
+
+
+@functools.cache
+def _libc() -> Any:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _prctl(option: int, value: int) -> bool:
+    try:
+        return int(_libc().prctl(option, value, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+@dataclass(frozen=True)
+class HostSupport:
+    """What this machine lets the referee use to contain bots (see the module docstring)."""
+
+    subreaper: bool
+    pdeathsig: bool
+    cgroups: dict[str, Path] = field(default_factory=dict)
+    """Controller -> the writable folder (ours, `alternator/<referee pid>`) holding one cgroup per bot."""
+    cgroup_problem: str | None = None
+    """Why cgroups are not used, when they are not."""
+
+    @property
+    def uses_cgroups(self) -> bool:
+        return bool(self.cgroups)
+
+    def describe(self) -> str:
+        """One line for logs, records and the README's guarantees."""
+        if self.cgroups:
+            tracking = f"cgroup v1 ({', '.join(sorted(self.cgroups))})"
+        else:
+            tracking = f"/proc tracking (no cgroups: {self.cgroup_problem})"
+        extras = [name for name, on in (("subreaper", self.subreaper), ("pdeathsig", self.pdeathsig)) if on]
+        return f"{tracking}; {', '.join(extras) or 'no prctl'}"
+
+
+def _own_cgroup(controller: str) -> str:
+    """This process's cgroup path in a v1 hierarchy (from /proc/self/cgroup), '/' if not listed."""
+    try:
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _, controllers, path = line.split(":", 2)
+            if controller in controllers.split(","):
+                return path
+    except OSError:
+        pass
+    return "/"
+
+
+def _probe_cgroups() -> tuple[dict[str, Path], str | None]:
+    """The controllers under which a cgroup per bot can be made, or none and why."""
+    if os.environ.get("ALTERNATOR_NO_CGROUPS"):
+        return {}, "turned off by ALTERNATOR_NO_CGROUPS"
+    found: dict[str, Path] = {}
+    for controller in CGROUP_CONTROLLERS:
+        mount = CGROUP_ROOT / controller
+        if not (mount / "cgroup.procs").exists():
+            if (CGROUP_ROOT / "cgroup.controllers").exists() or (CGROUP_ROOT / "unified").exists():
+                reason = f"the v1 {controller} controller is not mounted (cgroup v2 only is not used)"
+            else:
+                reason = f"no {controller} cgroup hierarchy under {CGROUP_ROOT}"
+            return {}, reason
+        base = mount / _own_cgroup(controller).lstrip("/") / "alternator" / str(os.getpid())
+        _sweep(base.parent)
+        try:
+            base.mkdir(parents=True, exist_ok=True)
+            if controller == "cpuset":
+                _copy_cpuset(base.parent, base.parent.parent)
+                _copy_cpuset(base, base.parent)
+        except OSError as error:
+            return {}, f"cannot create {base} ({error.strerror or error}; run the referee as root)"
+        found[controller] = base
+    return found, None
+
+
+def _copy_cpuset(child: Path, parent: Path) -> None:
+    """A new cpuset cgroup has no cores and no memory nodes until given its parent's."""
+    for name in ("cpuset.cpus", "cpuset.mems"):
+        if not (child / name).read_text().strip():
+            (child / name).write_text((parent / name).read_text().strip() or "0")
+
+
+def _sweep(folder: Path) -> None:
+    """Remove the empty cgroup folders of referees that are gone (a cgroup with processes cannot be removed)."""
+    with contextlib.suppress(OSError):
+        for entry in folder.iterdir():
+            if not entry.is_dir() or not entry.name.isdigit() or os.path.exists(f"/proc/{entry.name}"):
+                continue
+            for child in entry.iterdir():
+                if child.is_dir():
+                    with contextlib.suppress(OSError):
+                        child.rmdir()
+            with contextlib.suppress(OSError):
+                entry.rmdir()
+
+
+def _remove_bases(bases: list[Path]) -> None:
+    for base in bases:
+        with contextlib.suppress(OSError):
+            base.rmdir()
+
+
+@functools.cache
+def host_support() -> HostSupport:
+    """Detect once per referee what containment is available; makes the referee a child subreaper."""
+    subreaper = _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    cgroups, problem = _probe_cgroups()
+    support = HostSupport(subreaper=subreaper, pdeathsig=subreaper, cgroups=cgroups, cgroup_problem=problem)
+    atexit.register(_remove_bases, list(cgroups.values()))
+    log.info("bot containment: %s", support.describe())
+    return support
+
+
+# -- the spawner thread --------------------------------------------------------------------------------
+
+
+class _Spawner:
+    """One thread, alive as long as the referee, that forks every bot (see PR_SET_PDEATHSIG above)."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._serve, name="alternator-spawner", daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            self._jobs.get()()
+
+    async def run(self, fn: Callable[[], T]) -> T:
+        token = trio.lowlevel.current_trio_token()
+        done = trio.Event()
+        box: list[Any] = []
+
+        def job() -> None:
+            try:
+                box.append((True, fn()))
+            except BaseException as error:  # handed back to the trio task
+                box.append((False, error))
+            token.run_sync_soon(done.set)
+
+        self._jobs.put(job)
+        # Never abandon a fork half-way: the child would run untracked.
+        with trio.CancelScope(shield=True):
+            await done.wait()
+        ok, value = box[0]
+        if not ok:
+            raise value
+        return value  # type: ignore[no-any-return]
+
+
+_spawner_lock = threading.Lock()
+_spawner: _Spawner | None = None
+
+
+async def run_in_spawner(fn: Callable[[], T]) -> T:
+    """Run `fn` (a fork: subprocess.Popen) in the referee's long-lived spawner thread."""
+    global _spawner
+    with _spawner_lock:
+        if _spawner is None:
+            _spawner = _Spawner()
+    return await _spawner.run(fn)
+
+
+# -- /proc ---------------------------------------------------------------------------------------------
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    """Fields 3.. of /proc/PID/stat (state first), or None when the process is gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return text.rsplit(")", 1)[1].split()
+
+
+def process_start_time(pid: int) -> int | None:
+    """When `pid` started, in clock ticks since boot (pid and start time name a process for good)."""
+    fields = _stat_fields(pid)
+    return None if fields is None else int(fields[19])
+
+
+def _alive(pid: int, start: int) -> bool:
+    fields = _stat_fields(pid)
+    return fields is not None and int(fields[19]) == start and fields[0] not in ("Z", "X")
+
+
+def _process_table() -> dict[int, tuple[int, int, int]]:
+    """pid -> (parent pid, start time, CPU ticks) for every live process (zombies left out)."""
+    table: dict[int, tuple[int, int, int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        pid = int(entry.name)
+        fields = _stat_fields(pid)
+        if fields is None or fields[0] in ("Z", "X"):
+            continue
+        table[pid] = (int(fields[1]), int(fields[19]), int(fields[11]) + int(fields[12]))
+    return table
+
+
+def _has_token(pid: int, token: bytes) -> bool:
+    try:
+        return token in Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return False
+
+
+def _signal_all(pids: Iterable[int], signum: int) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signum)
+
+
+def _reap(pid: int, start: int | None) -> None:
+    """Reap `pid` if it is our zombie child (it was re-parented to us, the subreaper) and still that process."""
+    fields = _stat_fields(pid)
+    if fields is None or fields[0] != "Z" or int(fields[1]) != os.getpid():
+        return
+    if start is not None and int(fields[19]) != start:
+        return
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def _reap_killed(killed: dict[int, int | None], wait_s: float = 0.5) -> None:
+    """Reap the killed processes that end up as the referee's zombies (re-parented to the subreaper)."""
+    waiting = dict(killed)
+    deadline = time.monotonic() + wait_s
+    while waiting and time.monotonic() < deadline:
+        for pid, start in list(waiting.items()):
+            fields = _stat_fields(pid)
+            if fields is None or (start is not None and int(fields[19]) != start):
+                del waiting[pid]
+            elif fields[0] == "Z" and int(fields[1]) == os.getpid():
+                _reap(pid, start)
+                del waiting[pid]
+            elif fields[0] == "Z" and int(fields[1]) not in killed:
+                del waiting[pid]  # another process's to reap
+        if waiting:
+            time.sleep(0.005)
+
+
+def reap_session(leader: int, wait_s: float = 0.5) -> None:
+    """Reap the referee's zombie children in the session or group `leader` started (a tool run with
+    `start_new_session`, whose own children the subreaper inherits when it exits first)."""
+    referee = os.getpid()
+    deadline = time.monotonic() + wait_s
+    while True:
+        left = False
+        for entry in os.scandir("/proc"):
+            fields = _stat_fields(int(entry.name)) if entry.name.isdigit() else None
+            if fields is None or leader not in (int(fields[2]), int(fields[3])):
+                continue
+            if fields[0] == "Z" and int(fields[1]) == referee:
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(int(entry.name), os.WNOHANG)
+            else:
+                left = True
+        if not left or time.monotonic() >= deadline:
+            return
+        time.sleep(0.005)
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _locked(method: F) -> F:
+    """Run a `ProcessTree` method under the tree's lock."""
+
+    @functools.wraps(method)
+    def locked(self: ProcessTree, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return locked  # type: ignore[return-value]
+
+
+# -- one bot's processes -------------------------------------------------------------------------------
+
+
+class ProcessTree:
+    """All the processes of one bot: joined to its cgroups before its program starts, or tracked in /proc.
+
+    Create it, pass `preexec` and `environment()` to the spawn, call `started(pid)`, and `close()` at the
+    end of the bot's life (kills whatever is left, removes the cgroups and the running-bots note).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        max_processes: int | None = None,
+        cores: list[int] | None = None,
+        note_dir: Path | None = None,
+        sandboxed: bool = False,
+        support: HostSupport | None = None,
+    ) -> None:
+        self.support = support if support is not None else host_support()
+        self.name = name
+        self.max_processes = max_processes
+        self.sandboxed = sandboxed
+        self.token = secrets.token_hex(8)
+        self.pid: int | None = None
+        self.frozen = False
+        self._seen: dict[tuple[int, int], int] = {}
+        """(pid, start time) -> last CPU ticks seen, for every live process of the tree (no cgroups)."""
+        self._dead_ticks = 0
+        """CPU ticks of the tree's processes seen before and gone since."""
+        self._cores = cores
+        self._note: Path | None = None
+        self._note_dir = note_dir
+        self.cgroups: dict[str, Path] = {}
+        self.limit_in_force = "none"
+        self._lock = threading.RLock()
+        """Ending the tree runs on a worker thread; sampling and freezing on the referee's."""
+        if self.support.uses_cgroups:
+            self._make_cgroups()
+
+    # -- setting up --------------------------------------------------------------------------------
+
+    def _make_cgroups(self) -> None:
+        label = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.name)[:40]
+        try:
+            for controller, base in self.support.cgroups.items():
+                path = base / f"{label}-{self.token}"
+                path.mkdir()
+                self.cgroups[controller] = path
+                if controller == "cpuset":
+                    _copy_cpuset(path, base)
+                    if self._cores:
+                        (path / "cpuset.cpus").write_text(_cpu_list(self._cores))
+            if self.max_processes is not None and "pids" in self.cgroups:
+                (self.cgroups["pids"] / "pids.max").write_text(str(self.max_processes))
+                self.limit_in_force = f"pids.max={self.max_processes} (cgroup)"
+        except OSError as error:
+            log.warning("bot %s: cannot set up its cgroups (%s); tracking it through /proc", self.name, error)
+            self._remove_cgroups()
+            self.cgroups = {}
+
+    def describe(self) -> str:
+        """What contained this bot, for its record."""
+        how = f"cgroup v1 ({', '.join(sorted(self.cgroups))})" if self.cgroups else "/proc tracking"
+        extras = [
+            name for name, on in (("subreaper", self.support.subreaper), ("pdeathsig", self.support.pdeathsig)) if on
+        ]
+        return f"{how}; {', '.join(extras) or 'no prctl'}; process limit: {self.limit_in_force}"
+
+    def environment(self) -> dict[str, str]:
+        return {ENV_TOKEN: self.token}
+
+    def preexec(self) -> Callable[[], None]:
+        """What the child runs between fork and exec: death signal, cgroups, cores, process limit."""
+        referee = os.getpid()
+        procs = [str(path / "cgroup.procs") for path in self.cgroups.values()]
+        cores = self._cores
+        # Without cgroups, RLIMIT_NPROC only in the sandbox's user namespace: outside, it counts every process
+        # of the referee's user and would make starts fail at random. It does not bind root at all.
+        nproc = None
+        if not self.cgroups and self.max_processes is not None and self.sandboxed and os.geteuid() != 0:
+            nproc = self.max_processes
+            self.limit_in_force = f"RLIMIT_NPROC={nproc} (in the sandbox's user namespace)"
+        prctl = _libc().prctl if self.support.pdeathsig else None
+
+        def run() -> None:
+            if prctl is not None:
+                prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+                if os.getppid() != referee:  # the referee died during the fork
+                    os._exit(1)
+            me = str(os.getpid()).encode()
+            for path in procs:
+                fd = os.open(path, os.O_WRONLY)
+                try:
+                    os.write(fd, me)
+                finally:
+                    os.close(fd)
+            if cores:
+                os.sched_setaffinity(0, cores)
+            if nproc is not None:
+                import resource
+
+                resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
+
+        return run
+
+    def started(self, pid: int) -> None:
+        self.pid = pid
+        start = process_start_time(pid)
+        if start is not None:
+            self._seen[(pid, start)] = 0
+        self._write_note()
+
+    # -- what is in it -----------------------------------------------------------------------------
+
+    def pids(self) -> list[int]:
+        """Every live process of the bot (the cgroup's, or the tracked tree)."""
+        if self.cgroups:
+            return self._cgroup_pids()
+        return [pid for pid, _ in self.sample()]
+
+    def _cgroup_pids(self) -> list[int]:
+        path = self.cgroups.get("pids") or next(iter(self.cgroups.values()))
+        try:
+            return [int(line) for line in (path / "cgroup.procs").read_text().split()]
+        except OSError:
+            return []
+
+    @_locked
+    def sample(self) -> list[tuple[int, int]]:
+        """Walk /proc for the tree (no cgroups): remember every process found, return the live ones."""
+        if self.pid is None:
+            return []
+        table = _process_table()
+        children: dict[int, list[int]] = {}
+        for pid, (ppid, _, _) in table.items():
+            children.setdefault(ppid, []).append(pid)
+        roots = [self.pid] + [pid for (pid, start) in self._seen if pid in table and table[pid][1] == start]
+        referee = os.getpid()
+        token = self.token.encode()
+        # Orphans re-parented to the referee (the subreaper) that carry this bot's token.
+        seen = self._seen_pids()
+        roots += [pid for pid in children.get(referee, ()) if pid not in seen and _has_token(pid, token)]
+        live: list[tuple[int, int]] = []
+        stack = [pid for pid in roots if pid in table]
+        visited: set[int] = set()
+        grew = False
+        while stack:
+            pid = stack.pop()
+            if pid in visited or pid == referee:
+                continue
+            visited.add(pid)
+            _, start, ticks = table[pid]
+            key = (pid, start)
+            grew = grew or key not in self._seen
+            self._seen[key] = max(ticks, self._seen.get(key, 0))
+            live.append(key)
+            stack.extend(children.get(pid, ()))
+        alive = set(live)
+        for key in [key for key in self._seen if key not in alive]:
+            self._dead_ticks += self._seen.pop(key)  # gone: its CPU time stays counted
+        if grew:
+            self._write_note()
+        return live
+
+    def _seen_pids(self) -> set[int]:
+        return {pid for pid, _ in self._seen}
+
+    def cpu_ns(self) -> int | None:
+        """CPU time used by all the bot's processes so far (cgroup cpuacct, else the sum over /proc samples)."""
+        path = self.cgroups.get("cpuacct")
+        if path is not None:
+            try:
+                return int((path / "cpuacct.usage").read_text())
+            except (OSError, ValueError):
+                return None
+        if self.pid is None:
+            return None
+        self.sample()
+        return (self._dead_ticks + sum(self._seen.values())) * _NS_PER_TICK
+
+    # -- control -----------------------------------------------------------------------------------
+
+    @property
+    def cores(self) -> list[int] | None:
+        return None if self._cores is None else list(self._cores)
+
+    @_locked
+    def freeze(self) -> None:
+        """Stop every process of the bot (cgroup freezer, else SIGSTOP to each) until `thaw`."""
+        if self.frozen:
+            return
+        self.frozen = True
+        path = self.cgroups.get("freezer")
+        if path is not None and _set_freezer(path, "FROZEN"):
+            return
+        _signal_all(self.pids(), signal.SIGSTOP)
+
+    @_locked
+    def thaw(self) -> None:
+        if not self.frozen:
+            return
+        self.frozen = False
+        path = self.cgroups.get("freezer")
+        if path is not None:
+            _set_freezer(path, "THAWED")
+        _signal_all(self.pids(), signal.SIGCONT)
+
+    @_locked
+    def kill_all(self) -> int:
+        """SIGKILL every process of the bot still alive, reap those re-parented to the referee; how many."""
+        killed: dict[int, int | None] = {}
+        freezer = self.cgroups.get("freezer")
+        for _ in range(KILL_ROUNDS):
+            if self.cgroups:
+                # Frozen, the tree cannot fork while it is being killed.
+                if freezer is not None:
+                    _set_freezer(freezer, "FROZEN")
+                pids = [(pid, process_start_time(pid)) for pid in self._cgroup_pids()]
+            else:
+                pids = [(pid, start) for pid, start in self.sample()]
+            pids = [(pid, start) for pid, start in pids if start is not None or self.cgroups]
+            if not pids:
+                break
+            _signal_all((pid for pid, _ in pids), signal.SIGKILL)
+            killed.update(pids)
+            if freezer is not None:
+                _set_freezer(freezer, "THAWED")
+            time.sleep(0.002)
+        if freezer is not None:
+            _set_freezer(freezer, "THAWED")
+        self.frozen = False
+        self._reap(killed)
+        return len(killed)
+
+    def _reap(self, killed: dict[int, int | None]) -> None:
+        # The bot's own pid is the spawner's to reap (it holds its exit status).
+        _reap_killed({pid: start for pid, start in killed.items() if pid != self.pid})
+        deadline = time.monotonic() + 0.5
+        while self._reap_orphans() and time.monotonic() < deadline:
+            time.sleep(0.005)
+
+    def _reap_orphans(self) -> bool:
+        """Reap zombies re-parented to the referee that were the bot's: tracked, or in its group or session.
+
+        A process that left the cgroup by dying shows nothing of it, but keeps its process group and session.
+        True while some of them are still there (exiting, or another's zombie not yet reaped).
+        """
+        referee = os.getpid()
+        left = False
+        ours = {pid for pid, _ in self._seen}
+        if self.pid is not None:
+            ours.add(self.pid)
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            pid = int(entry.name)
+            if pid == self.pid:
+                continue
+            fields = _stat_fields(pid)
+            if fields is None or not (pid in ours or int(fields[2]) in ours or int(fields[3]) in ours):
+                continue
+            if fields[0] == "Z" and int(fields[1]) == referee:
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, os.WNOHANG)
+            else:
+                left = True
+        return left
+
+    @_locked
+    def close(self) -> None:
+        """The end of the bot's life: kill what is left, remove its cgroups and its note."""
+        self.kill_all()
+        self._remove_cgroups()
+        if self._note is not None:
+            with contextlib.suppress(OSError):
+                self._note.unlink()
+
+    def _remove_cgroups(self) -> None:
+        for path in self.cgroups.values():
+            for _ in range(50):
+                try:
+                    path.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.01)
+            else:
+                log.warning("bot %s: cannot remove its cgroup %s", self.name, path)
+
+    def _write_note(self) -> None:
+        if self._note_dir is None or self.pid is None:
+            return
+        note = {
+            "referee": [os.getpid(), process_start_time(os.getpid())],
+            "bot": self.name,
+            "processes": [list(key) for key in self._seen],
+            "cgroups": [str(path) for path in self.cgroups.values()],
+        }
+        try:
+            self._note_dir.mkdir(parents=True, exist_ok=True)
+            self._note = self._note_dir / f"{self.token}.json"
+            self._note.write_text(json.dumps(note))
+        except OSError as error:
+            log.warning("bot %s: cannot note its processes in %s: %s", self.name, self._note_dir, error)
+
+
+def _cpu_list(cores: Iterable[int]) -> str:
+    return ",".join(str(core) for core in sorted(cores))
+
+
+def _set_freezer(path: Path, state: str) -> bool:
+    """Set a v1 freezer state and wait (briefly) until it holds."""
+    try:
+        (path / "freezer.state").write_text(state)
+        deadline = time.monotonic() + FREEZE_WAIT_S
+        while (path / "freezer.state").read_text().strip() != state:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.0005)
+    except OSError:
+        return False
+    return True
+
+
+# -- what a killed referee left behind -----------------------------------------------------------------
+
+
+def end_leftovers(log_dir: Path) -> int:
+    """Kill the processes a previous referee on this output directory left running; how many.
+
+    Reads the notes in `<log_dir>/running/` written by `ProcessTree`; only processes whose pid and start
+    time still match, and only when the referee that wrote the note is gone.
+    """
+    folder = log_dir / RUNNING_DIR
+    if not folder.is_dir():
+        return 0
+    ended = 0
+    for path in folder.glob("*.json"):
+        try:
+            note = json.loads(path.read_text())
+            referee_pid, referee_start = note["referee"]
+            if referee_start is not None and _alive(int(referee_pid), int(referee_start)):
+                continue  # a referee still running there: not ours to end
+            pids = {int(pid): int(start) for pid, start in note.get("processes", [])}
+            for cgroup in note.get("cgroups", []):
+                with contextlib.suppress(OSError, ValueError):
+                    for line in (Path(cgroup) / "cgroup.procs").read_text().split():
+                        pid = int(line)
+                        start = process_start_time(pid)
+                        if start is not None:
+                            pids[pid] = start
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            log.warning("cannot read the running-bots note %s: %s", path, error)
+            continue
+        killed: dict[int, int | None] = {}
+        for pid, start in pids.items():
+            if _alive(pid, start):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+                    killed[pid] = start
+        ended += len(killed)
+        for cgroup in note.get("cgroups", []):
+            freezer = Path(cgroup)
+            if (freezer / "freezer.state").exists():
+                _set_freezer(freezer, "THAWED")
+            for _ in range(50):
+                try:
+                    freezer.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.01)
+            with contextlib.suppress(OSError):
+                freezer.parent.rmdir()  # the dead referee's folder, once empty
+        with contextlib.suppress(OSError):
+            path.unlink()
+        _reap_killed(killed)
+    if ended:
+        log.warning("ended %d process(es) left running in %s by a previous referee", ended, log_dir)
+    return ended
+
+
+# -- cores per concurrency slot ------------------------------------------------------------------------
+
+
+class CpuSlots:
+    """`--cpu-affinity`: the cores split among `slots` concurrency slots (as fastchess's -use-affinity).
+
+    A slot is whatever owns the bots of one game at a time: a tournament's worker slot, a match. It is
+    known by the nursery its bots are hosted in (`referee.process.BotHost`); each new one takes the next
+    set of cores, round robin when there are more slots than sets.
+    """
+
+    def __init__(self, slots: int, cores: list[int] | None = None) -> None:
+        available = sorted(cores if cores is not None else os.sched_getaffinity(0))
+        slots = max(1, min(slots, len(available)))
+        per = len(available) // slots
+        self.sets = [available[i * per : (i + 1) * per] for i in range(slots)]
+        self._owners: dict[int, list[int]] = {}
+
+    def cores_for(self, owner: object) -> list[int]:
+        """The cores of the slot `owner` stands for (the same ones every time it asks)."""
+        key = id(owner)
+        if key not in self._owners:
+            self._owners[key] = self.sets[len(self._owners) % len(self.sets)]
+        return self._owners[key]
+
+
+_cpu_slots: CpuSlots | None = None
+
+
+def use_cpu_affinity(slots: int | None) -> CpuSlots | None:
+    """Turn --cpu-affinity on for this referee, for `slots` games at once (None: off)."""
+    global _cpu_slots
+    _cpu_slots = None if slots is None else CpuSlots(slots)
+    return _cpu_slots
+
+
+def cpu_slots() -> CpuSlots | None:
+    """The cores per concurrency slot when --cpu-affinity is on, else None."""
+    return _cpu_slots

@@ -1,0 +1,423 @@
+"""Containing untrusted bots: every process a bot starts ends with it, a crash is seen when the bot exits,
+the sandbox hides what is not the bot's, a fork bomb is bounded, CPU is accounted and a waiting bot can be
+frozen, and nothing a bot wrote reaches the terminal raw. Real misbehaving bots (tests/bots/testbot.py),
+with cgroups where the host allows them and with /proc tracking alone.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import trio
+
+from referee import containment
+from referee.cli import main
+from referee.clock import parse_time_control
+from referee.containment import CpuSlots, HostSupport, end_leftovers, host_support
+from referee.game import run_game
+from referee.process import BotHost, open_bot
+from referee.record import GameRecord, GameSettings, Termination
+from referee.terminal import printable
+from tests.conftest import BotSpecFactory, live_pids, make_bot_spec, reap_orphans
+from tests.test_process import TURN, start_game
+
+needs_bwrap = pytest.mark.skipif(
+    shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed: apt-get install bubblewrap"
+)
+needs_cgroups = pytest.mark.skipif(
+    not host_support().uses_cgroups, reason=f"no writable cgroups: {host_support().cgroup_problem}"
+)
+ESCAPED = re.compile(r"escaped pid (\d+)")
+
+
+@pytest.fixture(params=["cgroups", "proc"])
+def tracking(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Run the test with cgroups (where the host allows them) and with /proc tracking alone."""
+    if request.param == "cgroups":
+        if not host_support().uses_cgroups:
+            pytest.skip(f"no writable cgroups: {host_support().cgroup_problem}")
+    else:
+        real = host_support()
+        fallback = HostSupport(subreaper=real.subreaper, pdeathsig=real.pdeathsig, cgroup_problem="test")
+        monkeypatch.setattr(containment, "host_support", lambda: fallback)
+    yield request.param
+
+
+def escaped_pids(lines: list[str]) -> list[int]:
+    return [int(match.group(1)) for line in lines if (match := ESCAPED.search(line))]
+
+
+async def wait_for_escapee(bot: object, count: int = 1) -> list[int]:
+    with trio.fail_after(10):
+        while len(pids := escaped_pids(bot.stderr_tail())) < count:  # type: ignore[attr-defined]
+            await trio.sleep(0.01)
+    return pids
+
+
+def settings(tc: str = "30+1") -> GameSettings:
+    return GameSettings(width=5, height=5, time_control=parse_time_control(tc))
+
+
+# -- nothing outlives its bot ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["setsid", "setpgid", "daemon"])
+async def test_children_that_leave_the_group_end_with_the_bot(
+    tracking: str, mode: str, bot_spec: BotSpecFactory, tmp_path: Path
+) -> None:
+    async with open_bot(bot_spec("testbot", mode), tmp_path) as bot:
+        await bot.handshake()
+        escapees = await wait_for_escapee(bot)
+        assert live_pids(escapees, wait_s=0) == escapees  # running while the bot runs
+    assert live_pids([bot.pid, *escapees]) == []
+
+
+@pytest.mark.parametrize("mode", ["crashchild", "daemon"])
+async def test_a_crash_with_a_living_child_holding_stdout_is_a_crash_at_once(
+    tracking: str, mode: str, bot_spec: BotSpecFactory, tmp_path: Path
+) -> None:
+    crasher, good = bot_spec("testbot", mode, "3", name="crasher"), bot_spec("testbot", name="good")
+    async with open_bot(crasher, tmp_path) as black, open_bot(good, tmp_path) as white:
+        started = trio.current_time()
+        record = await run_game("g", black, white, settings("30+1"))
+        took = trio.current_time() - started
+        escapees = escaped_pids(record.stderr_tail)
+    assert record.termination is Termination.CRASH, record.reason
+    assert record.reason == "black (crasher) exited with code 3"
+    assert took < 10  # not a loss on time 30 s later, nor unresponsive (the figure is generous: a busy machine)
+    assert escapees and live_pids(escapees) == []
+
+
+async def test_the_crash_is_seen_when_the_process_exits_not_when_its_output_closes(
+    bot_spec: BotSpecFactory, tmp_path: Path
+) -> None:
+    async with open_bot(bot_spec("testbot", "crashchild", "1"), tmp_path) as bot:
+        await start_game(bot)
+        await bot.send_turn(TURN)
+        with trio.fail_after(5):
+            with pytest.raises(Exception, match="exited with code 1"):
+                await bot.receive()
+
+
+def _start_referee_with(bot: str, out: Path) -> subprocess.Popen[bytes]:
+    argv = ["--black", bot, "--white", "random", "--size", "4x4", "--tc", "60", "--out", str(out)]
+    return subprocess.Popen(
+        [sys.executable, "-m", "referee", "match", *argv],
+        cwd=Path(__file__).resolve().parent.parent,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def _log_pids(out: Path, pattern: re.Pattern[str]) -> list[int]:
+    pids: list[int] = []
+    for log in (out / "logs").glob("*.stderr.log"):
+        pids += [int(m.group(1)) for m in pattern.finditer(log.read_text(errors="replace"))]
+    return pids
+
+
+def test_a_bot_ignoring_end_of_input_dies_with_a_referee_killed_by_sigkill(tmp_path: Path) -> None:
+    """No quit, no EOF honoured, no killpg: only PR_SET_PDEATHSIG stops the bot."""
+    script = Path(__file__).parent / "bots" / "testbot.py"
+    out = tmp_path / "m"
+    referee = _start_referee_with(f'name=stubborn cmd="python3 {script} hang --name stubborn"', out)
+    try:
+        deadline = time.monotonic() + 20
+        bot_pid: int | None = None
+        while bot_pid is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+            bot_pid = next((int(p.name.split("-")[-1].split(".")[0]) for p in (out / "logs").glob("stubborn-*")), None)
+        assert bot_pid is not None, "the bot did not start"
+        time.sleep(0.5)  # on its first turn, hanging
+        referee.send_signal(signal.SIGKILL)
+        referee.wait()
+        assert live_pids([bot_pid], wait_s=5) == []
+        reap_orphans(wait_s=0.5)
+    finally:
+        if referee.poll() is None:
+            referee.kill()
+            referee.wait()
+
+
+def test_a_run_on_the_same_output_directory_ends_what_a_killed_referee_left(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The bot dies with the referee, its setsid child does not: the next run on the folder ends it."""
+    script = Path(__file__).parent / "bots" / "testbot.py"
+    out = tmp_path / "m"
+    referee = _start_referee_with(f'name=leaver cmd="python3 {script} setsid --hang"', out)
+    escapees: list[int] = []
+    try:
+        deadline = time.monotonic() + 20
+        while not escapees and time.monotonic() < deadline:
+            time.sleep(0.05)
+            escapees = _log_pids(out, ESCAPED) if (out / "logs").is_dir() else []
+        assert escapees, "the bot's child never started: the test proves nothing"
+        time.sleep(0.3)  # let the /proc tracker note it
+        referee.send_signal(signal.SIGKILL)
+        referee.wait()
+        time.sleep(0.2)
+        assert live_pids(escapees, wait_s=0) == escapees  # left behind by the killed referee
+        # The next run on the same output directory ends them before its first bot starts.
+        again = ["match", "--black", "random", "--white", "greedy", "--size", "4x4", "--games", "1"]
+        assert main([*again, "--out", str(out)]) == 0
+        assert live_pids(escapees) == []
+        assert not list((out / "logs" / containment.RUNNING_DIR).glob("*.json"))
+    finally:
+        reap_orphans(wait_s=0.5)
+        if referee.poll() is None:
+            referee.kill()
+            referee.wait()
+        for pid in live_pids(escapees, wait_s=0):
+            os.kill(pid, signal.SIGKILL)
+
+
+# -- the sandbox shows a bot only what it needs -------------------------------------------------------------
+
+
+@needs_bwrap
+async def test_a_sandboxed_bot_cannot_read_the_output_directory_other_bots_or_secrets(tmp_path: Path) -> None:
+    mine, other, out = tmp_path / "bots" / "mine", tmp_path / "bots" / "other", tmp_path / "out"
+    for folder in (mine, other, out / "logs"):
+        folder.mkdir(parents=True)
+    (other / "book.txt").write_text("the other bot's secrets\n")
+    (out / "logs" / "white-1.stderr.log").write_text("seed 42\n")
+    (mine / "own.txt").write_text("mine\n")
+    targets = [
+        mine / "own.txt",
+        out / "logs" / "white-1.stderr.log",
+        out,
+        other / "book.txt",
+        Path("/etc/shadow"),
+        Path("/home"),
+        *[path for path in Path.home().iterdir() if path.name not in (".pyenv", ".local")][:3],
+    ]
+    script = Path(__file__).parent / "bots" / "testbot.py"
+    results: dict[str, str] = {}
+    for target in targets:
+        spec = make_bot_spec(script, "read", name="reader").model_copy(
+            update={"sandbox": True, "dir": mine, "env": {"READ_PATH": str(target)}}
+        )
+        neighbour = make_bot_spec(script, name="neighbour").model_copy(update={"dir": other})
+        async with trio.open_nursery() as nursery:
+            BotHost(neighbour, out / "logs", nursery)  # registers the other bot's folder, as a tournament does
+        async with open_bot(spec, out / "logs") as bot:
+            await bot.handshake()
+            await bot.settle()
+            line = next(line for line in bot.stderr_tail() if line.startswith("read "))
+        results[str(target)] = line.split(": ", 1)[1]
+    assert results.pop(str(mine / "own.txt")) == "ok"  # the control: its own folder
+    assert all(result.startswith("denied") for result in results.values()), results
+
+
+@needs_bwrap
+@needs_cgroups
+async def test_a_fork_bomb_in_the_sandbox_is_bounded_by_max_processes(tmp_path: Path) -> None:
+    bomb = make_bot_spec("testbot", "forkbomb", "300", name="bomb").model_copy(
+        update={"sandbox": True, "max_processes": 24}
+    )
+    async with open_bot(bomb, tmp_path) as bot:
+        with trio.fail_after(30):
+            await bot.handshake()
+        await bot.settle()
+        line = next(line for line in bot.stderr_tail() if line.startswith("forked"))
+        tree = bot.tree
+        assert tree is not None and tree.limit_in_force == "pids.max=24 (cgroup)"
+        during = len(tree.pids())
+    forked = int(line.split()[1])
+    assert 0 < forked < 24 and during <= 24  # bwrap, its init and the bot's threads count too
+    assert live_pids([bot.pid]) == []
+
+
+async def test_a_fork_bomb_without_the_sandbox_is_bounded_too(tracking: str, tmp_path: Path) -> None:
+    if tracking == "proc":
+        pytest.skip("without cgroups only RLIMIT_NPROC is left, which counts every process of the user")
+    bomb = make_bot_spec("testbot", "forkbomb", "300", name="bomb").model_copy(update={"max_processes": 16})
+    async with open_bot(bomb, tmp_path) as bot:
+        with trio.fail_after(30):
+            await bot.handshake()
+        await bot.settle()
+        line = next(line for line in bot.stderr_tail() if line.startswith("forked"))
+    assert 0 < int(line.split()[1]) < 16
+
+
+# -- CPU: accounted per move, and a waiting bot frozen with --no-ponder ------------------------------------
+
+
+async def play_burner_against_thinker(tmp_path: Path, *, ponder: bool, cores: list[int] | None) -> GameRecord:
+    burner = make_bot_spec("testbot", "burn", name="burner").model_copy(update={"ponder": ponder})
+    thinker = make_bot_spec("testbot", "think", "60", name="thinker")
+    async with (
+        open_bot(burner, tmp_path / "logs", cores=cores) as black,
+        open_bot(thinker, tmp_path / "logs", cores=cores) as white,
+    ):
+        await wait_for_escapee(black)
+        record = await run_game(
+            "cpu", black, white, GameSettings(width=4, height=4, time_control=parse_time_control("60+1"))
+        )
+    assert record.termination is Termination.NORMAL, record.reason
+    return record
+
+
+def burner_share(record: GameRecord) -> float:
+    """Of the CPU used during the thinker's turns, the part the burner took (on their shared core)."""
+    moves = [m for m in record.moves if m.color == "white"]
+    burner = sum(m.opponent_cpu_ms or 0 for m in moves)
+    return burner / (burner + sum(m.cpu_ms or 0 for m in moves))
+
+
+async def test_a_burner_is_charged_off_turn_cpu_and_frozen_with_no_ponder(tracking: str, tmp_path: Path) -> None:
+    core = [sorted(os.sched_getaffinity(0))[0]]  # both on one core: the burner competes with the thinker
+    pondering = await play_burner_against_thinker(tmp_path, ponder=True, cores=core)
+    frozen = await play_burner_against_thinker(tmp_path, ponder=False, cores=core)
+    thinker_moves = [m for m in pondering.moves if m.color == "white"]
+    assert all(m.opponent_cpu_ms is not None and m.cpu_ms is not None for m in thinker_moves)
+    # While the thinker thinks, the pondering burner burns: its off-turn CPU is recorded, per move and per game.
+    assert pondering.black.off_turn_cpu_ms is not None and pondering.black.off_turn_cpu_ms > 50
+    assert pondering.black.off_turn_cpu_ms == pytest.approx(sum(m.opponent_cpu_ms or 0 for m in thinker_moves))
+    # Frozen on the thinker's turns, it uses nothing then, and the thinker gets its core back.
+    assert frozen.black.off_turn_cpu_ms is not None and frozen.black.off_turn_cpu_ms < 5
+    assert not frozen.black.ponder and frozen.black.cores == core
+    # The share of the thinker's core the burner took on the thinker's turns: about half (the scheduler is fair
+    # to the two), and nothing when frozen.
+    assert burner_share(pondering) > 0.2 and burner_share(frozen) < 0.02
+
+
+# -- nothing a bot wrote reaches the terminal raw -----------------------------------------------------------
+
+
+def test_printable_escapes_control_characters_and_bidi_overrides() -> None:
+    assert printable("\x1b[2J\x1b]0;owned\x07 ok\ttab\nline") == "\\x1b[2J\\x1b]0;owned\\x07 ok\ttab\nline"
+    assert printable("a\u202eb\x9bc\x7f\r") == "a\\u202eb\\x9bc\\x7f\\x0d"
+    assert printable("plain: é, 中, emoji 🙂") == "plain: é, 中, emoji 🙂"
+
+
+def test_ansi_sequences_a_bot_sends_are_escaped_in_the_match_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = Path(__file__).parent / "bots" / "testbot.py"
+    bot = f'name=evil cmd="python3 {script} ansi --on 2"'
+    argv = ["match", "--black", bot, "--white", "random", "--size", "4x4", "--games", "1", "--out", str(tmp_path)]
+    assert main([*argv, "--show-moves"]) == 0
+    out = capsys.readouterr().out
+    assert "black (evil) exited with code 1" in out
+    assert "\\x1b[2J\\x1b]0;owned\\x07\\x1b[31mred\\x1b[0m" in out  # its info text, shown escaped
+    assert "\x1b[2J" not in out and "\x1b]0;" not in out and "\x07" not in out and "\x1b[31m" not in out
+
+
+def test_standings_show_off_turn_cpu() -> None:
+    from referee.standings import ScoredGame, compute_standings, to_text
+
+    games = [ScoredGame("a", "b", "1-0", Termination.NORMAL, 1500.0, 20.0), ScoredGame("b", "a", "1-0")]
+    standings = compute_standings(games, ["a", "b"])
+    assert {bot.name: bot.off_turn_cpu_s for bot in standings.bots} == {"a": 1.5, "b": 0.02}
+    assert "Off-turn CPU" in to_text(standings) and "1.5 s" in to_text(standings)
+    assert all(bot.off_turn_cpu_s is None for bot in compute_standings(games[1:], ["a", "b"]).bots)
+
+
+async def test_a_bot_frozen_for_not_pondering_is_thawed_for_the_next_game(tmp_path: Path) -> None:
+    frozen = make_bot_spec("testbot", name="frozen").model_copy(update={"ponder": False})
+    settings = GameSettings(width=4, height=4, time_control=parse_time_control("30+1"))
+    async with open_bot(frozen, tmp_path) as black, open_bot(make_bot_spec("testbot", name="b"), tmp_path) as white:
+        first = await run_game("g1", black, white, settings)
+        assert black.tree is not None and not black.tree.frozen
+        second = await run_game("g2", white, black, settings)
+    assert first.termination is Termination.NORMAL and second.termination is Termination.NORMAL, second.reason
+    assert not first.black.ponder and first.black.off_turn_cpu_ms is not None
+
+
+def test_the_containment_flags_reach_the_records(tmp_path: Path) -> None:
+    from referee.commands.replay import read_record
+    from referee.containment import cpu_slots, use_cpu_affinity
+
+    argv = ["match", "--black", "random", "--white", "greedy", "--size", "4x4", "--games", "1", "--out", str(tmp_path)]
+    try:
+        assert main([*argv, "-j", "1", "--no-ponder", "--cpu-affinity", "--max-processes", "32"]) == 0
+        slots = cpu_slots()
+        assert slots is not None and slots.sets == [sorted(os.sched_getaffinity(0))]
+    finally:
+        use_cpu_affinity(None)
+    record = read_record(tmp_path, "g0001")
+    for side in (record.black, record.white):
+        assert not side.ponder and side.max_processes == 32 and side.cores == sorted(os.sched_getaffinity(0))
+        assert side.containment is not None and side.off_turn_cpu_ms is not None and side.cpu_ms is not None
+    assert all(move.cpu_ms is not None and move.opponent_cpu_ms is not None for move in record.moves)
+
+
+def test_cpu_slots_give_each_slot_its_own_cores() -> None:
+    slots = CpuSlots(2, cores=[0, 1, 2, 3])
+    first, second, third = object(), object(), object()
+    assert slots.cores_for(first) == [0, 1] and slots.cores_for(second) == [2, 3]
+    assert slots.cores_for(first) == [0, 1] and slots.cores_for(third) == [0, 1]  # more slots than sets: shared
+    assert CpuSlots(8, cores=[0, 1]).sets == [[0], [1]]
+
+
+async def test_a_bot_past_its_cpu_limit_for_the_game_loses_on_time_even_off_turn(tmp_path: Path) -> None:
+    burner = make_bot_spec("testbot", "burn", name="burner").model_copy(update={"cpu_limit_s": 0.3})
+    thinker = make_bot_spec("testbot", "think", "50", name="thinker")
+    settings = GameSettings(width=5, height=5, time_control=parse_time_control("60+1"))
+    async with open_bot(burner, tmp_path) as black, open_bot(thinker, tmp_path) as white:
+        record = await run_game("cpu-limit", black, white, settings)
+    assert record.termination is Termination.TIME and record.loser == "black", record.reason
+    assert "lost on CPU time" in record.reason and "over its limit of 0.3 s per game" in record.reason
+    assert record.black.cpu_limit_s == 0.3 and record.overrun_ms is not None and record.overrun_ms > 0
+
+
+def test_bot_forms_config_keys_and_flags_for_containment(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from referee.botspec import BotSpecError, parse_bot_arg
+    from referee.config import load_config, resolve_plan
+
+    spec = parse_bot_arg("name=x cmd=random max_processes=8 ponder=0 cpu_limit_s=2.5")
+    assert (spec.max_processes, spec.ponder, spec.cpu_limit_s) == (8, False, 2.5)
+    with pytest.raises(BotSpecError, match="ponder='maybe': write ponder=0"):
+        parse_bot_arg("name=x cmd=random ponder=maybe")
+    with pytest.raises(BotSpecError, match="max_processes='0': give a whole number"):
+        parse_bot_arg("name=x cmd=random max_processes=0")
+    config = tmp_path / "t.toml"
+    config.write_text(
+        "ponder = false\ncpu_affinity = true\nmax_processes = 40\ncpu_limit_s = 9\n"
+        '[[bots]]\nname = "a"\ncommand = "random"\nponder = true\n[[bots]]\nname = "b"\ncommand = "greedy"\n'
+    )
+    plan = resolve_plan(load_config(config), base_dir=tmp_path, source="t.toml", default_out=tmp_path / "out")
+    assert plan.cpu_affinity
+    assert [(b.ponder, b.max_processes, b.cpu_limit_s) for b in plan.bots] == [(True, 40, 9.0), (False, 40, 9.0)]
+    argv = ["match", "--black", "random", "--white", "greedy", "--out", str(tmp_path / "m")]
+    assert main([*argv, "--max-processes", "0"]) == 2
+    assert main([*argv, "--cpu-limit", "-1"]) == 2
+    err = capsys.readouterr().err
+    assert "--max-processes 0: give at least 1" in err and "--cpu-limit -1: give a positive number" in err
+
+
+def test_end_leftovers_spares_the_processes_of_a_referee_still_running(tmp_path: Path) -> None:
+    import json
+
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        start = containment.process_start_time(sleeper.pid)
+        notes = tmp_path / containment.RUNNING_DIR
+        notes.mkdir()
+
+        def note(referee: list[int | None]) -> None:
+            data = {"referee": referee, "processes": [[sleeper.pid, start]], "cgroups": []}
+            (notes / "live.json").write_text(json.dumps(data))
+
+        me = [os.getpid(), containment.process_start_time(os.getpid())]
+        note(me)
+        assert end_leftovers(tmp_path) == 0 and sleeper.poll() is None  # its referee (this process) is alive
+        note([me[0], (me[1] or 0) + 1])  # the same pid, another start time: a referee long gone
+        assert end_leftovers(tmp_path) == 1
+        assert live_pids([sleeper.pid]) == []
+        assert not (notes / "live.json").exists()
+    finally:
+        if sleeper.poll() is None:
+            sleeper.kill()
+            sleeper.wait()
