@@ -50,12 +50,13 @@ from referee.events import (
 )
 from referee.files import write_text_atomic
 from referee.game import run_game
+from referee.latency import LatencySummary, LatencyTally
 from referee.match import Ended, HeadToHead, head_to_head
 from referee.process import BotHost, BotProcess
 from referee.record import GameRecord, GameSettings, MoveRecord, Termination
 from referee.schedule import ScheduledGame, make_schedule, pick_next
 from referee.sprt import CountedGame, MatchStatistics, PairCounter
-from referee.standings import ScoredGame, Standings, compute_standings, write_standings
+from referee.standings import ScoredGame, Standings, StandingsTally, write_standings
 from referee.store import DB_NAME, RunStore, StoreError
 
 GAMES_FILE = "games.jsonl"
@@ -109,6 +110,7 @@ class RunSummary:
     error: str | None = None
     files: list[Path] = field(default_factory=list)
     workers: list[str] = field(default_factory=list)  # on a cluster: a line per worker
+    latency: LatencySummary | None = None  # the referee's lateness per move, and games void for it (this run)
 
     @property
     def interrupted(self) -> bool:
@@ -199,6 +201,8 @@ class Runner:
         self._ended: Ended | None = None
         self._error: str | None = None
         self._results: list[ScoredGame] = []
+        self._tally = StandingsTally()  # the same games, counted as they come: standings in ~1 ms at any size
+        self._latency = LatencyTally()  # this run's games
         self._counter = PairCounter(plan.sprt)
         self._statistics: HeadToHead | None = None  # two-bot runs: as of the last counted pair
         self._pending: list[ScheduledGame] = []
@@ -241,6 +245,7 @@ class Runner:
             store.start(self.plan.fingerprint, self.schedule)
             for number, black, white, result, termination, *cpu in store.finished():
                 self._results.append(ScoredGame(black, white, result, Termination(termination), *cpu))
+                self._tally.add(self._results[-1])
                 self._count_pair(self._by_number[number], result)
             self._rewrite_games_file()
             self._pending = [] if self.decided else [self._by_number[n] for n in store.pending()]
@@ -286,6 +291,7 @@ class Runner:
                 statistics=self._counter.statistics() if self._two_bots else None,
                 error=self._error,
                 files=files,
+                latency=self._latency.summary(),
             )
             for finish in self.finishers:
                 summary.files.extend(finish(summary))
@@ -301,6 +307,7 @@ class Runner:
                     out_dir=str(self.out_dir),
                     standings=standing_rows(standings),
                     statistics=self._head_to_head(),
+                    latency=summary.latency,
                 )
             )
             return summary
@@ -389,6 +396,7 @@ class Runner:
                             record.white.off_turn_cpu_ms,
                         )
                     )
+                    self._tally.add(self._results[-1])
                 if self.decided:
                     self.stop("sprt")
         await self._finished(game, record, counts, pair_done, time.monotonic() - started)
@@ -432,6 +440,7 @@ class Runner:
         self, game: ScheduledGame, record: GameRecord, counts: bool, pair_done: bool, duration: float
     ) -> None:
         scored = record.termination.is_scored
+        self._latency.add(record)
         if counts:
             self._played_now += 1
         elif not scored:
@@ -507,7 +516,7 @@ class Runner:
         return self._statistics
 
     def _standings(self) -> Standings:
-        standings = compute_standings(self._results, self.plan.bot_names)
+        standings = self._tally.standings(self.plan.bot_names)
         statistics = self._head_to_head()
         return standings if statistics is None else standings.model_copy(update={"head_to_head": statistics})
 
