@@ -32,7 +32,7 @@ from referee.cluster import ClusterConfig, normalize_address
 from referee.config import ConfigError, RunPlan, parse_config, resolve_plan
 from referee.events import Event
 from referee.runner import Runner, RunSummary
-from tests.conftest import reap_orphans
+from tests.conftest import child_pids, pid_alive, reap_orphans
 
 HAVE_DASK = importlib.util.find_spec("distributed") is not None
 needs_dask = pytest.mark.skipif(not HAVE_DASK, reason="dask is not installed (pip install 'alternator-arena[cluster]')")
@@ -61,7 +61,18 @@ class DaskCluster:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, sig)
 
+    def descendants(self) -> list[int]:
+        """Every process the cluster's processes started, at any depth (the workers' bots among them)."""
+        found: list[int] = []
+        queue = [process.pid for process in self.processes]
+        while queue:
+            children = child_pids(queue.pop())
+            found += children
+            queue += children
+        return found
+
     def stop(self) -> None:
+        descendants = self.descendants()
         for process in reversed(self.processes):
             self.kill(process, signal.SIGTERM)
         deadline = time.monotonic() + 10
@@ -72,9 +83,13 @@ class DaskCluster:
                 self.kill(process)
                 process.wait()
             self.kill(process)  # whatever the group still holds (a helper the nanny started)
-        # The workers' bots die with them (PR_SET_PDEATHSIG); this process, a subreaper once it has run a
-        # bot, inherits and reaps them.
-        reap_orphans(wait_s=1.0)
+        # The workers' bots die with them (PR_SET_PDEATHSIG, or their stdin closing), a moment later; this
+        # process, a subreaper once it has run a bot, inherits them: wait until each is gone, and reap it.
+        deadline = time.monotonic() + 10
+        while any(pid_alive(pid) for pid in descendants) and time.monotonic() < deadline:
+            reap_orphans(wait_s=0)
+            time.sleep(0.02)
+        reap_orphans(wait_s=0.2)
 
 
 def start_cluster(
