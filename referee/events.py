@@ -89,6 +89,7 @@ class GameFinished(_Event):
     stderr_tail: list[str] = Field(
         default_factory=list, description="On a forfeit: the last lines of the offender's stderr (as in the record)."
     )
+    worker: str | None = Field(default=None, description="The Dask worker that played it (null: played here).")
 
 
 class StandingsUpdated(_Event):
