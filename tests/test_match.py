@@ -582,6 +582,7 @@ def test_two_different_matches_never_share_an_output_directory(
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds the bot processes through /proc")
 def test_an_sprt_match_killed_with_sigkill_mid_pair_resumes_to_the_same_figures(tmp_path: Path) -> None:
+    from tests.conftest import reap_orphans
     from tests.test_tournament import alive, descendants, done_count, wait_until
 
     # Deterministic bots (the first legal move, slowly; random seeded by the game id): every game's result is
@@ -627,6 +628,7 @@ def test_an_sprt_match_killed_with_sigkill_mid_pair_resumes_to_the_same_figures(
         for pid in bots:
             if alive(pid):
                 os.killpg(pid, signal.SIGKILL)
+        reap_orphans()  # the killed referee's bots, re-parented to this process (a subreaper)
     before = done_count(out)
     assert before % 2 == 1 and not (out / "match.json").exists()
     resumed = subprocess.run(command(out), cwd=ROOT, capture_output=True, text=True, timeout=120)
