@@ -580,6 +580,7 @@ def test_two_different_matches_never_share_an_output_directory(
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds the bot processes through /proc")
 def test_an_sprt_match_killed_with_sigkill_mid_pair_resumes_to_the_same_figures(tmp_path: Path) -> None:
+    from tests.conftest import reap_orphans
     from tests.test_tournament import alive, descendants, done_count, wait_until
 
     # Deterministic bots (the first legal move, slowly; random seeded by the game id): every game's result is
@@ -618,6 +619,7 @@ def test_an_sprt_match_killed_with_sigkill_mid_pair_resumes_to_the_same_figures(
         referee.send_signal(signal.SIGKILL)
         referee.communicate(timeout=10)
         wait_until(lambda: not any(alive(pid) for pid in bots), 5, "the orphaned bots to exit on EOF")
+        reap_orphans(wait_s=0.5)  # they died with the referee (PR_SET_PDEATHSIG); this subreaper reaps them
     finally:
         if referee.poll() is None:
             referee.kill()
