@@ -244,6 +244,10 @@ class RunDisplay:
                 self._line(f"{text} [not scored: it is played again]")
             else:
                 self._line(f"[{event.games_done}/{event.games_total}] {text}")
+            if event.stderr_tail:
+                self._line("  the offender's last lines of stderr:")
+                for line in event.stderr_tail:
+                    self._line(f"    {line}")
             self._status()
         elif event.type == "statistics_updated":
             for line in format_statistics(event.statistics):

@@ -86,6 +86,10 @@ class GameFinished(_Event):
     scored: bool = Field(description="False for a void or aborted game, which is played again.")
     games_done: int
     games_total: int
+    stderr_tail: list[str] = Field(
+        default_factory=list, description="On a forfeit: the last lines of the offender's stderr (as in the record)."
+    )
+    worker: str | None = Field(default=None, description="The Dask worker that played it (null: played here).")
 
 
 class StandingsUpdated(_Event):

@@ -463,6 +463,8 @@ class Runner:
                 scored=scored,
                 games_done=len(self._results),
                 games_total=len(self.schedule),
+                stderr_tail=record.stderr_tail[-10:] if record.termination.is_forfeit else [],
+                worker=record.worker,
             )
         )
         statistics = self._statistics

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from protocol.kit import Clock, run_bot, send_info
 from protocol.rules import Move, Position
-from sample_bots.search import DEFAULT, SearchInfo, Settings, budget, choose_move, position_neighbors
+from sample_bots.search import DEFAULT, SearchInfo, Settings, Table, budget, choose_move, position_neighbors
 
 __all__ = ["main", "make_chooser", "moves_left_estimate", "run_search_bot", "seconds_for"]
 
@@ -77,6 +77,8 @@ class _Chooser:
         self.max_time = max_time
         self.settings = settings
         self.turns = 0
+        self.table: Table = {}
+        self.game: tuple[int, int, float, int] = (0, 0, 0.0, 0)
 
     def __call__(self, position: Position, clock: Clock) -> Move:
         self.turns += 1
@@ -84,7 +86,16 @@ class _Chooser:
         seconds = seconds_for(position, clock, self.max_time)
         # With only a per-move limit, time not used now is lost: search until the budget is spent.
         use_all = clock.my_ms is None and clock.move_limit_ms is not None
-        return choose_move(position, seconds, self.max_depth, seed, _report, use_all, self.settings).move
+        table = self._table(position) if self.settings.keep_table else None
+        return choose_move(position, seconds, self.max_depth, seed, _report, use_all, self.settings, table=table).move
+
+    def _table(self, position: Position) -> Table:
+        """This game's table: a new one when the board, the komi or a shorter history says a new game began."""
+        width, height, komi, moves = self.game
+        if (position.width, position.height, position.komi) != (width, height, komi) or len(position.history) < moves:
+            self.table = {}
+        self.game = (position.width, position.height, position.komi, len(position.history))
+        return self.table
 
 
 def main(argv: Sequence[str] | None = None) -> None:

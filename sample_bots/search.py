@@ -34,7 +34,7 @@ from typing import ClassVar
 from protocol.rules import BLACK, PASS, Cell, Move, Position
 from sample_bots.solver import SolveAborted, estimate_nodes, live_roots, solve
 
-__all__ = ["DEFAULT", "SearchInfo", "Searcher", "Settings", "budget", "choose_move"]
+__all__ = ["DEFAULT", "SearchInfo", "Searcher", "Settings", "Table", "budget", "choose_move"]
 
 _SOLVE_TT_LIMIT = 400_000
 _SOLVER_NODES_PER_SECOND = 50_000
@@ -71,9 +71,14 @@ class Settings:
     of the time affords: an endgame's roots lie in small groups, which solve 10 to 30 times faster."""
     root_width: int = 0
     """After the first iteration, search only this many root moves, the best of the last one (0: all)."""
+    keep_table: bool = False
+    """Keep the transposition table from one move to the next of a game (the bot passes it back in)."""
 
 
 DEFAULT = Settings()
+
+Table = dict[int, tuple[int, int, float, int, bool]]
+"""A transposition table: hash -> (depth, bound kind, score, best move, proven)."""
 
 
 class _Timeout(Exception):
@@ -135,7 +140,9 @@ class _Board:
 class Searcher:
     """Searches one position. Create one per move; `search` may be called once."""
 
-    def __init__(self, position: Position, seed: int | None = None, settings: Settings = DEFAULT) -> None:
+    def __init__(
+        self, position: Position, seed: int | None = None, settings: Settings = DEFAULT, table: Table | None = None
+    ) -> None:
         width, height = position.width, position.height
         self.cap_width = settings.cap_width
         self.quiet_width = settings.quiet_width
@@ -167,9 +174,12 @@ class Searcher:
         if self.stm < 0:
             h ^= self.zturn
         self.hash = h
-        self.tt: dict[int, tuple[int, int, float, int, bool]] = {}
+        # Keyed on the stems, the side to move and the passes: valid for every position of a game.
+        self.tt: Table = {} if table is None else table
         # Whether the value the last negamax or quiesce call returned is proven (see the module docstring).
         self.exact = False
+        # Interior nodes' move lists by position: each iteration of the deepening revisits the last one's nodes.
+        self.generated: dict[int, tuple[list[tuple[int, int]], list[tuple[int, int]]]] = {}
         self.killers: dict[int, list[int]] = {}
         self.history: dict[int, int] = {}
         self.nodes = 0
@@ -351,7 +361,12 @@ class Searcher:
                         return e_value
                 elif e_value <= alpha:
                     return e_value
-        caps, rest = self.generate()
+        generated = self.generated.get(key)
+        if generated is None:
+            if len(self.generated) >= _TT_LIMIT // 4:
+                self.generated.clear()
+            generated = self.generated[key] = self.generate()
+        caps, rest = generated
         if not caps and not rest:
             return self.terminal()
         order = self._order(caps, rest, tt_move, ply)
@@ -563,29 +578,32 @@ def choose_move(
     use_all: bool = False,
     settings: Settings = DEFAULT,
     solver_nodes: int | None = None,
+    table: Table | None = None,
 ) -> SearchInfo:
     """Search `position` for at most about `seconds` and return the best move found, checked legal.
 
     With few roots in play (`settings.solve_live_roots`), the exact solver tries first, within a share
     of the time (and `solver_nodes`, if given, so that tests need not depend on the machine's speed).
+    A `table` kept from the previous move of the same game gives the search a warm start.
     """
     # The search makes no reference cycles, so the cyclic collector has nothing to find; a full
     # collection over a large transposition table could stall a move by tens of milliseconds.
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        start = time.perf_counter()
         info = None
+        left = seconds
         live = 0 if position.is_over() else live_roots(position)
         share = settings.solve_share * max(seconds, 0.0)
         # Only when the solver likely finishes in its share: a failed try is time lost.
         if 0 < live <= settings.solve_live_roots and (
             solver_nodes is not None or estimate_nodes(live) <= settings.solve_reach * share * _SOLVER_NODES_PER_SECOND
         ):
+            start = time.perf_counter()
             info = _solve(position, start + share, solver_nodes, on_iteration)
-        if info is None:
             left = seconds - (time.perf_counter() - start)
-            info = Searcher(position, seed, settings).search(left, max_depth, on_iteration, use_all)
+        if info is None:
+            info = Searcher(position, seed, settings, table).search(left, max_depth, on_iteration, use_all)
     finally:
         if was_enabled:
             gc.enable()

@@ -19,7 +19,7 @@ from protocol.messages import Info, MoveReply, parse_bot_line
 from protocol.rules import PASS, Move, Position
 from sample_bots import greedy
 from sample_bots import search as search_module
-from sample_bots.alphabeta import moves_left_estimate, seconds_for
+from sample_bots.alphabeta import make_chooser, moves_left_estimate, seconds_for
 from sample_bots.search import budget, choose_move
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -299,3 +299,19 @@ def test_bot_process_plays_a_scripted_turn(module: str) -> None:
     move = replies[-1]
     assert isinstance(move, MoveReply)
     assert Position.from_moves(["b1a1"], 4, 4, 0.5).is_legal(Move.parse(move.move))
+
+
+def test_a_kept_table_carries_over_within_a_game_and_not_into_the_next() -> None:
+    choose = make_chooser(max_depth=2, settings=search_module.Settings(keep_table=True))
+    no_clock = clock(move_limit_ms=60_000)
+    position = Position(5, 5, 0.5)
+    for _ in range(4):
+        move = choose(position, no_clock)
+        assert position.is_legal(move)
+        position.push(move)
+    table = choose.table
+    assert table  # filled by the searches, and the same dict all game
+    choose(Position(5, 5, 0.5), no_clock)  # a shorter history: a new game
+    assert choose.table is not table
+    choose(Position(4, 4, 0.5), no_clock)  # another board: a new game
+    assert choose.table is not table

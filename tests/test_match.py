@@ -109,7 +109,9 @@ def test_a_bot_that_crashes_forfeits_and_is_restarted(tmp_path: Path, capsys: py
         check_record(record)
     # A broken process is not reused: game 2 had a new crasher process.
     assert pid_of(records[0].black.stderr_log) != pid_of(records[1].white.stderr_log)
-    assert "Score of crasher vs random: 0 - 2 - 0  [0.000] 2" in capsys.readouterr().out
+    text = capsys.readouterr().out
+    assert "Score of crasher vs random: 0 - 2 - 0  [0.000] 2" in text
+    assert "  the offender's last lines of stderr:\n    boom\n" in text
 
 
 @pytest.mark.parametrize(

@@ -188,6 +188,7 @@ def test_the_command_line_runs_resumes_and_writes_events(tmp_path: Path, capsys:
     assert main(argv) == 0
     first = capsys.readouterr()
     assert "Bot" in first.out and "files:" in first.out
+    assert "Score of a vs b: " in first.out and "Ptnml(0-2): [" in first.out  # two bots: the match statistics
     assert "tournament complete: 2 games (2 played now)" in first.err
     events = [parse_event(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
     assert events[0].type == "tournament_started"

@@ -208,7 +208,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from referee.display import RunDisplay
+    from referee.display import RunDisplay, format_statistics, format_verdict
+    from referee.match import head_to_head
     from referee.report import write_report_or_warn
     from referee.standings import to_text
 
@@ -222,6 +223,13 @@ def _run(args: argparse.Namespace) -> int:
         results_out = sys.stderr if args.events == "-" else sys.stdout
         results_out.write(table if table.endswith("\n") else table + "\n")
         results_out.write(f"files: {', '.join(str(p) for p in summary.files)}\n")
+        if summary.statistics is not None:  # two bots: what testers read, as a match prints it
+            first, second = plan.bot_names
+            statistics = head_to_head(first, second, summary.statistics)
+            lines = format_statistics(statistics)
+            if statistics.sprt is not None:
+                lines.append(format_verdict(statistics.sprt, first, second, statistics.games))
+            results_out.write("".join(f"{line}\n" for line in lines))
         if summary.workers:
             results_out.write("workers:\n" + "".join(f"  {line}\n" for line in summary.workers))
         results_out.write(write_report_or_warn(plan.out_dir) + "\n")
