@@ -13,7 +13,9 @@ later cannot start a bot, or whose games keep failing on the referee's side, is 
 a message: its games are void (played again elsewhere), never forfeits of healthy bots. A worker killed
 mid-game loses only its task: the scheduler runs it again on another worker. Each submission has its own
 task key, and the coordinator commits one result per scheduled game, so no game is counted twice. The
-scheduler going away stops the run (`ClusterLostError`); the database resumes it, on a cluster or not.
+scheduler going away, or the last worker, stops the run (`ClusterLostError`) with what is committed; the
+database resumes it, on a cluster or not. Each record names the worker that played it (`worker`), and
+`Cluster.summary_lines` gives each worker's games, times and its own latency per move.
 
 Dask is imported only when a cluster is used (the `cluster` extra: `pip install 'alternator-arena[cluster]'`).
 """
@@ -80,7 +82,8 @@ class ClusterError(Exception):
 
 
 class ClusterLostError(ClusterError):
-    """The scheduler went away during the run: it stops, and resumes when started again."""
+    """The cluster cannot go on with the run (its scheduler went away, no worker is left in it): the run
+    stops with what is committed, and resumes when started again."""
 
 
 # --- configuration ------------------------------------------------------------------------------------
@@ -577,7 +580,7 @@ class Cluster:
         stat.removed = why
         self.on_message(f"worker {address} is taken out of this run: {why}; its games are played on the others")
         if not self.healthy():
-            raise ClusterError(
+            raise ClusterLostError(
                 f"every worker of {self.config.address} is out of this run (last: {address}: {why}); fix the"
                 " workers and run the same command again to resume"
             )
@@ -712,7 +715,7 @@ class Cluster:
             elif alone_since is None:
                 alone_since = time.monotonic()
             elif time.monotonic() - alone_since > self.no_workers_grace_s:
-                raise ClusterError(
+                raise ClusterLostError(
                     f"the Dask scheduler at {self.config.address} has had no workers for"
                     f" {self.no_workers_grace_s:g} s; start workers (dask worker {self.config.address}) and run the"
                     " same command again to resume, or run it without --cluster"

@@ -272,6 +272,8 @@ def _alive(pid: int, start: int) -> bool:
 def _process_table() -> dict[int, tuple[int, int, int]]:
     """pid -> (parent pid, start time, CPU ticks) for every live process (zombies left out)."""
     table: dict[int, tuple[int, int, int]] = {}
+    if not os.path.isdir("/proc"):
+        return table  # no /proc (not Linux): only the process group is killed
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
@@ -328,6 +330,8 @@ def _reap_killed(killed: dict[int, int | None], wait_s: float = 0.5) -> None:
 def reap_session(leader: int, wait_s: float = 0.5) -> None:
     """Reap the referee's zombie children in the session or group `leader` started (a tool run with
     `start_new_session`, whose own children the subreaper inherits when it exits first)."""
+    if not os.path.isdir("/proc"):
+        return
     referee = os.getpid()
     deadline = time.monotonic() + wait_s
     while True:
@@ -611,6 +615,8 @@ class ProcessTree:
         """
         referee = os.getpid()
         left = False
+        if not os.path.isdir("/proc"):
+            return left
         ours = {pid for pid, _ in self._seen}
         if self.pid is not None:
             ours.add(self.pid)

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from protocol.messages import TimeControl
 from protocol.rules import Result
+from referee.latency import LatencySummary
 from referee.match import Ended, HeadToHead
 from referee.record import Termination
 from referee.standings import Standings
@@ -90,6 +91,7 @@ class GameFinished(_Event):
         default_factory=list, description="On a forfeit: the last lines of the offender's stderr (as in the record)."
     )
     stderr_log: str | None = Field(default=None, description="On a forfeit: the path of the offender's stderr log.")
+    worker: str | None = Field(default=None, description="The Dask worker that played it (null: played here).")
 
 
 class StandingsUpdated(_Event):
@@ -120,6 +122,11 @@ class TournamentFinished(_Event):
     out_dir: str
     standings: list[StandingRow]
     statistics: HeadToHead | None = Field(description="Two-bot runs: the statistics over the counted games.")
+    latency: LatencySummary | None = Field(
+        default=None,
+        description="The referee's measured lateness per move over this run's games (p50, p99, max) and the games"
+        " voided because the host was late, with a warning when they are more than a few percent.",
+    )
 
 
 Event = Annotated[

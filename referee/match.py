@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from referee.files import write_text_atomic
+from referee.latency import LatencySummary
 from referee.record import GameSettings
 from referee.sprt import MatchStatistics
 
@@ -152,6 +153,11 @@ class MatchSummary(BaseModel):
         " the opponent's CPU), over the games that measured it.",
     )
     games_file: str = Field(description="The records of the counted games, one JSON line each, in game order.")
+    latency: LatencySummary | None = Field(
+        default=None,
+        description="The referee's measured lateness per move over this run's games (p50, p99, max) and the games"
+        " voided because the host was late, with a warning when they are more than a few percent.",
+    )
     started_at: datetime = Field(description="When this run (the last resume) started, with its time zone.")
     finished_at: datetime = Field(description="When it ended, with its time zone.")
 

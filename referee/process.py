@@ -504,14 +504,14 @@ class ChildProcess:
     async def watch(self) -> None:
         """Return when the process has exited and been reaped (its return code then known)."""
         try:
-            pidfd = os.pidfd_open(self.pid)
+            pidfd = os.pidfd_open(self.pid) if hasattr(os, "pidfd_open") else None
         except OSError:
             pidfd = None
         try:
             if pidfd is not None:
                 await trio.lowlevel.wait_readable(pidfd)
                 self.popen.wait()
-            else:  # no pidfd (Linux < 5.3): poll
+            else:  # no pidfd (Linux < 5.3, other systems): poll
                 while self.popen.poll() is None:
                     await trio.sleep(0.01)
         finally:

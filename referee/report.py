@@ -15,9 +15,8 @@ import base64
 import gc
 import json
 import math
-import sys
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -111,12 +110,19 @@ def _load_run(out_dir: Path) -> Run:
             f"{out_dir}: neither {GAMES_FILE} nor {MATCH_FILE} nor game-*.json is there; give the output"
             " directory of a match or tournament (its --out)"
         )
-    if summary is not None or (match_files and not games_file.exists()):
+    return run_of(out_dir, records, errors, kind="match" if match_files and not games_file.exists() else None)
+
+
+def run_of(out_dir: Path, records: list[GameRecord], errors: list[str], *, kind: str | None = None) -> Run:
+    """The run these records of `out_dir` make: a match when match.json is there (or `kind` says so, as the
+    live feed does before match.json is written), else a tournament."""
+    match_file = out_dir / MATCH_FILE
+    summary = _read_match_summary(match_file) if match_file.exists() else None
+    if summary is not None or kind == "match":
         first_two = [str(summary["first"]), str(summary["second"])] if summary and "first" in summary else []
         return Run("match", out_dir, records, _merge(first_two, _bots_of(records)), summary, errors)
-    run = tournament_run(out_dir, records, errors)
-    run.bots = _merge(_field_of(out_dir), run.bots)  # bots that have not played yet are in the standings
-    return run
+    # Bots that have not played yet are in the standings.
+    return Run("tournament", out_dir, records, _merge(_field_of(out_dir), _bots_of(records)), errors=errors)
 
 
 def _read_match_summary(path: Path) -> dict[str, Any]:
@@ -156,10 +162,6 @@ def parse_jsonl(data: bytes, name: str, first_line: int = 1) -> tuple[list[GameR
             # A half-written last line of a killed run, or a record from another version: skip, say so.
             errors.append(f"{name} line {number}: not a game record ({_first_line(error)})")
     return records, errors
-
-
-def tournament_run(out_dir: Path, records: list[GameRecord], errors: list[str]) -> Run:
-    return Run("tournament", out_dir, records, _bots_of(records), errors=errors)
 
 
 def _field_of(out_dir: Path) -> list[str]:
@@ -584,16 +586,3 @@ def write_report_or_warn(out_dir: Path) -> str:
         return f"report: {write_report(out_dir)}"
     except Exception as error:  # a report bug must not turn a finished run into a failed one
         return f"warning: no report ({_first_line(error)}); the games are kept: run alternator report {out_dir}"
-
-
-def report_finisher(out_dir: Path) -> Callable[[object], list[Path]]:
-    """A runner's end-of-run hook: writes `out_dir/report.html` and returns it ([] and a warning if it failed)."""
-
-    def finish(summary: object) -> list[Path]:
-        line = write_report_or_warn(out_dir)
-        if line.startswith("warning"):
-            print(line, file=sys.stderr)
-            return []
-        return [out_dir / REPORT_FILE]
-
-    return finish

@@ -51,6 +51,7 @@ from referee.events import (
 )
 from referee.files import OutputDirError, disk_full_in, is_disk_full, prepare_output_dir, write_text_atomic
 from referee.game import run_game
+from referee.latency import LatencySummary, LatencyTally
 from referee.match import Ended, HeadToHead, head_to_head
 from referee.process import BotHost, BotProcess
 from referee.record import GameRecord, GameSettings, MoveRecord, Termination
@@ -68,7 +69,7 @@ from referee.recovery import (
 )
 from referee.schedule import ScheduledGame, make_schedule, pick_next
 from referee.sprt import CountedGame, MatchStatistics, PairCounter
-from referee.standings import ScoredGame, Standings, compute_standings, write_standings
+from referee.standings import ScoredGame, Standings, StandingsTally, write_standings
 from referee.store import DB_NAME, RunStore, StoreError, damaged_database
 
 LOG_DIR = "logs"
@@ -126,6 +127,7 @@ class RunSummary:
     error: str | None = None
     files: list[Path] = field(default_factory=list)
     workers: list[str] = field(default_factory=list)  # on a cluster: a line per worker
+    latency: LatencySummary | None = None  # the referee's lateness per move, and games void for it (this run)
 
     @property
     def interrupted(self) -> bool:
@@ -216,6 +218,8 @@ class Runner:
         self._ended: Ended | None = None
         self._error: str | None = None
         self._results: list[ScoredGame] = []
+        self._tally = StandingsTally()  # the same games, counted as they come: standings in ~1 ms at any size
+        self._latency = LatencyTally()  # this run's games
         self._counter = PairCounter(plan.sprt)
         self._statistics: HeadToHead | None = None  # two-bot runs: as of the last counted pair
         self._pending: list[ScheduledGame] = []
@@ -272,6 +276,7 @@ class Runner:
                 store.start(self.plan.fingerprint, self.schedule)
                 for number, black, white, result, termination, *cpu in store.finished():
                     self._results.append(ScoredGame(black, white, result, Termination(termination), *cpu))
+                    self._tally.add(self._results[-1])
                     self._count_pair(self._by_number[number], result)
                 self._rewrite_games_file()
             except LostGamesError as error:
@@ -335,6 +340,7 @@ class Runner:
                 statistics=self._counter.statistics() if self._two_bots else None,
                 error=self._error,
                 files=files,
+                latency=self._latency.summary(),
             )
             for finish in self.finishers:
                 summary.files.extend(finish(summary))
@@ -350,6 +356,7 @@ class Runner:
                     out_dir=str(self.out_dir),
                     standings=standing_rows(standings),
                     statistics=self._head_to_head(),
+                    latency=summary.latency,
                 )
             )
             return summary
@@ -442,6 +449,7 @@ class Runner:
                             record.white.off_turn_cpu_ms,
                         )
                     )
+                    self._tally.add(self._results[-1])
                 if self.decided:
                     self.stop("sprt")
         await self._finished(game, record, counts, pair_done, time.monotonic() - started)
@@ -531,6 +539,7 @@ class Runner:
         self, game: ScheduledGame, record: GameRecord, counts: bool, pair_done: bool, duration: float
     ) -> None:
         scored = record.termination.is_scored
+        self._latency.add(record)
         if counts:
             self._played_now += 1
         elif not scored:
@@ -564,6 +573,7 @@ class Runner:
                 games_total=len(self.schedule),
                 stderr_tail=record.stderr_tail[-10:] if record.termination.is_forfeit else [],
                 stderr_log=forfeit_stderr(record)[1],
+                worker=record.worker,
             )
         )
         statistics = self._statistics
@@ -606,7 +616,7 @@ class Runner:
         return self._statistics
 
     def _standings(self) -> Standings:
-        standings = compute_standings(self._results, self.plan.bot_names)
+        standings = self._tally.standings(self.plan.bot_names)
         statistics = self._head_to_head()
         return standings if statistics is None else standings.model_copy(update={"head_to_head": statistics})
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
@@ -30,8 +31,8 @@ from referee.report import (
     load_run,
     parse_jsonl,
     render_page,
+    run_of,
     summary_data,
-    tournament_run,
 )
 
 Scope = MutableMapping[str, Any]
@@ -57,6 +58,7 @@ class LiveState:
     feed_offset: int = 0
     feed_id: tuple[int, int] | None = None
     files_seen: tuple[Any, ...] | None = None
+    kind: str | None = None  # "match" or "tournament", as the feed's run_started says
     games_file: tuple[int, int] | None = None  # games.jsonl's inode and the end of what was read
     last_reload: float = -math.inf
 
@@ -92,7 +94,11 @@ class LiveState:
         (the tournament rewrites it whole at its start and end) is read from the start.
         """
         with gc_paused():
-            run = self._appended() or self._read_all()
+            try:
+                run = self._appended() or self._read_all()
+            except ReportError as error:
+                print(f"warning: {error}", file=sys.stderr)  # a broken match.json: keep what is shown
+                return
             self.summary = summary_data(run, live=True)
         self.run = run  # one assignment: the trio thread sees the old run or the new one
 
@@ -107,10 +113,10 @@ class LiveState:
             try:
                 return load_run(self.out_dir)
             except ReportError:
-                return Run("tournament", self.out_dir, [], [])  # nothing finished yet
+                return Run(self.kind or "tournament", self.out_dir, [], [])  # nothing finished yet
         complete = data.rfind(b"\n") + 1
         self.games_file = (stat.st_ino, complete)
-        return tournament_run(self.out_dir, *parse_jsonl(data[:complete], GAMES_FILE))
+        return run_of(self.out_dir, *parse_jsonl(data[:complete], GAMES_FILE), kind=self.kind)
 
     def _appended(self) -> Run | None:
         """The run with the lines appended to games.jsonl since the last read; None: read it all again."""
@@ -130,7 +136,7 @@ class LiveState:
         complete = data.rfind(b"\n") + 1
         records, errors = parse_jsonl(data[:complete], GAMES_FILE)
         self.games_file = (inode, offset + complete)
-        return tournament_run(self.out_dir, [*self.run.records, *records], [*self.run.errors, *errors])
+        return run_of(self.out_dir, [*self.run.records, *records], [*self.run.errors, *errors], kind=self.kind)
 
     def detail(self, number: int) -> dict[str, Any] | None:
         if self.run is None or not 1 <= number <= len(self.run.records):
@@ -167,6 +173,8 @@ class LiveState:
 
     def apply(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
+        if kind == "run_started" and isinstance(event.get("kind"), str):
+            self.kind = event["kind"]
         if kind in ("run_started", "run_finished"):
             self.end_all_live()
         elif kind == "game_started":

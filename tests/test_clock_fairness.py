@@ -8,6 +8,7 @@ real bot answers at once, and never uses autojump_clock.
 
 from __future__ import annotations
 
+import json
 import sys
 import textwrap
 import time
@@ -17,6 +18,7 @@ import pytest
 import trio
 import trio.testing
 
+from referee import process
 from referee.botspec import BotSpec
 from referee.cli import main
 from referee.clock import parse_time_control
@@ -307,3 +309,44 @@ async def test_a_reply_read_while_the_loop_is_blocked_is_charged_when_it_came(
     assert first_after > 0
     assert 100 <= record.moves[first_after].elapsed_ms < 500
     assert all(move.elapsed_ms < 500 for move in record.moves)
+
+
+# -- latency in the summaries, and the bound on games voided for the host ---------------------------------------
+
+TESTBOT = Path(__file__).parent / "bots" / "testbot.py"
+
+
+def test_a_match_reports_the_referee_latency(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "m"
+    argv = ["match", "--black", "random", "--white", "greedy", "--size", "3x3", "--games", "2", "--out", str(out)]
+    assert main(argv) == 0
+    summary = json.loads((out / "match.json").read_text())
+    latency = summary["latency"]
+    assert latency["moves"] > 0 and latency["games"] == 2 and latency["void_for_lag"] == 0
+    assert 0 <= latency["p50_ms"] <= latency["p99_ms"] <= latency["max_ms"]
+    assert latency["warning"] is None
+    assert "referee latency per move: p50 " in capsys.readouterr().out
+    moves = [json.loads(line)["moves"] for line in (out / "games.jsonl").read_text().splitlines()]
+    assert all(move["latency_ms"] is not None and move["latency_ms"] >= 0 for game in moves for move in game)
+
+
+def test_games_voided_for_the_host_are_replayed_then_the_run_stops_about_the_machine(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every move of the slow bot is 50 ms or more over its 100 ms, and the referee "measured" 10 s of its own
+    # lateness in every move: every game is void, replayed, and the run stops at the bound.
+    monkeypatch.setattr(process, "host_lag_monitor", lambda: ConstantLag(10_000 * MS))
+    slow = f"name=slow cmd='python3 {TESTBOT} slow 150'"
+    out = tmp_path / "m"
+    argv = ["match", "--black", slow, "--white", "random", "--movetime", "0.1", "--size", "3x3", "--games", "2"]
+    assert main([*argv, "--out", str(out), "-j1"]) == 1
+    captured = capsys.readouterr()
+    err, text = captured.err, captured.out + captured.err
+    assert "this machine cannot play it fairly now" in err and "void, the host was late" in err
+    assert "because the host was late" in text
+    summary = json.loads((out / "match.json").read_text())
+    assert summary["ended"] == "error"
+    latency = summary["latency"]
+    assert latency["void_for_lag"] == latency["games"] >= 3
+    assert "Lower --concurrency, raise the time control, or add --margin-ms" in latency["warning"]
+    assert "WARNING: 3 of 3 games (100.0%) were void because the host was late" in text

@@ -32,7 +32,7 @@ from referee.cluster import ClusterConfig, normalize_address
 from referee.config import ConfigError, RunPlan, parse_config, resolve_plan
 from referee.events import Event
 from referee.runner import Runner, RunSummary
-from tests.conftest import reap_orphans
+from tests.conftest import child_pids, pid_alive, reap_orphans
 
 HAVE_DASK = importlib.util.find_spec("distributed") is not None
 needs_dask = pytest.mark.skipif(not HAVE_DASK, reason="dask is not installed (pip install 'alternator-arena[cluster]')")
@@ -61,7 +61,18 @@ class DaskCluster:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, sig)
 
+    def descendants(self) -> list[int]:
+        """Every process the cluster's processes started, at any depth (the workers' bots among them)."""
+        found: list[int] = []
+        queue = [process.pid for process in self.processes]
+        while queue:
+            children = child_pids(queue.pop())
+            found += children
+            queue += children
+        return found
+
     def stop(self) -> None:
+        descendants = self.descendants()
         for process in reversed(self.processes):
             self.kill(process, signal.SIGTERM)
         deadline = time.monotonic() + 10
@@ -72,9 +83,13 @@ class DaskCluster:
                 self.kill(process)
                 process.wait()
             self.kill(process)  # whatever the group still holds (a helper the nanny started)
-        # The workers' bots die with them (PR_SET_PDEATHSIG); this process, a subreaper once it has run a
-        # bot, inherits and reaps them.
-        reap_orphans(wait_s=1.0)
+        # The workers' bots die with them (PR_SET_PDEATHSIG, or their stdin closing), a moment later; this
+        # process, a subreaper once it has run a bot, inherits them: wait until each is gone, and reap it.
+        deadline = time.monotonic() + 10
+        while any(pid_alive(pid) for pid in descendants) and time.monotonic() < deadline:
+            reap_orphans(wait_s=0)
+            time.sleep(0.02)
+        reap_orphans(wait_s=0.2)
 
 
 def start_cluster(
@@ -271,6 +286,68 @@ def _random() -> BotSpec:
     return BotSpec(name="random", command=[sys.executable, "-m", "sample_bots.random"])
 
 
+class _Finished:
+    """A Dask future whose task has finished (for a coordinator without a cluster)."""
+
+    def __init__(self, reply: object) -> None:
+        self.reply = reply
+
+    def result(self, timeout: float | None = None) -> object:
+        return self.reply
+
+    def cancel(self) -> None:
+        pass
+
+
+class _ScriptedClient:
+    """Two one-thread workers; each submitted game is answered by the next scripted reply."""
+
+    status = "running"
+
+    def __init__(self, replies: list[object]) -> None:
+        self.replies = replies
+        self.restrictions: list[object] = []
+
+    def submit(self, function: object, job: object, **options: object) -> _Finished:
+        self.restrictions.append(options.get("workers"))
+        return _Finished(self.replies.pop(0))
+
+    def scheduler_info(self, n_workers: int = -1) -> dict[str, object]:
+        return {"workers": {"tcp://w1:1": {"nthreads": 1}, "tcp://w2:1": {"nthreads": 1}}}
+
+
+@needs_dask
+async def test_a_worker_whose_games_keep_failing_is_taken_out() -> None:
+    """Three void games in a row on a worker take it out of the run; its void games are never scored, and
+    later games go to the other workers only."""
+    from referee.clock import parse_time_control
+    from referee.cluster import WORKER_FAILURE_LIMIT, Cluster, ClusterLostError, WorkerReply, _void_record
+    from referee.record import GameSettings
+
+    settings = GameSettings(time_control=parse_time_control("10+0"))
+    a, b = (BotSpec(name=name, command=["bot"]) for name in "ab")
+    void = _void_record("g", a, b, settings, "the referee failed", "tcp://w1:1").model_dump_json()
+    replies: list[object] = [WorkerReply("tcp://w1:1", void) for _ in range(WORKER_FAILURE_LIMIT)]
+    messages: list[str] = []
+    client = _ScriptedClient(replies)
+    cluster = Cluster(client, ClusterConfig(address="tcp://scheduler:8786"), messages.append)  # type: ignore[arg-type]
+    assert cluster.slots == 2 and cluster.in_flight == 4
+    for number in range(WORKER_FAILURE_LIMIT):
+        record = await cluster.play(f"g{number}", a, b, settings)
+        assert record.termination == "void" and not record.termination.is_scored
+    assert messages == [
+        f"worker tcp://w1:1 is taken out of this run: its last {WORKER_FAILURE_LIMIT} games failed (last: void: not"
+        " played on the cluster: the referee failed; the game is not scored); its games are played on the others"
+    ]
+    assert cluster.slots == 1
+    assert client.restrictions == [None] * WORKER_FAILURE_LIMIT
+    client.replies.append(WorkerReply("tcp://w2:1", None, failure="cannot start bot 'a': program 'bot' not found"))
+    with pytest.raises(ClusterLostError, match="every worker of tcp://scheduler:8786 is out of this run"):
+        await cluster.play("g9", a, b, settings)
+    assert client.restrictions[-1] == ["tcp://w2:1"]  # only the healthy worker
+    assert messages[-1].startswith("worker tcp://w2:1 is taken out of this run: cannot start bot 'a'")
+
+
 # --- real clusters --------------------------------------------------------------------------------------
 
 
@@ -292,9 +369,13 @@ async def test_tournament_survives_a_worker_killed_mid_game(
     killed: list[str] = []
     finished = trio.Event()
 
+    played_on: set[str | None] = set()
+
     def on_event(event: Event) -> None:
-        if event.type == "game_finished" and event.games_done >= 2:
-            finished.set()
+        if event.type == "game_finished":
+            played_on.add(event.worker)
+            if event.games_done >= 2:
+                finished.set()
 
     tournament = Runner(plan, on_event=on_event, cluster=cluster)
     try:
@@ -324,6 +405,7 @@ async def test_tournament_survives_a_worker_killed_mid_game(
     assert done == list(range(1, 13))
     assert sorted(record["game_id"] for record in records) == [f"g{n:04d}" for n in range(1, 13)]
     assert {record["worker"] for record in records} <= {killed[0], survivor}
+    assert survivor in played_on and played_on <= {killed[0], survivor}  # game_finished events name the worker
     assert all(record["termination"] == "normal" for record in records)
     # A worker keeps its bot processes between games: one process per bot on the survivor (its stderr log).
     for name in ("slow", "random", "greedy"):
@@ -411,7 +493,7 @@ async def test_coordinator_killed_then_scheduler_lost_then_resumed_locally(
 def test_a_worker_that_cannot_start_a_bot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The preflight names the worker and the bot; in a run, such a worker is taken out and forfeits nothing."""
     from referee.clock import parse_time_control
-    from referee.cluster import Cluster, ClusterError
+    from referee.cluster import Cluster, ClusterLostError
     from referee.record import GameSettings
 
     # A bot program on the first worker's PATH only: installed on one machine, missing on the other.
@@ -466,7 +548,7 @@ def test_a_worker_that_cannot_start_a_bot(tmp_path: Path, capsys: pytest.Capture
             black, white = (BotSpec(name=name, command=[sys.executable, "-m", "sample_bots.random"]) for name in "ab")
             settings = GameSettings(time_control=parse_time_control("10+0"))
             try:
-                with pytest.raises(ClusterError) as caught:
+                with pytest.raises(ClusterLostError) as caught:
                     await coordinator.play("g0001", black, white, settings)
             finally:
                 await coordinator.close()
@@ -529,3 +611,48 @@ def test_tls_cluster_from_a_config_table(tmp_path: Path, capsys: pytest.CaptureF
         assert "workers:\n  tls://127.0.0.1:" in captured.out
     finally:
         cluster.stop()
+
+
+@needs_dask
+def test_sprt_match_on_a_cluster_survives_a_killed_worker(
+    tmp_path: Path, dask_cluster: DaskCluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`alternator match --sprt --cluster`: a worker's process group killed mid-run; the SPRT still counts
+    every committed game once and stops at its verdict."""
+    import threading
+
+    out = tmp_path / "match"
+    killed: list[str] = []
+    done_at_kill: list[int] = []
+    finished = threading.Event()
+
+    def kill_a_worker_after_some_games() -> None:
+        while done_count(out) < 4 and not finished.is_set():
+            time.sleep(0.005)
+        if finished.is_set():
+            return
+        address, process = next(iter(dask_cluster.workers.items()))
+        dask_cluster.kill(process)
+        killed.append(address)
+        done_at_kill.append(done_count(out))
+
+    killer = threading.Thread(target=kill_a_worker_after_some_games)
+    killer.start()
+    try:
+        argv = ["match", "--black", "greedy", "--white", "random", "--size", "5", "--tc", "10+0", "--games", "200"]
+        argv += ["--openings-plies", "2", "--sprt", "elo0=0", "elo1=300", "alpha=0.1", "beta=0.1"]
+        code = main([*argv, "--out", str(out), "--cluster", dask_cluster.address])
+    finally:
+        finished.set()
+        killer.join()
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    summary = json.loads((out / "match.json").read_text())
+    assert summary["ended"] == "sprt", summary["ended"]
+    done, records = stored_games(out)
+    ids = [record["game_id"] for record in records]
+    assert len(ids) == len(set(ids)) == len(done) >= 4
+    assert killed and len(done) > done_at_kill[0], "the worker was killed after the match"
+    assert {record["worker"] for record in records} <= set(dask_cluster.workers)
+    survivor = next(address for address in dask_cluster.workers if address not in killed)
+    assert f"{survivor}: " in captured.out + captured.err

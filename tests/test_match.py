@@ -582,6 +582,7 @@ def test_two_different_matches_never_share_an_output_directory(
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds the bot processes through /proc")
 def test_an_sprt_match_killed_with_sigkill_mid_pair_resumes_to_the_same_figures(tmp_path: Path) -> None:
+    from tests.conftest import reap_orphans
     from tests.test_tournament import alive, descendants, done_count, wait_until
 
     # Deterministic bots (the first legal move, slowly; random seeded by the game id): every game's result is
@@ -620,6 +621,7 @@ def test_an_sprt_match_killed_with_sigkill_mid_pair_resumes_to_the_same_figures(
         referee.send_signal(signal.SIGKILL)
         referee.communicate(timeout=10)
         wait_until(lambda: not any(alive(pid) for pid in bots), 5, "the orphaned bots to exit on EOF")
+        reap_orphans(wait_s=0.5)  # they died with the referee (PR_SET_PDEATHSIG); this subreaper reaps them
     finally:
         if referee.poll() is None:
             referee.kill()
@@ -627,6 +629,7 @@ def test_an_sprt_match_killed_with_sigkill_mid_pair_resumes_to_the_same_figures(
         for pid in bots:
             if alive(pid):
                 os.killpg(pid, signal.SIGKILL)
+        reap_orphans()  # the killed referee's bots, re-parented to this process (a subreaper)
     before = done_count(out)
     assert before % 2 == 1 and not (out / "match.json").exists()
     resumed = subprocess.run(command(out), cwd=ROOT, capture_output=True, text=True, timeout=120)

@@ -78,7 +78,7 @@ function renderStandings() {
     el("th", { title: "mean time per move, as the referee measured it" }, "ms/move"),
     el("th", { title: "95th percentile of the time per move" }, "p95 ms"), el("th", { title: "longest move" }, "max ms"),
     hasCpu ? el("th", { title: "CPU time during its own turns" }, "CPU s") : null,
-    hasCpu ? el("th", { title: "CPU time during its opponent's turns (pondering)" }, "off-turn CPU s") : null,
+    hasCpu ? el("th", { title: "CPU time during its opponent's turns (pondering)" }, "CPU s off turn") : null,
     hasLag ? el("th", { title: "the referee's own mean lateness during its moves (not charged)" }, "referee lag ms") : null);
   const rows = st.rows.map((r) => el("tr", { "data-bot": r.name },
     el("td", {}, r.rank), el("td", { class: "name" }, r.name), el("td", {}, r.games), el("td", {}, r.w), el("td", {}, r.d), el("td", {}, r.l),

@@ -333,10 +333,11 @@ def exit_status(summary: RunSummary | None, display: RunDisplay, out_dir: Path, 
         display.message(f"stopped before the first game; nothing was recorded in {out_dir}")
         return 130
     if summary.void_games:
-        display.message(
-            f"{summary.void_games} void game(s) (the referee's own failure; see the bots' logs):"
-            " they are never scored and are played again"
-        )
+        late = summary.latency.void_for_lag if summary.latency is not None else 0
+        why = "the referee's own failure; see the bots' logs"
+        if late:
+            why = f"{late} because the host was late (see the reasons in the records), the rest {why}"
+        display.message(f"{summary.void_games} void game(s) ({why}): they are never scored and are played again")
     if summary.ended == "error":
         print(f"alternator {name}: error: {summary.error}", file=sys.stderr)
         return 1

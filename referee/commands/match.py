@@ -311,6 +311,7 @@ def _run(args: argparse.Namespace) -> int:
     from referee.botspec import BotSpecError
     from referee.config import ConfigError, parse_config, resolve_plan
     from referee.display import RunDisplay, format_statistics, format_verdict
+    from referee.latency import latency_text
     from referee.match import SUMMARY_VERSION, MatchSummary, head_to_head, write_summary
     from referee.record import GameSettings
     from referee.report import write_report_or_warn
@@ -349,6 +350,8 @@ def _run(args: argparse.Namespace) -> int:
         if cpu:
             shown = ", ".join(f"{name} {cpu[name]:.1f} s" for name in (first, second) if name in cpu)
             display.message(f"  CPU used during the opponent's turns (pondering, or taking its CPU): {shown}")
+        if summary.latency is not None:
+            display.message(latency_text(summary.latency))
         settings = GameSettings(
             width=plan.width,
             height=plan.height,
@@ -371,6 +374,7 @@ def _run(args: argparse.Namespace) -> int:
             void_games=summary.void_games,
             off_turn_cpu_s=cpu,
             games_file="games.jsonl",
+            latency=summary.latency,
             started_at=started,
             finished_at=datetime.now().astimezone(),
         )

@@ -209,6 +209,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from referee.display import RunDisplay, format_statistics, format_verdict
+    from referee.latency import latency_text
     from referee.match import head_to_head
     from referee.report import write_report_or_warn
     from referee.standings import to_text
@@ -231,6 +232,8 @@ def _run(args: argparse.Namespace) -> int:
             if statistics.sprt is not None:
                 lines.append(format_verdict(statistics.sprt, first, second, statistics.games))
             results_out.write("".join(f"{line}\n" for line in lines))
+        if summary.latency is not None:
+            results_out.write(latency_text(summary.latency) + "\n")
         if summary.workers:
             results_out.write("workers:\n" + "".join(f"  {line}\n" for line in summary.workers))
         results_out.write(write_report_or_warn(plan.out_dir) + "\n")
