@@ -245,18 +245,33 @@ class _Game:
         window = bot.lag_source.open(start, watch)
         try:
             await bot.send_turn(line)
+            if watch is not None:
+                watch.written = True
             infos: deque[Info] = deque(maxlen=MAX_INFOS_PER_MOVE)
             deadline = None if limit_ns is None else start + limit_ns
             reply, infos_seen = await self._await_move(bot, start, deadline, window, infos)
             end = bot.last_line_ns if reply is not None else bot.now_ns()
             lag_ns = max(window.lag_ns(end), bot.last_line_delay_ns if reply is not None else 0)
             before_read_ns = window.wait_before_read_ns()
+            before_write_ns = 0
+            if watch is not None and reply is not None:
+                # The host may stop the bot between the end of its own clock and its write (`ReadWatch`).
+                before_write_ns = watch.wait_before_write_ns(end, bot.cpu_wait_ns())
         finally:
             window.close()
         charge = clock.charge(color, end - start, timed_out=reply is None)
         if not charge.in_time:
             bot_wait_ns = _cpu_wait_since(bot, waited)
-            self._late(color, charge, limit_ns or 0, lag_ns, before_read_ns, bot_wait_ns, answered=reply is not None)
+            self._late(
+                color,
+                charge,
+                limit_ns or 0,
+                lag_ns,
+                before_read_ns,
+                bot_wait_ns,
+                answered=reply is not None,
+                before_write_ns=before_write_ns,
+            )
         assert reply is not None
         text = reply.move
         try:
@@ -334,6 +349,7 @@ class _Game:
         bot_wait_ns: int,
         *,
         answered: bool,
+        before_write_ns: int = 0,
     ) -> NoReturn:
         """A move past its deadline: a loss on time, or a void game if the host was later than the bot.
 
@@ -341,7 +357,8 @@ class _Game:
         `excess`. The host spoiled the move, and the game is void (never a forfeit for the host's delay), when
         the referee measured more lateness of its own during the move (`lag_ns`), or the host kept the bot from
         reading its turn for longer (`before_read_ns`: its wait for a CPU before it read, so before its own
-        clock could start). The bot's wait for a CPU while it thinks (`bot_wait_ns`) is only reported: a bot
+        clock could start), or kept it off a CPU just before its move arrived (`before_write_ns`: after its own
+        clock stopped). The bot's wait for a CPU while it thinks (`bot_wait_ns`) is only reported: a bot
         that budgets by the wall clock absorbs being preempted then, so it does not show the host made it late.
         """
         clock = self.clock
@@ -349,7 +366,7 @@ class _Game:
         excess = charge.elapsed_ns - limit_ns
         margin = f" (a {_fmt_ms(clock.margin_ns)} margin was allowed)" if clock.margin_ns else ""
         what = "no move after" if not answered else "took"
-        if answered and max(lag_ns, before_read_ns) > excess:
+        if answered and max(lag_ns, before_read_ns, before_write_ns) > excess:
             pressure = cpu_pressure()
             host = "" if pressure is None else f"; CPU pressure on the host: {pressure:g}% over the last 10 s"
             causes = []
@@ -357,12 +374,14 @@ class _Game:
                 causes.append(f"the referee measured {_fmt_ms(lag_ns)} of its own lateness during that move")
             if before_read_ns > excess:
                 causes.append(f"the host kept the bot from reading its turn for {_fmt_ms(before_read_ns)}")
+            if before_write_ns > excess:
+                causes.append(f"the host kept the bot off a CPU for {_fmt_ms(before_write_ns)} just before its move")
             raise _HostLate(
                 f"void, the host was late: {color} ({self._bot_names[color]}) {what}"
                 f" {_fmt_ms(charge.elapsed_ns)}, {_fmt_ms(charge.overrun_ns)} over its {_fmt_ms(allowed)}{margin},"
                 f" but {' and '.join(causes)}{host}; the game is not scored and is played again",
                 overrun_ms=charge.overrun_ns / NS_PER_MS,
-                lag_ms=max(lag_ns, before_read_ns) / NS_PER_MS,
+                lag_ms=max(lag_ns, before_read_ns, before_write_ns) / NS_PER_MS,
             )
         bot = self.bots[color]
         reason = (

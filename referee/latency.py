@@ -64,6 +64,10 @@ class ReadWatch:
     `unread()` is the number of bytes still in the bot's input pipe; `cpu_wait()` the bot's total run-queue
     time (ns, None if unknown); `start_wait` that total at the move's start. The monitor thread sees the input
     emptied at its next wake (within a period) and notes the bot's wait since the start.
+
+    It also samples the bot's total wait at every wake while the move runs, so that the game can tell how long
+    the host kept the bot off a CPU just before its move arrived (`wait_before_write_ns`): a bot stopped by the
+    host between the end of its own clock and its write is otherwise charged for that wait with no evidence.
     """
 
     unread: Callable[[], int]
@@ -71,12 +75,31 @@ class ReadWatch:
     start_wait: int
     read_seen_ns: int | None = None
     wait_before_read_ns: int = 0
+    samples: tuple[tuple[int, int], ...] = ()
+    """The last two (monotonic ns, bot's total wait ns) samples of the monitor, oldest first."""
+    written: bool = False
+    """Set by the game once the turn is written: an empty pipe before that is not a read."""
 
     def check(self, now_ns: int) -> None:
-        if self.read_seen_ns is None and self.unread() == 0:
-            total = self.cpu_wait()
+        total = self.cpu_wait()
+        if total is not None:
+            self.samples = (*self.samples[-1:], (now_ns, total))
+        if self.written and self.read_seen_ns is None and self.unread() == 0:
             self.read_seen_ns = now_ns
             self.wait_before_read_ns = 0 if total is None else max(0, total - self.start_wait)
+
+    def wait_before_write_ns(self, end_ns: int, total_now: int | None) -> int:
+        """The bot's wait for a CPU between the monitor's last sample before `end_ns` (its move's arrival) and
+        now (`total_now`, sampled just after the arrival); 0 if unknown.
+
+        The kernel adds a wait to the total when the task gets the CPU back, so a bot stopped for 10 ms just
+        before it wrote shows a 10 ms step after the last sample. Without a sample before the arrival (the
+        monitor was itself late, which it reports as lag) it is 0.
+        """
+        before = [total for at, total in self.samples if at <= end_ns]
+        if total_now is None or not before:
+            return 0
+        return max(0, total_now - before[-1])
 
 
 class LagWindow(Protocol):

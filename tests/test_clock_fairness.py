@@ -264,6 +264,11 @@ async def test_a_bot_kept_from_reading_its_turn_longer_than_its_overrun_is_not_f
 def test_a_read_watch_notes_the_bot_s_wait_when_its_input_is_emptied() -> None:
     unread, total = [120], [5_000]
     watch = ReadWatch(lambda: unread[0], lambda: total[0], start_wait=1_000)
+    unread[0] = 0
+    watch.check(5)
+    assert watch.read_seen_ns is None  # an empty pipe before the turn is written is not a read
+    unread[0] = 120
+    watch.written = True
     watch.check(10)
     assert watch.read_seen_ns is None and watch.wait_before_read_ns == 0  # not read yet
     unread[0] = 0
@@ -272,6 +277,21 @@ def test_a_read_watch_notes_the_bot_s_wait_when_its_input_is_emptied() -> None:
     watch.check(30)
     seen: tuple[int | None, int] = (watch.read_seen_ns, watch.wait_before_read_ns)
     assert seen == (20, 4_000)
+
+
+def test_a_read_watch_measures_the_bot_s_wait_just_before_its_move_arrived() -> None:
+    total = [1_000]
+    watch = ReadWatch(lambda: 0, lambda: total[0], start_wait=1_000, written=True)
+    assert watch.wait_before_write_ns(50, 9_000) == 0  # no sample before the arrival: unknown
+    watch.check(10)
+    total[0] = 3_000  # a wait while it thinks: before the last sample, not counted
+    watch.check(20)
+    watch.check(30)  # the bot is off a CPU from here (its total only grows when it runs again)
+    assert watch.wait_before_write_ns(40, 3_000 + 8_000_000) == 8_000_000
+    watch.check(45)  # a sample after the arrival is not the baseline
+    total[0] = 8_003_000
+    assert watch.wait_before_write_ns(40, 8_003_000) == 8_000_000
+    assert watch.wait_before_write_ns(40, None) == 0
 
 
 # -- a busy event loop is not charged to a bot whose reply came in time ------------------------------------------
