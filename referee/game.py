@@ -52,6 +52,10 @@ MAX_INFOS_PER_MOVE = 16
 """Info messages kept per move: the last ones (the deepest search); the earlier ones are only counted."""
 INFO_BUDGET_CHARS = 1 << 20
 """Info kept per side per game, in characters (roughly; see `_info_chars`): bounds a record whatever a bot sends."""
+HELD_CHECK_NS = 500_000
+"""Past its deadline, a bot ready to run whose CPU time does not move in this long is held off a CPU by the host."""
+HELD_MAX_NS = 1_000_000_000
+"""How long past its deadline a bot held off a CPU is waited for (or its time per move, if longer)."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +103,17 @@ def _info_chars(info: Info) -> int:
 def _fmt_ms(ns: int) -> str:
     ms = ns / NS_PER_MS
     return f"{ms:.1f} ms" if ms < 10 else f"{ms:.0f} ms"
+
+
+async def _held_off_cpu(bot: BotChannel) -> bool:
+    """Whether the host keeps the bot off a CPU right now: its main thread is ready to run over `HELD_CHECK_NS`
+    but its CPU time does not move (a bot that runs, or sleeps, or cannot be watched is not held)."""
+    first = bot.cpu_sample()
+    if first is None or not first[0]:
+        return False
+    await trio.sleep(HELD_CHECK_NS / 1e9)
+    second = bot.cpu_sample()
+    return second is not None and second[0] and second[1] - first[1] < HELD_CHECK_NS // 10
 
 
 def _cpu_wait_since(bot: BotChannel, waited: int | None) -> int:
@@ -245,10 +260,11 @@ class _Game:
         window = bot.lag_source.open(start, watch)
         try:
             await bot.send_turn(line)
-            if watch is not None:
-                watch.written = True
             infos: deque[Info] = deque(maxlen=MAX_INFOS_PER_MOVE)
             deadline = None if limit_ns is None else start + limit_ns
+            if watch is not None:
+                watch.deadline_ns = deadline
+                watch.written = True
             reply, infos_seen = await self._await_move(bot, start, deadline, window, infos)
             end = bot.last_line_ns if reply is not None else bot.now_ns()
             lag_ns = max(window.lag_ns(end), bot.last_line_delay_ns if reply is not None else 0)
@@ -366,22 +382,25 @@ class _Game:
         excess = charge.elapsed_ns - limit_ns
         margin = f" (a {_fmt_ms(clock.margin_ns)} margin was allowed)" if clock.margin_ns else ""
         what = "no move after" if not answered else "took"
-        if answered and max(lag_ns, before_read_ns, before_write_ns) > excess:
+        kept_ns = before_read_ns + before_write_ns  # disjoint waits of the bot (`ReadWatch`): they add up
+        if answered and max(lag_ns, kept_ns) > excess:
             pressure = cpu_pressure()
             host = "" if pressure is None else f"; CPU pressure on the host: {pressure:g}% over the last 10 s"
             causes = []
             if lag_ns > excess:
                 causes.append(f"the referee measured {_fmt_ms(lag_ns)} of its own lateness during that move")
-            if before_read_ns > excess:
+            if kept_ns > excess and before_read_ns:
                 causes.append(f"the host kept the bot from reading its turn for {_fmt_ms(before_read_ns)}")
-            if before_write_ns > excess:
-                causes.append(f"the host kept the bot off a CPU for {_fmt_ms(before_write_ns)} just before its move")
+            if kept_ns > excess and before_write_ns:
+                causes.append(
+                    f"the host kept the bot off a CPU for {_fmt_ms(before_write_ns)} between its deadline and its move"
+                )
             raise _HostLate(
                 f"void, the host was late: {color} ({self._bot_names[color]}) {what}"
                 f" {_fmt_ms(charge.elapsed_ns)}, {_fmt_ms(charge.overrun_ns)} over its {_fmt_ms(allowed)}{margin},"
                 f" but {' and '.join(causes)}{host}; the game is not scored and is played again",
                 overrun_ms=charge.overrun_ns / NS_PER_MS,
-                lag_ms=max(lag_ns, before_read_ns, before_write_ns) / NS_PER_MS,
+                lag_ms=max(lag_ns, kept_ns) / NS_PER_MS,
             )
         bot = self.bots[color]
         reason = (
@@ -445,7 +464,12 @@ class _Game:
                 if deadline is not None and now >= deadline + grace:
                     lag = max(window.lag_ns(now), window.wait_before_read_ns())
                     if now - deadline >= lag:
-                        return None, seen
+                        held = now - deadline < max(deadline - start, HELD_MAX_NS) and await _held_off_cpu(bot)
+                        if not held:
+                            return None, seen
+                        # Ready to run but not running: the host, not the bot, is late (`_late` judges the
+                        # reply by the bot's wait for a CPU just before it). Listen a little longer.
+                        lag = bot.now_ns() - deadline + HELD_CHECK_NS
                     grace = lag  # the referee was late itself: give the bot as long again
                     continue
                 if now < check_at:

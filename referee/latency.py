@@ -66,8 +66,9 @@ class ReadWatch:
     emptied at its next wake (within a period) and notes the bot's wait since the start.
 
     It also samples the bot's total wait at every wake while the move runs, so that the game can tell how long
-    the host kept the bot off a CPU just before its move arrived (`wait_before_write_ns`): a bot stopped by the
-    host between the end of its own clock and its write is otherwise charged for that wait with no evidence.
+    the host kept the bot off a CPU from its deadline until its move arrived (`wait_before_write_ns`): a bot
+    stopped by the host after its own clock stopped, often several times (each of its writes wakes a referee
+    thread), is otherwise charged for those waits with no evidence.
     """
 
     unread: Callable[[], int]
@@ -77,6 +78,10 @@ class ReadWatch:
     wait_before_read_ns: int = 0
     samples: tuple[tuple[int, int], ...] = ()
     """The last two (monotonic ns, bot's total wait ns) samples of the monitor, oldest first."""
+    deadline_ns: int | None = None
+    """The move's deadline (set by the game; None: no deadline)."""
+    at_deadline: tuple[int, int] | None = None
+    """The last sample taken at or before the deadline."""
     written: bool = False
     """Set by the game once the turn is written: an empty pipe before that is not a read."""
 
@@ -84,22 +89,28 @@ class ReadWatch:
         total = self.cpu_wait()
         if total is not None:
             self.samples = (*self.samples[-1:], (now_ns, total))
+            if self.deadline_ns is None or now_ns <= self.deadline_ns:
+                self.at_deadline = (now_ns, total)
         if self.written and self.read_seen_ns is None and self.unread() == 0:
             self.read_seen_ns = now_ns
             self.wait_before_read_ns = 0 if total is None else max(0, total - self.start_wait)
 
     def wait_before_write_ns(self, end_ns: int, total_now: int | None) -> int:
-        """The bot's wait for a CPU between the monitor's last sample before `end_ns` (its move's arrival) and
-        now (`total_now`, sampled just after the arrival); 0 if unknown.
+        """The bot's wait for a CPU from the monitor's last sample before the deadline (or before `end_ns`, its
+        move's arrival, if that came first) until now (`total_now`, sampled just after the arrival); 0 if unknown.
 
-        The kernel adds a wait to the total when the task gets the CPU back, so a bot stopped for 10 ms just
-        before it wrote shows a 10 ms step after the last sample. Without a sample before the arrival (the
-        monitor was itself late, which it reports as lag) it is 0.
+        The kernel adds a wait to the total when the task gets the CPU back, so a bot stopped for 10 ms before it
+        wrote shows a 10 ms step after the last sample. Without a sample before (the monitor was itself late,
+        which it reports as lag) it is 0. It never counts the wait before the read (`wait_before_read_ns`) again,
+        so the two add up.
         """
-        before = [total for at, total in self.samples if at <= end_ns]
+        before = [sample for sample in (self.at_deadline, *self.samples) if sample is not None and sample[0] <= end_ns]
         if total_now is None or not before:
             return 0
-        return max(0, total_now - before[-1])
+        base = min(before)[1]
+        if self.read_seen_ns is not None:
+            base = max(base, self.start_wait + self.wait_before_read_ns)
+        return max(0, total_now - base)
 
 
 class LagWindow(Protocol):

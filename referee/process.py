@@ -99,6 +99,8 @@ STDERR_SETTLE_S = 0.5
 """After a bot exits: how long to wait for its last stderr lines before building a record."""
 _QUOTE_CHARS = 120
 _TAIL_LINES = 200
+_CPUCLOCK_PROCESS_SCHED = 2
+"""Linux: the low bits of a process's CPU clock id (CPUCLOCK_SCHED; a thread's is only readable in-process)."""
 """Lines of a bot's stderr kept in memory for records (each cut to `_TAIL_LINE_BYTES`)."""
 _TAIL_LINE_BYTES = 1000
 
@@ -266,6 +268,12 @@ class BotChannel:
 
     def input_unread(self) -> int | None:
         """Bytes written to the bot and not read by it yet (None: cannot be told, as over memory streams)."""
+        return None
+
+    def cpu_sample(self) -> tuple[bool, int] | None:
+        """Whether the bot's main thread is ready to run (running or waiting for a CPU) and the CPU time of its
+        process so far, ns, exact to this instant; None if unknown. Two samples tell a bot the host keeps off a
+        CPU (ready, its CPU time not moving) from one that runs or sleeps."""
         return None
 
     def give_up(self, reason: str) -> None:
@@ -614,6 +622,18 @@ class BotProcess(BotChannel):
         except (OSError, AttributeError):
             return None
         return int.from_bytes(buffer, sys.byteorder)
+
+    def cpu_sample(self) -> tuple[bool, int] | None:
+        # The process's CPU clock (its id from the pid, as clock_getcpuclockid makes it) counts the current slice
+        # too, unlike schedstat; the main thread's state is the first field after the command in its stat file.
+        # Other threads running make the clock move: then the bot is not taken as held off a CPU.
+        try:
+            with open(f"/proc/{self.pid}/task/{self.pid}/stat", "rb") as stat:
+                state = stat.read().rpartition(b")")[2].split()[0]
+            cpu = time.clock_gettime_ns(((~self.pid) << 3) | _CPUCLOCK_PROCESS_SCHED)
+        except (OSError, IndexError):
+            return None
+        return state == b"R", cpu
 
     def cpu_wait_ns(self) -> int | None:
         # The main thread's schedstat, kept open: one pread (about a microsecond) per move.

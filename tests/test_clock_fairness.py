@@ -279,19 +279,31 @@ def test_a_read_watch_notes_the_bot_s_wait_when_its_input_is_emptied() -> None:
     assert seen == (20, 4_000)
 
 
-def test_a_read_watch_measures_the_bot_s_wait_just_before_its_move_arrived() -> None:
-    total = [1_000]
-    watch = ReadWatch(lambda: 0, lambda: total[0], start_wait=1_000, written=True)
+def test_a_read_watch_measures_the_bot_s_wait_from_its_deadline_to_its_move() -> None:
+    total, unread = [1_000], [50]
+    watch = ReadWatch(lambda: unread[0], lambda: total[0], start_wait=1_000, written=True, deadline_ns=25)
     assert watch.wait_before_write_ns(50, 9_000) == 0  # no sample before the arrival: unknown
     watch.check(10)
-    total[0] = 3_000  # a wait while it thinks: before the last sample, not counted
+    total[0], unread[0] = 2_000, 0  # it waited 1 us, then read its turn
+    watch.check(15)
+    assert watch.wait_before_read_ns == 1_000
+    total[0] = 3_000  # a wait while it thinks, before the last sample before its deadline: not counted
     watch.check(20)
-    watch.check(30)  # the bot is off a CPU from here (its total only grows when it runs again)
+    watch.check(30)  # past the deadline, held off a CPU (its total only grows when it runs again)
     assert watch.wait_before_write_ns(40, 3_000 + 8_000_000) == 8_000_000
-    watch.check(45)  # a sample after the arrival is not the baseline
-    total[0] = 8_003_000
-    assert watch.wait_before_write_ns(40, 8_003_000) == 8_000_000
+    watch.check(45)  # samples after the arrival are not the baseline
+    assert watch.wait_before_write_ns(40, 3_000 + 8_000_000) == 8_000_000
     assert watch.wait_before_write_ns(40, None) == 0
+
+
+def test_a_read_watch_never_counts_the_wait_before_the_read_twice() -> None:
+    total, unread = [1_000], [50]
+    watch = ReadWatch(lambda: unread[0], lambda: total[0], start_wait=1_000, written=True, deadline_ns=25)
+    watch.check(10)  # the last sample before the deadline: the bot has not read yet
+    total[0], unread[0] = 5_001_000, 0  # read at last, after a 5 ms wait, past its deadline
+    watch.check(30)
+    assert watch.wait_before_read_ns == 5_000_000
+    assert watch.wait_before_write_ns(40, 5_001_000 + 2_000_000) == 2_000_000
 
 
 # -- a busy event loop is not charged to a bot whose reply came in time ------------------------------------------
