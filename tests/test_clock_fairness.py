@@ -118,6 +118,50 @@ async def test_a_bot_s_own_wait_for_a_cpu_is_reported_but_does_not_void(
     )
 
 
+class HeldChannel(BotChannel):
+    """A channel whose bot is ready to run but gets no CPU (its CPU time never moves), as on a busy host."""
+
+    def cpu_sample(self) -> tuple[bool, int] | None:
+        return True, 0
+
+
+class RunningChannel(BotChannel):
+    """A channel whose bot is running: ready, its CPU time moving with the clock."""
+
+    def cpu_sample(self) -> tuple[bool, int] | None:
+        return True, round(trio.current_time() * 1e9)
+
+
+async def fake_channels_game(channel_type: type[BotChannel], black: FakeBot) -> GameRecord:
+    settings = GameSettings(width=3, height=3, time_control=parse_time_control("movetime:1"))
+    async with trio.open_nursery() as nursery:
+        channels = []
+        for name, fake in (("black-bot", black), ("white-bot", FakeBot())):
+            referee_end, bot_end = trio.testing.memory_stream_pair()
+            nursery.start_soon(fake.serve, bot_end)
+            channels.append(channel_type(name, referee_end, referee_end))
+        record = await run_game("g1", channels[0], channels[1], settings)
+        nursery.cancel_scope.cancel()
+    return record
+
+
+async def test_past_its_deadline_a_bot_held_off_a_cpu_is_waited_for(autojump_clock: trio.testing.MockClock) -> None:
+    # Black's 2nd move comes 200 ms late. Held off a CPU all that time, it is waited for, and its answer is
+    # judged (a loss here: over memory streams its waits cannot be measured); a running bot is not waited for.
+    record = await fake_channels_game(HeldChannel, FakeBot(lambda n: 1.2 if n == 2 else 0.1))
+    assert record.termination is Termination.TIME, record.reason
+    assert "lost on time: took 1200 ms, 200 ms over its 1000 ms" in record.reason
+    record = await fake_channels_game(RunningChannel, FakeBot(lambda n: 1.2 if n == 2 else 0.1))
+    assert record.termination is Termination.TIME, record.reason
+    assert "lost on time: no move after 1000 ms" in record.reason
+
+
+async def test_a_bot_held_off_a_cpu_is_waited_for_only_so_long(autojump_clock: trio.testing.MockClock) -> None:
+    record = await fake_channels_game(HeldChannel, FakeBot(lambda n: 5.0 if n == 2 else 0.1))
+    assert record.termination is Termination.TIME, record.reason
+    assert "lost on time: no move after 2000 ms, 1000 ms over its 1000 ms" in record.reason
+
+
 # -- the move's time starts before the turn is written ---------------------------------------------------------
 
 

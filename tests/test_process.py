@@ -363,3 +363,24 @@ async def test_a_host_reuses_its_process_restarts_it_when_broken_and_stops_it(
         third = await host.ready()
         host.close_soon()  # the nursery waits for it
     assert not pid_alive(third.pid)
+
+
+async def test_a_bot_waiting_for_its_turn_is_not_ready_to_run_and_its_cpu_time_is_read(
+    bot_spec: BotSpecFactory, tmp_path: Path
+) -> None:
+    if not Path("/proc/self/task").is_dir():
+        pytest.skip("no /proc: a bot's scheduling state cannot be read here")
+    async with open_bot(bot_spec("testbot"), tmp_path) as bot:
+        with trio.fail_after(10):
+            await bot.handshake()
+        samples: list[tuple[bool, int] | None] = []
+        with trio.move_on_after(5):  # it goes back to reading its input right after the handshake
+            while not samples or samples[-1] is None or samples[-1][0]:
+                samples.append(bot.cpu_sample())
+                await trio.sleep(0.01)
+        sample = samples[-1]
+        assert sample is not None
+        ready, cpu_ns = sample
+        assert not ready  # blocked reading its input: asleep, so never taken as held off a CPU
+        assert cpu_ns > 0  # a Python start-up is not free
+    assert bot.cpu_sample() is None  # gone
