@@ -53,7 +53,10 @@ MAX_INFOS_PER_MOVE = 16
 INFO_BUDGET_CHARS = 1 << 20
 """Info kept per side per game, in characters (roughly; see `_info_chars`): bounds a record whatever a bot sends."""
 HELD_CHECK_NS = 500_000
-"""Past its deadline, a bot ready to run whose CPU time does not move in this long is held off a CPU by the host."""
+"""Past its deadline, how often a bot held off a CPU by the host (`HELD_CPU_NS`) is looked at again."""
+HELD_CPU_NS = 1_000_000
+"""Past its deadline, a bot ready to run that has used less CPU than this since is taken as held by the host (what
+it does after its clock stopped, writing its move, takes far less); one that uses more is thinking on."""
 HELD_MAX_NS = 1_000_000_000
 """How long past its deadline a bot held off a CPU is waited for (or its time per move, if longer)."""
 
@@ -105,15 +108,12 @@ def _fmt_ms(ns: int) -> str:
     return f"{ms:.1f} ms" if ms < 10 else f"{ms:.0f} ms"
 
 
-async def _held_off_cpu(bot: BotChannel) -> bool:
-    """Whether the host keeps the bot off a CPU right now: its main thread is ready to run over `HELD_CHECK_NS`
-    but its CPU time does not move (a bot that runs, or sleeps, or cannot be watched is not held)."""
-    first = bot.cpu_sample()
-    if first is None or not first[0]:
-        return False
-    await trio.sleep(HELD_CHECK_NS / 1e9)
-    second = bot.cpu_sample()
-    return second is not None and second[0] and second[1] - first[1] < HELD_CHECK_NS // 10
+def _held_off_cpu(bot: BotChannel, cpu_from: int | None) -> bool:
+    """Whether the host, not the bot, may be what is late: its main thread is ready to run and its process has
+    used less than `HELD_CPU_NS` of CPU since `cpu_from` (its CPU time when its deadline was first judged).
+    A bot that sleeps, or thinks on past its deadline, or cannot be watched is not held."""
+    sample = bot.cpu_sample()
+    return sample is not None and cpu_from is not None and sample[0] and sample[1] - cpu_from < HELD_CPU_NS
 
 
 def _cpu_wait_since(bot: BotChannel, waited: int | None) -> int:
@@ -450,6 +450,7 @@ class _Game:
         pending: int | None = None  # the id of the ping waiting for its pong
         seen = 0
         grace = 0
+        cpu_from: int | None = None  # the bot's CPU time when its deadline was first judged
         while True:
             wake_at = check_at if deadline is None else min(check_at, deadline + grace)
             # One cancel scope per wait, for whichever comes first: a scope costs about as much as a round trip.
@@ -464,10 +465,13 @@ class _Game:
                 if deadline is not None and now >= deadline + grace:
                     lag = max(window.lag_ns(now), window.wait_before_read_ns())
                     if now - deadline >= lag:
-                        held = now - deadline < max(deadline - start, HELD_MAX_NS) and await _held_off_cpu(bot)
+                        if cpu_from is None:
+                            sample = bot.cpu_sample()
+                            cpu_from = None if sample is None else sample[1]
+                        held = now - deadline < max(deadline - start, HELD_MAX_NS) and _held_off_cpu(bot, cpu_from)
                         if not held:
                             return None, seen
-                        # Ready to run but not running: the host, not the bot, is late (`_late` judges the
+                        # Ready to run but hardly running: the host, not the bot, may be late (`_late` judges the
                         # reply by the bot's wait for a CPU just before it). Listen a little longer.
                         lag = bot.now_ns() - deadline + HELD_CHECK_NS
                     grace = lag  # the referee was late itself: give the bot as long again
