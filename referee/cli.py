@@ -15,9 +15,13 @@ import sys
 import threading
 from collections.abc import Sequence
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from referee import __version__
 from referee.terminal import printable
+
+if TYPE_CHECKING:
+    from protocol.rules import Position
 
 # Subcommand name -> module in referee.commands, in the order `--help` lists them.
 COMMANDS = {
@@ -55,6 +59,26 @@ def komi_value(text: str) -> float:
     if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"{text!r} is not a finite number; give the komi like 3.5 or 0")
     return value
+
+
+def start_position(size: str, komi: float | None, moves: str) -> Position:
+    """The position that `--size`, `--komi` and `--moves` describe (perft and solve), or a UsageError naming the
+    option and the move at fault."""
+    from protocol.rules import DEFAULT_KOMI, IllegalMoveError, InvalidMoveError, Move, Position
+
+    width, height = board_size(size)
+    try:
+        position = Position(width, height, DEFAULT_KOMI if komi is None else komi)
+    except ValueError as error:
+        raise UsageError(f"--komi {komi}: {error}") from None
+    for number, text in enumerate(moves.split(), 1):
+        try:
+            position.push(Move.parse(text))
+        except InvalidMoveError as error:
+            raise UsageError(f"--moves: move {number}: {error}") from None
+        except IllegalMoveError as error:
+            raise UsageError(f"--moves: move {number} is illegal: {error}; correct or remove it") from None
+    return position
 
 
 def games_count(text: str) -> int:

@@ -478,6 +478,11 @@ class Runner:
             )
         else:
             self._pending.insert(0, game)
+        self._announce(game, record, duration, scored=False)
+        return True
+
+    def _announce(self, game: ScheduledGame, record: GameRecord, duration: float, *, scored: bool) -> None:
+        """The game_finished event of a game the referee is done with (scored, void, or a failed start)."""
         self.on_event(
             GameFinished(
                 type="game_finished",
@@ -486,19 +491,19 @@ class Runner:
                 game_id=game.game_id,
                 black=game.black,
                 white=game.white,
-                result="*",
+                result=record.result if scored else "*",
                 termination=record.termination,
                 reason=record.reason,
-                moves=0,
+                moves=len(record.moves),
                 duration_s=round(duration, 3),
-                scored=False,
+                scored=scored,
                 games_done=len(self._results),
                 games_total=len(self.schedule),
-                stderr_tail=record.stderr_tail[-10:],
-                stderr_log=log,
+                stderr_tail=record.stderr_tail[-10:] if record.termination.is_forfeit else [],
+                stderr_log=forfeit_stderr(record)[1],
+                worker=record.worker,
             )
         )
-        return True
 
     def _save(self, game: ScheduledGame, record: GameRecord) -> tuple[bool, bool]:
         """Commit a finished game, append it to games.jsonl and count its pair (in a worker thread, under the
@@ -555,27 +560,7 @@ class Runner:
                 )
             else:
                 self._pending.insert(0, game)
-        self.on_event(
-            GameFinished(
-                type="game_finished",
-                time=now(),
-                number=game.number,
-                game_id=game.game_id,
-                black=game.black,
-                white=game.white,
-                result=record.result,
-                termination=record.termination,
-                reason=record.reason,
-                moves=len(record.moves),
-                duration_s=round(duration, 3),
-                scored=scored,
-                games_done=len(self._results),
-                games_total=len(self.schedule),
-                stderr_tail=record.stderr_tail[-10:] if record.termination.is_forfeit else [],
-                stderr_log=forfeit_stderr(record)[1],
-                worker=record.worker,
-            )
-        )
+        self._announce(game, record, duration, scored=scored)
         statistics = self._statistics
         if pair_done and statistics is not None:
             self.on_event(

@@ -243,12 +243,6 @@ class RunStore:
         with self._transaction():
             self._db.execute("UPDATE games SET status = 'pending' WHERE number = ? AND status = 'running'", (number,))
 
-    def done_count(self) -> int:
-        return int(self._db.execute("SELECT COUNT(*) FROM games WHERE status = 'done'").fetchone()[0])
-
-    def total_count(self) -> int:
-        return int(self._db.execute("SELECT COUNT(*) FROM games").fetchone()[0])
-
     def finished(self) -> Iterator[tuple[int, str, str, Result, str, float | None, float | None]]:
         """(number, black, white, result, termination, black and white off-turn CPU ms) of every done game, in
         commit order (the CPU figures are read from the records: null where not measured)."""
@@ -275,9 +269,6 @@ class RunStore:
             if row is not None and row[0] is not None:
                 return str(row[0])
         return None
-
-    def void_count(self) -> int:
-        return int(self._db.execute("SELECT COUNT(*) FROM void_games").fetchone()[0])
 
     # -- plumbing -----------------------------------------------------------------------------------
 

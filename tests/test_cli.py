@@ -54,6 +54,7 @@ def _usage_error(capsys: pytest.CaptureFixture[str], *args: str) -> str:
         ["match", "--black", "random", "--white", "greedy"],
         ["tournament", "--bot", "random", "--bot", "greedy"],
         ["perft", "--depth", "1"],
+        ["solve", "--size", "3"],
     ],
 )
 def test_a_komi_that_is_not_finite_is_refused_by_every_command(

@@ -43,8 +43,6 @@ def test_a_finished_game_prints_its_score(capsys: pytest.CaptureFixture[str]) ->
     [
         (["--size", "1x4"], "1x4 board is not supported"),
         (["--size", "huge"], "is not a board size"),
-        (["--size", "3", "--komi", "nan"], "the komi must be a finite number"),
-        (["--size", "3", "--komi", "inf"], "the komi must be a finite number"),
         (["--size", "3", "--moves", "a1a3"], "move 1 is illegal: a1a3: a1 and a3 are not adjacent"),
         (["--size", "3", "--moves", "a1b1 zz"], "move 2: 'zz' is not a move"),
         (["--size", "3", "--moves", "pass pass a1b1"], "move 3 is illegal: a1b1: the game is over"),

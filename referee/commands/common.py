@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO
@@ -64,6 +65,20 @@ def stop_on_signals() -> None:
 
     signal.signal(signal.SIGINT, handler)
     signal.signal(signal.SIGTERM, handler)
+
+
+def run_guarded(command: str, body: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """Run a match or tournament command's `body` under `stop_on_signals`: a run that failed is one line and
+    status 1, a signal outside the runner one line and status 130."""
+    stop_on_signals()
+    try:
+        return body(args)
+    except RunFailed as failure:
+        print(f"alternator {command}: {failure}", file=sys.stderr)
+        return 1
+    except StopRequested as stop:
+        print(f"alternator {command}: {stop}", file=sys.stderr)
+        return 130
 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:

@@ -18,8 +18,6 @@ from typing import TYPE_CHECKING, Any
 from referee.cli import UsageError, board_size, games_count, komi_value
 from referee.commands.cluster_options import CLUSTER_HELP, add_cluster_options, cluster_table
 from referee.commands.common import (
-    RunFailed,
-    StopRequested,
     add_run_options,
     check_bots,
     check_memory_mb,
@@ -27,7 +25,7 @@ from referee.commands.common import (
     execute,
     exit_status,
     parse_sprt,
-    stop_on_signals,
+    run_guarded,
 )
 
 if TYPE_CHECKING:
@@ -296,15 +294,7 @@ def config_data(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, str
 
 
 def run(args: argparse.Namespace) -> int:
-    stop_on_signals()
-    try:
-        return _run(args)
-    except RunFailed as failure:
-        print(f"alternator match: {failure}", file=sys.stderr)
-        return 1
-    except StopRequested as stop:
-        print(f"alternator match: {stop}", file=sys.stderr)
-        return 130
+    return run_guarded("match", _run, args)
 
 
 def _run(args: argparse.Namespace) -> int:

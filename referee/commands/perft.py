@@ -47,24 +47,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from protocol.rules import DEFAULT_KOMI, IllegalMoveError, InvalidMoveError, Move, Position, perft
-    from referee.cli import UsageError, board_size
+    from protocol.rules import perft
+    from referee.cli import UsageError, start_position
 
-    width, height = board_size(args.size)
     if args.depth < 0:
         raise UsageError(f"--depth {args.depth}: the depth must be 0 or more")
-    komi = DEFAULT_KOMI if args.komi is None else args.komi
-    try:
-        position = Position(width, height, komi)
-    except ValueError as error:
-        raise UsageError(f"--komi {args.komi}: {error}") from None
-    for number, text in enumerate(args.moves.split(), 1):
-        try:
-            position.push(Move.parse(text))
-        except InvalidMoveError as error:
-            raise UsageError(f"--moves: move {number}: {error}") from None
-        except IllegalMoveError as error:
-            raise UsageError(f"--moves: move {number} is illegal: {error}; correct or remove it") from None
+    position = start_position(args.size, args.komi, args.moves)
+    width, height = position.width, position.height
 
     if not args.force:
         check_duration(position, args.depth)

@@ -15,8 +15,10 @@ import sys
 import time
 from typing import TYPE_CHECKING, TextIO
 
+from referee.cli import komi_value
+
 if TYPE_CHECKING:
-    from protocol.rules import Position
+    from protocol.rules import Move, Position
     from sample_bots.solver import Solution
 
 HELP = "the exact value of a position with perfect play, and a best move (small boards and endgames)"
@@ -34,7 +36,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--moves", default="", metavar="MOVES", help='moves to play first, separated by spaces: "b3b2 a1a2 pass"'
     )
-    parser.add_argument("--komi", type=float, default=None, metavar="K", help="White's komi (default 3.5)")
+    parser.add_argument("--komi", type=komi_value, default=None, metavar="K", help="White's komi (default 3.5)")
     parser.add_argument("--all", action="store_true", help="also print the exact value after every legal move")
     parser.add_argument(
         "--time-limit", type=float, default=None, metavar="SECONDS", help="give up after this long (exit status 1)"
@@ -45,25 +47,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from protocol.rules import DEFAULT_KOMI, IllegalMoveError, InvalidMoveError, InvalidPositionError, Move, Position
-    from referee.cli import UsageError, board_size
+    from referee.cli import UsageError, start_position
     from sample_bots.solver import SolveAborted, Solver, estimate_nodes, live_roots
 
-    width, height = board_size(args.size)
-    komi = DEFAULT_KOMI if args.komi is None else args.komi
     if args.time_limit is not None and not (math.isfinite(args.time_limit) and args.time_limit > 0):
         raise UsageError(f"--time-limit {args.time_limit}: give a number of seconds greater than 0")
-    try:
-        position = Position(width, height, komi)
-    except InvalidPositionError as error:
-        raise UsageError(f"--komi {args.komi}: {error}") from None
-    for number, text in enumerate(args.moves.split(), 1):
-        try:
-            position.push(Move.parse(text))
-        except InvalidMoveError as error:
-            raise UsageError(f"--moves: move {number}: {error}") from None
-        except IllegalMoveError as error:
-            raise UsageError(f"--moves: move {number} is illegal: {error}; correct or remove it") from None
+    position = start_position(args.size, args.komi, args.moves)
 
     print(_describe(position))
     outcome = position.outcome()

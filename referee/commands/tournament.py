@@ -16,8 +16,6 @@ from typing import TYPE_CHECKING, Any
 from referee.cli import UsageError, games_count, komi_value
 from referee.commands.cluster_options import CLUSTER_HELP, add_cluster_options, cluster_table
 from referee.commands.common import (
-    RunFailed,
-    StopRequested,
     add_run_options,
     check_bots,
     check_memory_mb,
@@ -25,7 +23,7 @@ from referee.commands.common import (
     execute,
     exit_status,
     parse_sprt,
-    stop_on_signals,
+    run_guarded,
 )
 
 if TYPE_CHECKING:  # imported in the functions that need them: `--help` must not load pydantic
@@ -196,15 +194,7 @@ def _seed(text: str | None) -> int | str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    stop_on_signals()
-    try:
-        return _run(args)
-    except RunFailed as failure:
-        print(f"alternator tournament: {failure}", file=sys.stderr)
-        return 1
-    except StopRequested as stop:
-        print(f"alternator tournament: {stop}", file=sys.stderr)
-        return 130
+    return run_guarded("tournament", _run, args)
 
 
 def _run(args: argparse.Namespace) -> int:
