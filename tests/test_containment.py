@@ -238,9 +238,8 @@ async def test_a_fork_bomb_in_the_sandbox_is_bounded_by_max_processes(tmp_path: 
     assert live_pids([bot.pid]) == []
 
 
-async def test_a_fork_bomb_without_the_sandbox_is_bounded_too(tracking: str, tmp_path: Path) -> None:
-    if tracking == "proc":
-        pytest.skip("without cgroups only RLIMIT_NPROC is left, which counts every process of the user")
+@needs_cgroups  # without cgroups only RLIMIT_NPROC is left, which counts every process of the user
+async def test_a_fork_bomb_without_the_sandbox_is_bounded_too(tmp_path: Path) -> None:
     bomb = make_bot_spec("testbot", "forkbomb", "300", name="bomb").model_copy(update={"max_processes": 16})
     async with open_bot(bomb, tmp_path) as bot:
         with trio.fail_after(30):
