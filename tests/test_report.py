@@ -154,30 +154,15 @@ def test_write_report_refuses_an_unwritable_target(tmp_path: Path) -> None:
         write_report(tmp_path, blocker / "report.html")
 
 
+def run_arena(command: str, *bots: str, out: Path) -> subprocess.CompletedProcess[str]:
+    """`alternator COMMAND BOTS...` as a user runs it: two games, one at a time, into `out`."""
+    argv = [sys.executable, "-m", "referee", command, *bots, "--games", "2", "--concurrency", "1", "--out", str(out)]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+
+
 def test_a_real_match_writes_its_report_and_live_feed(tmp_path: Path) -> None:
     out = tmp_path / "m"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "referee",
-            "match",
-            "--black",
-            "random",
-            "--white",
-            "greedy",
-            "--games",
-            "2",
-            "--concurrency",
-            "1",
-            "--out",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = run_arena("match", "--black", "random", "--white", "greedy", out=out)
     assert done.returncode == 0, done.stderr
     assert f"report: {out / 'report.html'}" in done.stdout
     _, lines = embedded((out / "report.html").read_text())
@@ -295,28 +280,7 @@ def test_a_match_with_games_jsonl_and_its_sprt_in_statistics(tmp_path: Path) -> 
 
 def test_a_real_tournament_writes_its_report_and_live_feed(tmp_path: Path) -> None:
     out = tmp_path / "t"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "referee",
-            "tournament",
-            "--bot",
-            "random",
-            "--bot",
-            "greedy",
-            "--games",
-            "2",
-            "--concurrency",
-            "1",
-            "--out",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = run_arena("tournament", "--bot", "random", "--bot", "greedy", out=out)
     assert done.returncode == 0, done.stderr
     assert f"report: {out / 'report.html'}" in done.stdout + done.stderr
     summary, lines = embedded((out / "report.html").read_text())
