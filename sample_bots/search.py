@@ -7,7 +7,8 @@ few roots are left in play it hands the position to the exact solver (sample_bot
 `budget(...)` turns the clock fields of a turn into the seconds to spend on it.
 
 Scores are final margins from the mover's side, komi included: a finished game scores its margin and
-an unfinished line its margin so far, on one scale, so the search maximises the margin rather than
+an unfinished line its margin so far (or, with `Settings.contested`, that margin with the trees that
+may still change hands counted in part), on one scale, so the search maximises the margin rather than
 settling for the first win it can prove. Whether a score is *proven* is tracked apart from its size:
 a node is exact only when every move there was searched (or a proven move refuted the window) and
 every child was exact, so a line that forward pruning, the horizon or the quiescence search cut
@@ -73,6 +74,9 @@ class Settings:
     """After the first iteration, search only this many root moves, the best of the last one (0: all)."""
     keep_table: bool = False
     """Keep the transposition table from one move to the next of a game (the bot passes it back in)."""
+    contested: float = 1.0
+    """At the horizon a tree that a neighbouring root may take counts this share of its size (1: the
+    bare margin); see `Searcher.evaluate`."""
 
 
 DEFAULT = Settings()
@@ -149,6 +153,7 @@ class Searcher:
         self.q_width = settings.q_width
         self.full_width = settings.full_width
         self.root_width = settings.root_width
+        self.contested = settings.contested
         n = self.n = width * height
         self.width = width
         self.komi = position.komi
@@ -197,9 +202,31 @@ class Searcher:
         w = self.width
         return Move(Cell(p % w, p // w), Cell(q % w, q // w))
 
-    def static(self) -> float:
-        """The margin from the mover's side, komi included."""
-        return self.stm * (self.margin - self.komi)
+    def evaluate(self) -> float:
+        """The value at the horizon from the mover's side, komi included: the margin so far, with a
+        contested tree counted at `Settings.contested` of its size.
+
+        A tree is contested when a neighbouring root is no bigger than it, so it may be attached there
+        and change hands; otherwise it can never be taken (a root only grows), and it counts whole.
+        Which side holds a contested tree at the horizon depends mostly on where the search stopped.
+        """
+        lam = self.contested
+        if lam == 1.0:
+            return self.stm * (self.margin - self.komi)
+        size = self.size
+        nbrs = self.nbrs
+        dark = self.dark
+        total = 0.0
+        for i in range(self.n):
+            s = size[i]
+            if s:
+                share = 1.0
+                for j in nbrs[i]:
+                    if 0 < size[j] <= s:
+                        share = lam
+                        break
+                total += s * share if dark[i] else -s * share
+        return self.stm * (total - self.komi)
 
     def terminal(self) -> float:
         """The final margin of a finished game, from the mover's side; a proven value."""
@@ -312,11 +339,12 @@ class Searcher:
         self._tick()
         if self.passes >= 2:
             return self.terminal()
-        # Standing pat at the bare margin: charging the mover for the opponent's biggest capture
-        # (half of it) measured weaker in self-play, 25% against this.
+        # Charging the mover for the opponent's biggest capture (half of it) measured weaker in
+        # self-play, 25% against the bare margin; so did a null move here (the opponent's captures
+        # after the mover does nothing), no better than the contested share alone.
         # Standing pat needs no move list (the cheap, common case); it is never a proof.
         self.exact = False
-        stand = self.static()
+        stand = self.evaluate()
         if stand >= beta:
             return stand
         caps = self.captures()
@@ -496,7 +524,7 @@ class Searcher:
         root = [m for _k, m in caps + rest] + [_PASS]
         best_move = root[0]
         best_score = -_INF
-        result = SearchInfo(self.to_move(best_move), self.static(), 0, 0, [self.to_move(best_move)], 0.0)
+        result = SearchInfo(self.to_move(best_move), self.evaluate(), 0, 0, [self.to_move(best_move)], 0.0)
         scores: dict[int, float] = {}
         for depth in range(1, max_depth + 1):
             searched = root[: self.root_width] if self.root_width and depth > 1 else root

@@ -317,3 +317,60 @@ def test_a_kept_table_carries_over_within_a_game_and_not_into_the_next() -> None
     assert choose.table is not table
     choose(Position(4, 4, 0.5), no_clock)  # another board: a new game
     assert choose.table is not table
+
+
+# -- the horizon's evaluation ---------------------------------------------------------------------------
+
+
+def test_contested_trees_count_in_part_at_the_horizon() -> None:
+    """2x2 after a1b1, White to move: White's tree of 2 at b1 may be taken from Black's b2 (size 1),
+    and White's a2 and Black's b2 may take each other; no tree is safe, so each counts half, where
+    the bare margin counts them whole. Values are from the mover's (White's) side."""
+    position = Position.from_moves(["a1b1"], 2, 2, komi=0.0)
+    assert position.black_margin == 1 - 3
+    assert search_module.Searcher(position).evaluate() == 2.0
+    halves = search_module.Searcher(position, settings=search_module.Settings(contested=0.5))
+    assert halves.evaluate() == -(-0.5 * 2 - 0.5 * 1 + 0.5 * 1)
+
+
+def test_a_safe_tree_counts_whole() -> None:
+    """2x3 after a1b1 b2a2, Black to move: White's 2 at b1 touches only pits, so it is safe and counts
+    whole; White's 2 at a2 may be taken from a3, and a3 and b3 may take each other: those count half."""
+    position = Position.from_moves(["a1b1", "b2a2"], 2, 3, komi=0.0)
+    assert position.black_margin == 1 - 5
+    searcher = search_module.Searcher(position, settings=search_module.Settings(contested=0.5))
+    assert searcher.evaluate() == -2 - 0.5 * 2 + 0.5 * 1 - 0.5 * 1
+
+
+def _mirrored_with_colours_swapped(position: Position) -> Position:
+    """The position mirrored left to right on an even-width board (every cell changes colour), with the
+    other side to move: the same game with the players' roles exchanged."""
+    width = position.width
+
+    def mirror(move: Move) -> str:
+        if move.pit is None or move.root is None:
+            return "pass"
+        pit, root = move.pit, move.root
+        return f"{chr(97 + width - 1 - pit.file)}{pit.rank + 1}{chr(97 + width - 1 - root.file)}{root.rank + 1}"
+
+    mirrored = Position.from_moves([mirror(m) for m in position.history], width, position.height, position.komi)
+    board, turn, passes, komi = mirrored.to_string().split()
+    return Position.from_string(f"{board} {'w' if turn == 'b' else 'b'} {passes} {komi}")
+
+
+@pytest.mark.parametrize("contested", [1.0, 0.5, 0.0])
+def test_the_evaluation_is_symmetric_under_a_colour_swap(contested: float) -> None:
+    settings = search_module.Settings(contested=contested)
+    rng = random.Random(5)
+    for _ in range(60):
+        width, height = rng.choice([(2, 3), (4, 4), (6, 5), (8, 8)])
+        position = Position(width, height, 0.0)
+        for _ in range(rng.randint(1, width * height // 2)):
+            placements = position.legal_placements()
+            if not placements:
+                break
+            position.push(rng.choice(placements))
+        swapped = _mirrored_with_colours_swapped(position)
+        assert swapped.black_margin == -position.black_margin
+        value = search_module.Searcher(position, settings=settings).evaluate()
+        assert search_module.Searcher(swapped, settings=settings).evaluate() == value, position.to_string()

@@ -161,13 +161,14 @@ def test_alphabeta_plays_small_games_perfectly_against_itself() -> None:
 # -- no false proofs from selective search ------------------------------------------------------------
 
 
-def test_the_pruned_search_does_not_prove_a_losing_move_on_2x4() -> None:
+@pytest.mark.parametrize("settings", [DEFAULT, strong.SETTINGS], ids=["alphabeta", "strong"])
+def test_the_pruned_search_does_not_prove_a_losing_move_on_2x4(settings: Settings) -> None:
     """The issue's case: on the empty 2x4 board (komi 0) `b3b2` was reported as a proven win by 2 at
     depth 6, but `a1a2` refutes it and Black loses by 2. The refutation is pruned below the root."""
     position = Position(2, 4, 0.0)
     assert brute(position.play(Move.parse("b3b2"))) == -2
     iterations: list[tuple[str, float, bool]] = []
-    info = Searcher(position).search(
+    info = Searcher(position, settings=settings).search(
         600.0, max_depth=24, on_iteration=lambda i: iterations.append((str(i.move), i.score, i.proven))
     )
     assert len(iterations) == 24  # no false proof stopped it early
@@ -177,7 +178,8 @@ def test_the_pruned_search_does_not_prove_a_losing_move_on_2x4() -> None:
     assert not info.proven or info.score == 2
 
 
-def test_every_proof_of_the_search_is_true() -> None:
+@pytest.mark.parametrize("settings", [DEFAULT, strong.SETTINGS], ids=["alphabeta", "strong"])
+def test_every_proof_of_the_search_is_true(settings: Settings) -> None:
     """Wherever the search (without the solver) says proven, the value is the exact one: the largest
     margin the mover can force, not merely some win, and the move keeps it."""
     rng = random.Random(8)
@@ -187,7 +189,7 @@ def test_every_proof_of_the_search_is_true() -> None:
         position = random_position(rng, width, height, rng.randint(2, 9), rng.choice([0.0, 0.5, 3.5]))
         if position.is_over() or live_roots(position) > 9:
             continue
-        info = Searcher(position).search(600.0, max_depth=16)
+        info = Searcher(position, settings=settings).search(600.0, max_depth=16)
         if info.proven:
             proofs += 1
             assert info.score == mover_value(brute(position), position), position.to_string()
