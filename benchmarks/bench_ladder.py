@@ -4,10 +4,15 @@ For each time per move (default 0.2 s and 1 s) it runs `alternator tournament` (
 subprocesses, seeded random openings with colours swapped) between the sample bots and a baseline:
 the alphabeta of an earlier commit (default 0aff18e, the one before the sound search), run from a
 `git worktree` of that commit. It prints each tournament's Elo with its 95% margin, then the
-head-to-head results down the ladder and of each search bot against the baseline, as a score and an
-Elo difference with a 95% interval. The target: strong beats the baseline by at least 150 Elo.
+head-to-head results down the ladder and of each search bot against the baseline: the score (W-D-L),
+the Elo difference with a 95% interval, the points won as Black and as White (on an opening both
+bots play once with each colour, a split says the opening, not the bots, decided), the mean margin
+in points (finer than the score when most games are decided by the colour) and any forfeits. With
+`--gauntlet strong` only strong meets each of the others, so more games fit in the same time. The
+target: strong beats the baseline by at least 150 Elo.
 
-    python benchmarks/bench_ladder.py [--movetimes 0.2,1] [--games 8] [--concurrency 1] [--bots strong]
+    python benchmarks/bench_ladder.py [--movetimes 0.2,1] [--games 8] [--concurrency 1] [--bots ...]
+                                      [--gauntlet strong] [--komi 3.5]
 
 A full run at the defaults is long (10 pairings x games x ~60 moves x time per move): run it with
 `nice` on a quiet machine; `--games` sets the precision (the intervals shrink as 1/sqrt(games)).
@@ -23,7 +28,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections import defaultdict
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,33 +45,69 @@ def elo_of(score: float) -> float:
     return max(-1000.0, min(1000.0, -400 * math.log10(1 / score - 1)))
 
 
-def head_to_head(points: list[float]) -> str:
-    """`score% (W-D-L), Elo +d [lo, hi]` from one bot's points in its games against another."""
+@dataclass
+class Games:
+    """One bot's games against one opponent: its points, its margins (its score minus the other's,
+    komi included) and which colour it had, scored games only; forfeits counted by termination."""
+
+    points: list[float] = field(default_factory=list)
+    margins: list[float] = field(default_factory=list)
+    as_black: list[float] = field(default_factory=list)
+    forfeits: Counter[str] = field(default_factory=Counter)
+
+
+def interval(values: list[float]) -> tuple[float, float]:
+    """The mean and the half-width of its 95% interval (normal approximation)."""
+    n = len(values)
+    mean = sum(values) / n
+    variance = sum((v - mean) ** 2 for v in values) / max(n - 1, 1)
+    return mean, 1.96 * math.sqrt(variance / n)
+
+
+def head_to_head(games: Games) -> str:
+    """`score% (W-D-L), Elo +d [lo, hi]`, the split by colour, the mean margin and any forfeits."""
+    points = games.points
     n = len(points)
     if n == 0:
         return "no games"
-    mean = sum(points) / n
-    variance = sum((p - mean) ** 2 for p in points) / max(n - 1, 1)
-    half = 1.96 * math.sqrt(variance / n)
+    mean, half = interval(points)
     wins, draws = points.count(1.0), points.count(0.5)
     low, high = elo_of(mean - half), elo_of(mean + half)
-    return (
+    black = [p for p, b in zip(points, games.as_black, strict=True) if b]
+    white = [p for p, b in zip(points, games.as_black, strict=True) if not b]
+    text = (
         f"{100 * mean:5.1f}% ({wins}-{draws}-{n - wins - draws} of {n}),"
-        f" Elo {elo_of(mean):+5.0f} [{low:+.0f}, {high:+.0f}]"
+        f" Elo {elo_of(mean):+5.0f} [{low:+.0f}, {high:+.0f}];"
+        f" as Black {sum(black):g}/{len(black)}, as White {sum(white):g}/{len(white)}"
     )
+    if games.margins:
+        margin, margin_half = interval(games.margins)
+        text += f"; mean margin {margin:+.1f} ± {margin_half:.1f}"
+    if games.forfeits:
+        text += "; forfeits: " + ", ".join(f"{count} {kind}" for kind, count in sorted(games.forfeits.items()))
+    return text
 
 
-def results(games_file: Path) -> dict[tuple[str, str], list[float]]:
-    """(bot, opponent) -> the bot's points in each game between them (void and aborted games left out)."""
-    table: dict[tuple[str, str], list[float]] = defaultdict(list)
+def results(games_file: Path) -> dict[tuple[str, str], Games]:
+    """(bot, opponent) -> the bot's scored games against it (void and aborted games left out)."""
+    table: dict[tuple[str, str], Games] = defaultdict(Games)
     for line in games_file.read_text(encoding="utf-8").splitlines():
         record = json.loads(line)
         black, white, result = record["black"]["name"], record["white"]["name"], record["result"]
         points = {"1-0": 1.0, "0-1": 0.0, "1/2-1/2": 0.5}.get(result)
         if points is None:
             continue
-        table[black, white].append(points)
-        table[white, black].append(1.0 - points)
+        termination = record.get("termination", "normal")
+        scored = record.get("black_score") is not None and record.get("white_score") is not None
+        for bot, opponent, bot_points, sign in ((black, white, points, 1), (white, black, 1.0 - points, -1)):
+            games = table[bot, opponent]
+            games.points.append(bot_points)
+            games.as_black.append(sign == 1)
+            if scored:
+                games.margins.append(sign * (record["black_score"] - record["white_score"]))
+            if termination != "normal":
+                loser = black if record.get("loser") == "black" else white
+                games.forfeits[f"{termination} by {loser}"] += 1
     return table
 
 
@@ -73,7 +115,11 @@ def run_tournament(bots: list[str], movetime: float, args: argparse.Namespace, o
     command = [sys.executable, "-m", "referee", "tournament", "--out", str(out)]
     for bot in bots:
         command += ["--bot", bot]
+    if args.gauntlet:
+        command += ["--format", "gauntlet"]
     command += [
+        "--komi",
+        f"{args.komi:g}",
         "--movetime",
         f"{movetime:g}",
         "--games",
@@ -93,7 +139,7 @@ def run_tournament(bots: list[str], movetime: float, args: argparse.Namespace, o
     subprocess.run(command, cwd=ROOT, check=True, stdout=subprocess.DEVNULL if args.quiet else None)
 
 
-def report(out: Path, baseline: str, ladder: list[str]) -> None:
+def report(out: Path, baseline: str, ladder: list[str], gauntlet: str | None) -> None:
     standings = json.loads((out / "standings.json").read_text(encoding="utf-8"))
     records = [json.loads(line) for line in (out / "games.jsonl").read_text(encoding="utf-8").splitlines()]
     forfeits = sum(1 for record in records if record.get("termination") not in ("normal", None))
@@ -107,7 +153,15 @@ def report(out: Path, baseline: str, ladder: list[str]) -> None:
         margin = "-" if bot.get("elo_margin") is None else f"± {bot['elo_margin']:.0f}"
         print(f"{bot['name']:<24} {bot['games']:>5} {score:>7} {elo:>6}  {margin}")
     table = results(out / "games.jsonl")
-    print("\nhead to head (the first bot's score against the second, Elo difference [95% interval]):")
+    print(
+        "\nhead to head (the first bot's score against the second, Elo difference [95% interval],"
+        " by colour, its mean margin in points ± 95%):"
+    )
+    if gauntlet is not None:
+        for opponent in [*ladder, baseline]:
+            if opponent != gauntlet:
+                print(f"  {gauntlet:>9} vs {opponent:<20} {head_to_head(table[gauntlet, opponent])}")
+        return
     for lower, upper in itertools.pairwise(ladder):
         print(f"  {upper:>9} vs {lower:<20} {head_to_head(table[upper, lower])}")
     for bot in ("alphabeta", "strong"):
@@ -125,6 +179,10 @@ def main() -> int:
     parser.add_argument("--size", default="8", help="board size (default 8)")
     parser.add_argument("--openings-plies", type=int, default=4, help="random opening plies (default 4)")
     parser.add_argument("--openings-seed", type=int, default=1)
+    parser.add_argument("--komi", type=float, default=3.5, help="points added to White's score (default 3.5)")
+    parser.add_argument(
+        "--gauntlet", default=None, help="only this bot (one of --bots) plays each of the others: its head-to-heads"
+    )
     parser.add_argument("--concurrency", type=int, default=1, help="games at once (default 1: fair clocks)")
     parser.add_argument(
         "--margin-ms", type=int, default=0, help="grace on every deadline, for a busy machine (see `forfeit` counts)"
@@ -154,13 +212,17 @@ def main() -> int:
     baseline = f"alphabeta-{args.baseline_commit}"
     # Run from the worktree, its own sample_bots and protocol come first on the path (`-m` puts the
     # working directory first), so the baseline is exactly the old code.
-    bots = [*ladder, f'name={baseline} cmd="python -m sample_bots.alphabeta" dir={worktree}']
+    if args.gauntlet is not None and args.gauntlet not in ladder:
+        parser.error(f"--gauntlet: {args.gauntlet} is not among --bots")
+    # A gauntlet's first bot plays every other one.
+    ordered = ladder if args.gauntlet is None else [args.gauntlet, *(b for b in ladder if b != args.gauntlet)]
+    bots = [*ordered, f'name={baseline} cmd="python -m sample_bots.alphabeta" dir={worktree}']
     try:
         for movetime in movetimes:
             out = out_root / f"movetime-{movetime:g}"
             print(f"\n=== {movetime:g} s a move, {args.games} games a pairing, {args.size} board ===", flush=True)
             run_tournament(bots, movetime, args, out)
-            report(out, baseline, ladder)
+            report(out, baseline, ladder, args.gauntlet)
     finally:
         subprocess.run(["git", "worktree", "remove", "--force", str(worktree)], cwd=ROOT, capture_output=True)
         if args.out is None:
