@@ -90,6 +90,9 @@ CHUNK_BYTES = 65536
 YIELD_EVERY_LINES = 64
 """`receive_line` lets other tasks run after this many lines, even when they all came in one chunk."""
 CATCH_UP_CHUNKS = 16
+CATCH_UP_MAX_S = 1.0
+"""The longest catching up waits for bytes already in the reader thread's hands (a thread held off a CPU for
+longer than this shows as the referee's own lateness, which voids rather than forfeits)."""
 """`catch_up` takes at most this many chunks: a bot that writes without pause cannot hold the referee there."""
 EXIT_WAIT_S = 0.5
 """After a bot's output ends: how long to wait for it to exit, to report its exit code or signal."""
@@ -376,9 +379,10 @@ class BotChannel:
                 return
             chunk = reader.take_nowait()
             if chunk is None:
-                if not reader.unread_bytes():
+                with trio.move_on_after(CATCH_UP_MAX_S):
+                    chunk = await reader.settle()
+                if chunk is None:
                     return
-                chunk = await reader.receive()
             data, stamp, delay = chunk
             self._eof = not data
             self._feed(data, stamp, delay)
