@@ -22,6 +22,11 @@ per 100 moves:
 - voids: games voided because the referee measured itself later than the bot's overrun;
 - referee-minus-bot time per move (what the referee charged minus what the bot measured): p50, p99, max.
 
+After each configuration, where a C compiler is found, the host's floor under the same load: pairs of bare C
+processes (benchmarks/pipe_floor.c), as many at once as games, exchanging over pipes with the same busy spin,
+with nothing of the referee between them: the part of referee-minus-bot that any referee would see here (on
+a virtual machine, waking an idle virtual CPU alone can take a millisecond).
+
 Then the standings case: one game at a time (movetime 0.05, 90%) while another task on the referee's event
 loop recomputes the standings of a `--standings-games` game tournament back to back; it prints the largest
 referee-minus-bot time with and without that load, and the time one recomputation takes.
@@ -153,6 +158,7 @@ class Tally:
     diffs_ms: list[float] = field(default_factory=list)
     examples: list[str] = field(default_factory=list)
     loss_examples: list[str] = field(default_factory=list)
+    own_ms: list[float] = field(default_factory=list)
 
     def add(self, record: GameRecord) -> None:
         self.games += 1
@@ -162,6 +168,7 @@ class Tally:
             own = next((_field(t, "self_ms") for t in reversed(texts) if "self_ms=" in t), None)
             if own is not None:
                 self.diffs_ms.append(move.elapsed_ms - own)
+                self.own_ms.append(own)
         if record.termination is Termination.TIME:
             self.moves += 1
             # The bot's own report of the losing move: its n-th of the game, in its full stderr log (read after
@@ -234,6 +241,24 @@ async def play_games(
     async with trio.open_nursery() as nursery:
         for slot in range(concurrency):
             nursery.start_soon(loop, slot)
+
+
+def build_floor(folder: Path) -> Path | None:
+    """benchmarks/pipe_floor.c built in `folder`, or None without a C compiler."""
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        return None
+    program = folder / "pipe_floor"
+    subprocess.run([compiler, "-O2", "-o", str(program), str(ROOT / "benchmarks" / "pipe_floor.c")], check=True)
+    return program
+
+
+async def host_floor(program: Path, spin_ms: float, rounds: int, pairs: int) -> list[float]:
+    """Parent-minus-child times (ms) of bare C process pairs over pipes, `pairs` at once: the host's own share."""
+    done = await trio.run_process(
+        [str(program), str(round(spin_ms * 1000)), str(rounds), str(pairs)], capture_stdout=True
+    )
+    return [float(line) / 1000 for line in done.stdout.split()]
 
 
 def start_burners(count: int) -> list[subprocess.Popen[bytes]]:
@@ -314,6 +339,7 @@ async def bench(args: argparse.Namespace, folder: Path, bot_file: Path) -> None:
         f"   {'p50':>7} {'p99':>7} {'max':>8}"
     )
     print(f"{'':<34} {'':>6} {'':>5} {'/100 moves':>21}   {'referee - bot, ms':>24}")
+    floor_program = build_floor(folder)
     for burners in args.burners:
         running = start_burners(burners)
         try:
@@ -324,6 +350,17 @@ async def bench(args: argparse.Namespace, folder: Path, bot_file: Path) -> None:
                         await play_games(bot_file, folder, control, fraction, concurrency, args.moves, tally)
                         label = f"{control} {fraction:.0%} c{concurrency} burners {burners}"
                         report(label, tally)
+                        if floor_program is not None and tally.own_ms:
+                            # The same spin, the same number of pairs at once, the same burners, no referee.
+                            spin = statistics.median(tally.own_ms)
+                            rounds = max(50, len(tally.own_ms) // concurrency)
+                            floor = await host_floor(floor_program, spin, rounds, concurrency)
+                            print(
+                                f"{'  host floor: C pairs, no referee':<34} {len(floor):6d} {'':5} {'':7} {'':6} {'':6}"
+                                f"   {statistics.median(floor):7.3f} {_nearest_rank(floor, 0.99):7.3f}"
+                                f" {max(floor):8.3f}",
+                                flush=True,
+                            )
         finally:
             stop_burners(running)
     if not args.skip_standings:

@@ -10,13 +10,18 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 
 import trio
 import trio.testing
 
+from protocol.session import State
 from referee import process
 from referee.process import BotChannel
 from referee.reader import PipeReader
+from tests.test_session import session_in
+
+TURN = b'{"type":"turn","game_id":"g","moves":[],"clock":{}}\n'
 
 
 async def test_a_chunk_comes_with_the_time_its_read_returned() -> None:
@@ -99,4 +104,38 @@ async def test_catching_up_never_waits_for_good_on_a_read_that_never_ends(
         await channel.close_reading()
         await send_stream.aclose()
         os.close(write_fd)
+        os.close(read_fd)
+
+
+async def test_a_turn_s_time_starts_before_its_write_even_when_the_pipe_is_full() -> None:
+    # The bot's pipe is full: the turn line cannot go through until the bot reads. Its time starts before the
+    # write was first tried (an ordering, not a duration): a bot is charged for a write that blocks on it.
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(write_fd, False)
+    filled = 0
+    try:
+        while True:
+            filled += os.write(write_fd, b"x" * 65536)
+    except BlockingIOError:
+        pass
+    send_stream = trio.lowlevel.FdStream(write_fd)
+    channel = BotChannel("test", send_stream, trio.testing.MemoryReceiveStream())
+    channel._monotonic = True  # the channel's clock is the monotonic clock, as with a real bot
+    drained_at: list[int] = []
+
+    def drain() -> None:
+        time.sleep(0.05)  # long enough that the write is surely tried (and blocked) before this
+        drained_at.append(time.monotonic_ns())
+        left = filled + len(TURN)
+        while left > 0:
+            left -= len(os.read(read_fd, left))
+
+    try:
+        channel.session = session_in(State.BETWEEN_TURNS)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(trio.to_thread.run_sync, drain)
+            start = await channel.send_turn(TURN)
+        assert drained_at and start < drained_at[0]
+    finally:
+        await send_stream.aclose()
         os.close(read_fd)
