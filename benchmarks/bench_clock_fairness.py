@@ -1,12 +1,15 @@
 """Fair clocks on a busy machine: false time losses, games voided for the host, and referee-minus-bot time.
 
-    python benchmarks/bench_clock_fairness.py [--moves 200] [--controls movetime:0.05 1+0.01]
+    python benchmarks/bench_clock_fairness.py [--bot c|python] [--moves 200] [--controls movetime:0.05 1+0.01]
         [--fractions 0.9 0.98] [--concurrency 1 2] [--burners 0 2] [--standings-games 50000] [--skip-standings]
 
-A Python bot (written to a temporary file here) spends a chosen fraction of what its clock allows on every
-move, busy-spinning like an engine, and reports its own time for the move: from the moment its read of the
-turn line returned to just before it writes the move. It reports it twice: in an `info` written together
-with the move (kept in the record), and on stderr (the record of a loss on time quotes the last lines).
+A bot spends a chosen fraction of what its clock allows on every move, busy-spinning like an engine, and
+reports its own time for the move: from the moment its read of the turn line returned to just before it
+writes the move. `--bot c` (the default where a C compiler is found) builds benchmarks/spender.c, as an
+engine author's bot would be; `--bot python` writes a Python one to a temporary file (its own measure
+starts later and ends sooner than the bytes move: json and the rules engine run inside it). The bot reports
+its time twice: in an `info` written together with the move (kept in the record), and on stderr (the record
+of a loss on time quotes the last lines).
 What it allows itself: the per-move limit at a fixed time per move; with a game clock, remaining / 10 +
 increment, but never more than the remaining time (so at `1+0.01` it ends up playing on about 11 ms).
 
@@ -18,6 +21,11 @@ per 100 moves:
   move, from its stderr log; a move it never reported finishing counts as a true loss);
 - voids: games voided because the referee measured itself later than the bot's overrun;
 - referee-minus-bot time per move (what the referee charged minus what the bot measured): p50, p99, max.
+
+After each configuration, where a C compiler is found, the host's floor under the same load: pairs of bare C
+processes (benchmarks/pipe_floor.c), as many at once as games, exchanging over pipes with the same busy spin,
+with nothing of the referee between them: the part of referee-minus-bot that any referee would see here (on
+a virtual machine, waking an idle virtual CPU alone can take a millisecond).
 
 Then the standings case: one game at a time (movetime 0.05, 90%) while another task on the referee's event
 loop recomputes the standings of a `--standings-games` game tournament back to back; it prints the largest
@@ -31,7 +39,9 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -147,6 +157,8 @@ class Tally:
     other_voids: int = 0
     diffs_ms: list[float] = field(default_factory=list)
     examples: list[str] = field(default_factory=list)
+    loss_examples: list[str] = field(default_factory=list)
+    own_ms: list[float] = field(default_factory=list)
 
     def add(self, record: GameRecord) -> None:
         self.games += 1
@@ -156,6 +168,7 @@ class Tally:
             own = next((_field(t, "self_ms") for t in reversed(texts) if "self_ms=" in t), None)
             if own is not None:
                 self.diffs_ms.append(move.elapsed_ms - own)
+                self.own_ms.append(own)
         if record.termination is Termination.TIME:
             self.moves += 1
             # The bot's own report of the losing move: its n-th of the game, in its full stderr log (read after
@@ -169,8 +182,8 @@ class Tally:
             own, allow = _field(last, "self_ms"), _field(last, "allow_ms")
             if own is not None and allow is not None and own <= allow:
                 self.false_losses += 1
-                if len(self.examples) < 3:
-                    self.examples.append(f"{record.reason} [bot: {own:.2f} ms of {allow:.2f}]")
+                if len(self.loss_examples) < 3:
+                    self.loss_examples.append(f"{record.reason} [bot: {own:.2f} ms of {allow:.2f}]")
             else:
                 self.true_losses += 1
         elif record.termination is Termination.VOID:
@@ -187,12 +200,31 @@ def _nearest_rank(values: Sequence[float], fraction: float) -> float:
     return ordered[max(1, math.ceil(fraction * len(ordered))) - 1]
 
 
+def bot_command(bot_file: Path) -> list[str]:
+    """How to start the spender: a built C program runs as it is, a Python file under this interpreter."""
+    return [sys.executable, str(bot_file)] if bot_file.suffix == ".py" else [str(bot_file)]
+
+
+def build_bot(kind: str, folder: Path) -> Path:
+    """The spender bot of this kind, ready to run in `folder`."""
+    if kind == "python":
+        bot_file = folder / "spender.py"
+        bot_file.write_text(SPENDER_BOT)
+        return bot_file
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        raise SystemExit("--bot c needs a C compiler (cc or gcc) on PATH; or use --bot python")
+    bot_file = folder / "spender"
+    subprocess.run([compiler, "-O2", "-o", str(bot_file), str(ROOT / "benchmarks" / "spender.c")], check=True)
+    return bot_file
+
+
 async def play_games(
     bot_file: Path, log_dir: Path, control: str, fraction: float, concurrency: int, moves: int, tally: Tally
 ) -> None:
     """`concurrency` game loops at once until `moves` bot moves are made; fresh bot processes every game."""
     settings = GameSettings(width=8, height=8, time_control=parse_time_control(control))
-    spec = BotSpec(name="spender", command=[sys.executable, str(bot_file), str(fraction)], dir=ROOT)
+    spec = BotSpec(name="spender", command=[*bot_command(bot_file), str(fraction)], dir=ROOT)
     counter = 0
 
     async def loop(slot: int) -> None:
@@ -209,6 +241,24 @@ async def play_games(
     async with trio.open_nursery() as nursery:
         for slot in range(concurrency):
             nursery.start_soon(loop, slot)
+
+
+def build_floor(folder: Path) -> Path | None:
+    """benchmarks/pipe_floor.c built in `folder`, or None without a C compiler."""
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        return None
+    program = folder / "pipe_floor"
+    subprocess.run([compiler, "-O2", "-o", str(program), str(ROOT / "benchmarks" / "pipe_floor.c")], check=True)
+    return program
+
+
+async def host_floor(program: Path, spin_ms: float, rounds: int, pairs: int) -> list[float]:
+    """Parent-minus-child times (ms) of bare C process pairs over pipes, `pairs` at once: the host's own share."""
+    done = await trio.run_process(
+        [str(program), str(round(spin_ms * 1000)), str(rounds), str(pairs)], capture_stdout=True
+    )
+    return [float(line) / 1000 for line in done.stdout.split()]
 
 
 def start_burners(count: int) -> list[subprocess.Popen[bytes]]:
@@ -232,8 +282,10 @@ def report(label: str, tally: Tally) -> None:
         f"{tally.voids * per100:6.2f} {tally.true_losses * per100:6.2f}   {spread}",
         flush=True,
     )
-    for example in tally.examples:
-        print(f"    e.g. {example}", flush=True)
+    for example in tally.loss_examples:
+        print(f"    false loss: {example}", flush=True)
+    for example in tally.examples[:2]:
+        print(f"    void: {example}", flush=True)
 
 
 def fake_results(count: int, bots: int) -> tuple[list[ScoredGame], list[str]]:
@@ -287,6 +339,7 @@ async def bench(args: argparse.Namespace, folder: Path, bot_file: Path) -> None:
         f"   {'p50':>7} {'p99':>7} {'max':>8}"
     )
     print(f"{'':<34} {'':>6} {'':>5} {'/100 moves':>21}   {'referee - bot, ms':>24}")
+    floor_program = build_floor(folder)
     for burners in args.burners:
         running = start_burners(burners)
         try:
@@ -297,6 +350,17 @@ async def bench(args: argparse.Namespace, folder: Path, bot_file: Path) -> None:
                         await play_games(bot_file, folder, control, fraction, concurrency, args.moves, tally)
                         label = f"{control} {fraction:.0%} c{concurrency} burners {burners}"
                         report(label, tally)
+                        if floor_program is not None and tally.own_ms:
+                            # The same spin, the same number of pairs at once, the same burners, no referee.
+                            spin = statistics.median(tally.own_ms)
+                            rounds = max(50, len(tally.own_ms) // concurrency)
+                            floor = await host_floor(floor_program, spin, rounds, concurrency)
+                            print(
+                                f"{'  host floor: C pairs, no referee':<34} {len(floor):6d} {'':5} {'':7} {'':6} {'':6}"
+                                f"   {statistics.median(floor):7.3f} {_nearest_rank(floor, 0.99):7.3f}"
+                                f" {max(floor):8.3f}",
+                                flush=True,
+                            )
         finally:
             stop_burners(running)
     if not args.skip_standings:
@@ -305,6 +369,12 @@ async def bench(args: argparse.Namespace, folder: Path, bot_file: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument(
+        "--bot",
+        choices=["c", "python"],
+        default="c" if shutil.which("cc") or shutil.which("gcc") else "python",
+        help="the spender bot: C (benchmarks/spender.c, the default where cc is found) or Python",
+    )
     parser.add_argument("--moves", type=int, default=200, help="bot moves per configuration (default 200)")
     parser.add_argument("--controls", nargs="+", default=["movetime:0.05", "1+0.01"])
     parser.add_argument("--fractions", nargs="+", type=float, default=[0.9, 0.98])
@@ -314,8 +384,8 @@ def main() -> None:
     parser.add_argument("--skip-standings", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-clocks-") as folder:
-        bot_file = Path(folder) / "spender.py"
-        bot_file.write_text(SPENDER_BOT)
+        bot_file = build_bot(args.bot, Path(folder))
+        print(f"bot: {args.bot} ({bot_file.name}); load average before: {os.getloadavg()[0]:.2f}", flush=True)
         trio.run(bench, args, Path(folder), bot_file)
     print(
         "\nfalse: lost on time although in time by the bot's own clock; voids: void because the referee was later"

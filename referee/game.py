@@ -122,6 +122,28 @@ def _cpu_wait_since(bot: BotChannel, waited: int | None) -> int:
     return 0 if waited is None or now is None else now - waited
 
 
+def _cpu_time(bot: BotChannel) -> int | None:
+    """The CPU time of the bot's process so far, ns (None when unknown)."""
+    sample = bot.cpu_sample()
+    return None if sample is None else sample[1]
+
+
+def _host_kept_ns(bot: BotChannel, waited: int | None, cpu_from: int | None, wall_ns: int) -> int:
+    """How long the host kept the bot off a CPU while it was ready to run, since its totals were `waited` (its
+    main thread's run-queue wait) and `cpu_from` (its process's CPU time), `wall_ns` ago.
+
+    A bot whose process used more than one CPU's worth of time meanwhile was not starved by the host: its own
+    threads compete with each other, so its waits are not the host's doing and count for nothing.
+    """
+    kept = _cpu_wait_since(bot, waited)
+    if kept <= 0:
+        return 0
+    cpu_now = _cpu_time(bot)
+    if cpu_from is not None and cpu_now is not None and cpu_now - cpu_from > wall_ns:
+        return 0
+    return kept
+
+
 class _Game:
     def __init__(
         self,
@@ -251,21 +273,22 @@ class _Game:
         await bot.check_idle()
         cpu_before = self._before_turn(color)
         waited = bot.cpu_wait_ns()
+        cpu_from = None if waited is None else _cpu_time(bot)
         watch = None
         if waited is not None and bot.input_unread() is not None:
             # The monitor notes how long the host kept the bot from reading this turn (its wait for a CPU).
             watch = ReadWatch(lambda: bot.input_unread() or 0, bot.cpu_wait_ns, waited)
-        # The bot's time runs from immediately before the write: a bot may answer before the write returns.
-        start = bot.now_ns()
-        window = bot.lag_source.open(start, watch)
+        # The bot's time runs from immediately before the write (`send_turn` says when): a bot may answer before
+        # the write returns. The lag window opens a moment before that, so it covers the whole move.
+        window = bot.lag_source.open(bot.now_ns(), watch)
         try:
-            await bot.send_turn(line)
+            start = await bot.send_turn(line)
             infos: deque[Info] = deque(maxlen=MAX_INFOS_PER_MOVE)
             deadline = None if limit_ns is None else start + limit_ns
             if watch is not None:
                 watch.deadline_ns = deadline
                 watch.written = True
-            reply, infos_seen = await self._await_move(bot, start, deadline, window, infos)
+            reply, infos_seen = await self._await_move(bot, start, deadline, window, infos, waited, cpu_from)
             end = bot.last_line_ns if reply is not None else bot.now_ns()
             lag_ns = max(window.lag_ns(end), bot.last_line_delay_ns if reply is not None else 0)
             before_read_ns = window.wait_before_read_ns()
@@ -277,7 +300,7 @@ class _Game:
             window.close()
         charge = clock.charge(color, end - start, timed_out=reply is None)
         if not charge.in_time:
-            bot_wait_ns = _cpu_wait_since(bot, waited)
+            bot_wait_ns = _host_kept_ns(bot, waited, cpu_from, end - start)
             self._late(
                 color,
                 charge,
@@ -371,36 +394,40 @@ class _Game:
 
         `limit_ns` is the deadline the bot was judged by (its allowance plus the margin); the bot is over it by
         `excess`. The host spoiled the move, and the game is void (never a forfeit for the host's delay), when
-        the referee measured more lateness of its own during the move (`lag_ns`), or the host kept the bot from
-        reading its turn for longer (`before_read_ns`: its wait for a CPU before it read, so before its own
-        clock could start), or kept it off a CPU just before its move arrived (`before_write_ns`: after its own
-        clock stopped). The bot's wait for a CPU while it thinks (`bot_wait_ns`) is only reported: a bot
-        that budgets by the wall clock absorbs being preempted then, so it does not show the host made it late.
+        what the host took from the move is more than `excess`: the referee's own measured lateness
+        (`lag_ns`: its monitor's stalls, or the reader thread's wait to run before it read the reply), plus the
+        time the host kept the bot off a CPU while it was ready to run (`bot_wait_ns`, its run-queue wait over
+        the whole move; `before_read_ns` and `before_write_ns`, the parts of it just before it read its turn and
+        just before its move arrived, as the monitor saw them). A bot preempted while it thinks is counted too:
+        one preempted just before it looks at its clock cannot stop in time, whatever it budgets by. A bot
+        whose own threads used more than one CPU meanwhile is never taken as kept off a CPU (`_host_kept_ns`).
         """
         clock = self.clock
         allowed = charge.allowed_ns or 0
         excess = charge.elapsed_ns - limit_ns
         margin = f" (a {_fmt_ms(clock.margin_ns)} margin was allowed)" if clock.margin_ns else ""
         what = "no move after" if not answered else "took"
-        kept_ns = before_read_ns + before_write_ns  # disjoint waits of the bot (`ReadWatch`): they add up
-        if answered and max(lag_ns, kept_ns) > excess:
+        kept_ns = max(bot_wait_ns, before_read_ns + before_write_ns)  # the parts are disjoint: they add up
+        if answered and lag_ns + kept_ns > excess:
             pressure = cpu_pressure()
             host = "" if pressure is None else f"; CPU pressure on the host: {pressure:g}% over the last 10 s"
             causes = []
-            if lag_ns > excess:
+            if lag_ns:
                 causes.append(f"the referee measured {_fmt_ms(lag_ns)} of its own lateness during that move")
-            if kept_ns > excess and before_read_ns:
+            if before_read_ns:
                 causes.append(f"the host kept the bot from reading its turn for {_fmt_ms(before_read_ns)}")
-            if kept_ns > excess and before_write_ns:
+            if before_write_ns:
                 causes.append(
                     f"the host kept the bot off a CPU for {_fmt_ms(before_write_ns)} between its deadline and its move"
                 )
+            if kept_ns > before_read_ns + before_write_ns:
+                causes.append(f"the bot waited {_fmt_ms(kept_ns)} for a CPU in all during the move")
             raise _HostLate(
                 f"void, the host was late: {color} ({self._bot_names[color]}) {what}"
                 f" {_fmt_ms(charge.elapsed_ns)}, {_fmt_ms(charge.overrun_ns)} over its {_fmt_ms(allowed)}{margin},"
                 f" but {' and '.join(causes)}{host}; the game is not scored and is played again",
                 overrun_ms=charge.overrun_ns / NS_PER_MS,
-                lag_ms=max(lag_ns, kept_ns) / NS_PER_MS,
+                lag_ms=(lag_ns + kept_ns) / NS_PER_MS,
             )
         bot = self.bots[color]
         reason = (
@@ -435,12 +462,16 @@ class _Game:
         deadline: int | None,
         window: LagWindow,
         infos: deque[Info],
+        waited: int | None = None,
+        cpu_from: int | None = None,
     ) -> tuple[MoveReply | None, int]:
         """Read until the move (None: the deadline passed first) and count the infos that came before it.
 
         Times are in the bot channel's clock (ns). Past the deadline, the referee keeps listening for as long
-        as the host's measured delay (the referee's lateness, or the bot kept from reading its turn): a reply
-        in that time is judged by `_late` (a void game, not a loss).
+        as the host's measured delay (the referee's lateness, plus the bot's wait for a CPU since the move began,
+        from its totals `waited` and `cpu_from`): a reply in that time is judged by `_late` (a void game, not a
+        loss). A bot ready to run that hardly runs is waited for a while longer: its current wait is added to
+        its total only once it runs again.
         Pings the bot while it thinks. `infos` keeps only the latest infos (its maxlen): a bot may send as many
         as it likes on its own clock, but the referee's memory must not grow with them.
         """
@@ -450,7 +481,7 @@ class _Game:
         pending: int | None = None  # the id of the ping waiting for its pong
         seen = 0
         grace = 0
-        cpu_from: int | None = None  # the bot's CPU time when its deadline was first judged
+        held_from: int | None = None  # the bot's CPU time when it was first found ready to run past its deadline
         while True:
             wake_at = check_at if deadline is None else min(check_at, deadline + grace)
             # One cancel scope per wait, for whichever comes first: a scope costs about as much as a round trip.
@@ -463,12 +494,12 @@ class _Game:
                     continue
                 now = bot.now_ns()
                 if deadline is not None and now >= deadline + grace:
-                    lag = max(window.lag_ns(now), window.wait_before_read_ns())
+                    kept = max(_host_kept_ns(bot, waited, cpu_from, now - start), window.wait_before_read_ns())
+                    lag = window.lag_ns(now) + kept
                     if now - deadline >= lag:
-                        if cpu_from is None:
-                            sample = bot.cpu_sample()
-                            cpu_from = None if sample is None else sample[1]
-                        held = now - deadline < max(deadline - start, HELD_MAX_NS) and _held_off_cpu(bot, cpu_from)
+                        if held_from is None:
+                            held_from = _cpu_time(bot)
+                        held = now - deadline < max(deadline - start, HELD_MAX_NS) and _held_off_cpu(bot, held_from)
                         if not held:
                             return None, seen
                         # Ready to run but hardly running: the host, not the bot, may be late (`_late` judges the

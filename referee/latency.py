@@ -312,7 +312,7 @@ class LatencySummary(BaseModel):
     void_for_lag: int = Field(
         ge=0,
         description="Games voided because a bot would have lost on time by less than the host's measured delay"
-        " (the referee's own lateness, or the bot kept from reading its turn): never scored, played again.",
+        " (the referee's own lateness plus the bot's wait for a CPU): never scored, played again.",
     )
     void_for_lag_pct: float = Field(ge=0, description="void_for_lag as a percentage of `games`.")
     warning: str | None = Field(

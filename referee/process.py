@@ -90,6 +90,9 @@ CHUNK_BYTES = 65536
 YIELD_EVERY_LINES = 64
 """`receive_line` lets other tasks run after this many lines, even when they all came in one chunk."""
 CATCH_UP_CHUNKS = 16
+CATCH_UP_MAX_S = 1.0
+"""The longest catching up waits for bytes already in the reader thread's hands (a thread held off a CPU for
+longer than this shows as the referee's own lateness, which voids rather than forfeits)."""
 """`catch_up` takes at most this many chunks: a bot that writes without pause cannot hold the referee there."""
 EXIT_WAIT_S = 0.5
 """After a bot's output ends: how long to wait for it to exit, to report its exit code or signal."""
@@ -288,10 +291,34 @@ class BotChannel:
         self.session.sent(kind, game_id=getattr(message, "game_id", None), ping_id=getattr(message, "id", None))
         await self._write(encode(message))
 
-    async def send_turn(self, line: bytes) -> None:
-        """Write a hand-built `turn` line (newline included): the per-move path skips pydantic."""
+    async def send_turn(self, line: bytes) -> int:
+        """Write a hand-built `turn` line (newline included): the per-move path skips pydantic.
+
+        Returns `now_ns()` taken immediately before the first write call: the start of the bot's time. A pipe
+        is written at once, not after a trip through the scheduler (trio's `send_all` yields to the other
+        tasks before it writes, and a bot may be answering by then), and only what the pipe cannot take yet
+        is left to `send_all`.
+        """
         self.session.sent("turn")
-        await self._write(line)
+        if self.session.closed:
+            raise await self._gone_fault(self.session.reason or "closed its input")
+        fileno = getattr(self._send_stream, "fileno", None)
+        if fileno is None:
+            start = self.now_ns()
+            await self._write(line)
+            return start
+        fd = fileno()
+        start = self.now_ns()
+        try:
+            sent = os.write(fd, line)
+        except BlockingIOError:
+            sent = 0
+        except OSError:
+            self.session.gone("closed its input")
+            raise await self._gone_fault("closed its input") from None
+        if sent < len(line):
+            await self._write(line[sent:])
+        return start
 
     async def send_raw(self, line: bytes) -> None:
         """Write bytes the session does not see: for benchmarks of the bare pipe (with `receive_line`) only."""
@@ -376,9 +403,10 @@ class BotChannel:
                 return
             chunk = reader.take_nowait()
             if chunk is None:
-                if not reader.unread_bytes():
+                with trio.move_on_after(CATCH_UP_MAX_S):
+                    chunk = await reader.settle()
+                if chunk is None:
                     return
-                chunk = await reader.receive()
             data, stamp, delay = chunk
             self._eof = not data
             self._feed(data, stamp, delay)

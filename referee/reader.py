@@ -32,6 +32,9 @@ CHUNK_BYTES = 65536
 SWITCH_INTERVAL_S = 0.0002
 """The interpreter switch interval while readers run (Python's default is 5 ms)."""
 
+_SETTLE_CHECK_S = 0.01
+"""While settling, how often the counts are looked at again even without a wake (a lost wake costs no more)."""
+
 Chunk = tuple[bytes, int, int]
 """(data, monotonic ns when the read returned, the reader's run-queue wait before it in ns); b"" is the end."""
 
@@ -82,8 +85,10 @@ class PipeReader:
         self._token = trio.lowlevel.current_trio_token()
         self._wake_r, self._wake_w = os.pipe()
         self._closed = False
-        self.reading = False
-        """True from the moment the thread sees data until the chunk is handed over (or the thread ends)."""
+        self._reads_started = 0
+        """Reads the thread has begun (it saw data); with `_reads_done`, what is in the thread's hands."""
+        self._reads_done = 0
+        """Reads the thread has finished: their chunk (if any) is queued before this count moves."""
         _lower_switch_interval()
         self._thread = threading.Thread(target=self._run, name=f"reader-{name}", daemon=True)
         self._thread.start()
@@ -101,11 +106,12 @@ class PipeReader:
                 events = poller.poll()
                 if any(fd == self._wake_r for fd, _ in events):
                     return
-                self.reading = True
+                self._reads_started += 1
                 try:
                     data = os.read(self._fd, CHUNK_BYTES)
                 except BlockingIOError:
-                    self.reading = False
+                    self._reads_done += 1
+                    self._wake_trio()
                     continue
                 except OSError:
                     data = b""
@@ -115,7 +121,7 @@ class PipeReader:
                     total = _run_delay(schedstat)
                     delay, last_delay = total - last_delay, total
                 self._chunks.append((data, stamp, delay))
-                self.reading = False
+                self._reads_done += 1
                 try:
                     self._token.run_sync_soon(self._notify)
                 except trio.RunFinishedError:
@@ -123,12 +129,16 @@ class PipeReader:
                 if not data:
                     return
         finally:
-            self.reading = False
+            self._reads_done = self._reads_started
             if schedstat is not None:
                 os.close(schedstat)
             os.close(self._wake_r)
 
     # -- the trio side ----------------------------------------------------------------------------------------
+
+    def _wake_trio(self) -> None:
+        with contextlib.suppress(trio.RunFinishedError):
+            self._token.run_sync_soon(self._notify)
 
     def _notify(self) -> None:
         waiter = self._waiter
@@ -153,7 +163,7 @@ class PipeReader:
         """Bytes that have arrived but are not handed over yet (in the pipe, or being read by the thread).
 
         The pipe is asked first and the thread's state after it, so that bytes the thread takes in between
-        are still seen (as `reading`, or as a chunk waiting).
+        are still seen (as a read in flight, or as a chunk waiting). A read in flight counts as one byte.
         """
         if self._closed:
             return 0
@@ -163,7 +173,24 @@ class PipeReader:
         except OSError:
             return 0
         waiting = int.from_bytes(buffer, sys.byteorder)
-        return waiting or int(self.reading) or len(self._chunks)
+        return waiting or int(self._reads_started != self._reads_done) or len(self._chunks)
+
+    async def settle(self) -> Chunk | None:
+        """The next chunk if one is queued or in the thread's hands (waiting for it), else None.
+
+        Unlike `receive`, it never waits for the bot to write more: it returns None as soon as the pipe is
+        empty and no read is in flight, however the thread's progress and this check interleave (a read that
+        finds nothing, or a chunk taken while its read was still counted as in flight, ends the wait).
+        """
+        while not self._chunks:
+            if not self.unread_bytes():
+                return None
+            waiter = self._waiter = trio.Event()
+            # The thread wakes trio after every read, with or without a chunk; the next turn of this loop
+            # looks at the counts again.
+            with trio.move_on_after(_SETTLE_CHECK_S):
+                await waiter.wait()
+        return self._chunks.popleft()
 
     async def close(self) -> None:
         """Stop the thread (before the pipe is closed, so that it never reads a reused descriptor)."""

@@ -153,8 +153,8 @@ class GameRecord(BaseModel):
     referee_lag_ms: float | None = Field(
         default=None,
         description="On a game voided because the host was late: its measured delay in the move (the referee's own"
-        " lateness, or how long the host kept the bot from reading its turn), larger than the bot's overrun"
-        " (`overrun_ms`), so the loss on time could not be shown to be the bot's.",
+        " lateness plus how long the host kept the bot off a CPU while it was ready to run), larger than the bot's"
+        " overrun (`overrun_ms`), so the loss on time could not be shown to be the bot's.",
     )
     stderr_tail: list[str] = Field(default_factory=list, description="The last lines of the offender's stderr.")
     final_position: str = Field(description="The final position string (Position.to_string).")

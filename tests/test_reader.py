@@ -1,0 +1,141 @@
+"""The reader thread's hand-over to trio: chunks with their times, and catching up without ever hanging.
+
+A regression: catching up once waited for a chunk that a read "in flight" would bring, after that chunk had
+already been taken (the thread had queued it but not yet cleared its flag), and a game hung for good with the
+bot's move already in hand. These tests use real pipes and the real thread; `settle` must end whenever the
+pipe is empty and no read is in flight, whatever order the two sides run in.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import trio
+import trio.testing
+
+from protocol.session import State
+from referee import process
+from referee.process import BotChannel
+from referee.reader import PipeReader
+from tests.test_session import session_in
+
+TURN = b'{"type":"turn","game_id":"g","moves":[],"clock":{}}\n'
+
+
+async def test_a_chunk_comes_with_the_time_its_read_returned() -> None:
+    read_fd, write_fd = os.pipe()
+    reader = PipeReader(read_fd, "test")
+    try:
+        before = trio.current_time()
+        os.write(write_fd, b'{"type":"move","move":"pass"}\n')
+        data, stamp, delay = await reader.receive()
+        assert data == b'{"type":"move","move":"pass"}\n'
+        assert stamp > 0 and delay >= 0
+        assert trio.current_time() >= before
+        assert await reader.settle() is None  # nothing more in the pipe or in the thread's hands
+    finally:
+        await reader.close()
+        os.close(write_fd)
+        os.close(read_fd)
+
+
+async def test_settle_takes_what_is_in_the_pipe_and_stops_when_it_is_empty() -> None:
+    read_fd, write_fd = os.pipe()
+    reader = PipeReader(read_fd, "test")
+    try:
+        os.write(write_fd, b"one\n")
+        chunk = await reader.settle()
+        while chunk is None:  # the thread may not have woken yet: the pipe still holds the bytes
+            await trio.sleep(0.001)
+            chunk = await reader.settle()
+        assert chunk[0] == b"one\n"
+        assert await reader.settle() is None
+    finally:
+        await reader.close()
+        os.close(write_fd)
+        os.close(read_fd)
+
+
+async def test_settle_ends_when_a_read_in_flight_brings_nothing() -> None:
+    # The race that hung a game: a read counted as in flight whose chunk is already gone (or that found
+    # nothing). The thread's own counting is played here by hand, from another thread, after settle waits.
+    read_fd, write_fd = os.pipe()
+    reader = PipeReader(read_fd, "test")
+    try:
+        reader._reads_started += 1  # a read begun and not finished, with nothing to hand over
+
+        def finish() -> None:
+            reader._reads_done += 1
+            reader._wake_trio()
+
+        timer = threading.Timer(0.05, finish)
+        timer.start()
+        with trio.fail_after(30):  # a hang, not a timing: settle returns as soon as the read is done
+            assert await reader.settle() is None
+        timer.join()
+    finally:
+        await reader.close()
+        os.close(write_fd)
+        os.close(read_fd)
+
+
+async def test_catching_up_never_waits_for_good_on_a_read_that_never_ends(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # The state a game hung in: the bot's move already taken in as lines, and the thread's count of reads
+    # left showing one in flight for good. Catching up keeps the lines and returns within its bound.
+    read_fd, write_fd = os.pipe()
+    send_stream = trio.lowlevel.FdStream(os.dup(write_fd))
+    reader = PipeReader(read_fd, "test")
+    channel = BotChannel("test", send_stream, trio.testing.MemoryReceiveStream(), reader=reader)
+    try:
+        os.write(write_fd, b'{"type":"info","text":"x"}\n{"type":"move","move":"pass"}\n')
+        while not channel.has_lines():
+            await channel.catch_up()
+            await trio.sleep(0.001)
+        reader._reads_started += 1  # never finished
+        started = trio.current_time()
+        await channel.catch_up()
+        assert trio.current_time() - started <= process.CATCH_UP_MAX_S + 0.1
+        assert channel.has_lines()
+    finally:
+        await channel.close_reading()
+        await send_stream.aclose()
+        os.close(write_fd)
+        os.close(read_fd)
+
+
+async def test_a_turn_s_time_starts_before_its_write_even_when_the_pipe_is_full() -> None:
+    # The bot's pipe is full: the turn line cannot go through until the bot reads. Its time starts before the
+    # write was first tried (an ordering, not a duration): a bot is charged for a write that blocks on it.
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(write_fd, False)
+    filled = 0
+    try:
+        while True:
+            filled += os.write(write_fd, b"x" * 65536)
+    except BlockingIOError:
+        pass
+    send_stream = trio.lowlevel.FdStream(write_fd)
+    channel = BotChannel("test", send_stream, trio.testing.MemoryReceiveStream())
+    channel._monotonic = True  # the channel's clock is the monotonic clock, as with a real bot
+    drained_at: list[int] = []
+
+    def drain() -> None:
+        time.sleep(0.05)  # long enough that the write is surely tried (and blocked) before this
+        drained_at.append(time.monotonic_ns())
+        left = filled + len(TURN)
+        while left > 0:
+            left -= len(os.read(read_fd, left))
+
+    try:
+        channel.session = session_in(State.BETWEEN_TURNS)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(trio.to_thread.run_sync, drain)
+            start = await channel.send_turn(TURN)
+        assert drained_at and start < drained_at[0]
+    finally:
+        await send_stream.aclose()
+        os.close(read_fd)
