@@ -42,7 +42,9 @@ def moves_left_estimate(position: Position) -> int:
     return max(2, live // 3 + 1)
 
 
-def seconds_for(position: Position, clock: Clock, max_time: float | None = None) -> float:
+def seconds_for(
+    position: Position, clock: Clock, max_time: float | None = None, reserve: tuple[float, float] = DEFAULT.reserve
+) -> float:
     """The search time for this turn, counted from now (what the kit has spent already is taken off)."""
     seconds = budget(
         clock.my_ms,
@@ -50,6 +52,7 @@ def seconds_for(position: Position, clock: Clock, max_time: float | None = None)
         clock.move_limit_ms,
         clock.moves_to_go,
         moves_left_estimate(position),
+        reserve,
     )
     seconds -= time.monotonic() - clock.received_at
     if max_time is not None:
@@ -83,7 +86,7 @@ class _Chooser:
     def __call__(self, position: Position, clock: Clock) -> Move:
         self.turns += 1
         seed = None if self.seed is None else self.seed * 1_000_003 + self.turns
-        seconds = seconds_for(position, clock, self.max_time)
+        seconds = seconds_for(position, clock, self.max_time, self.settings.reserve)
         # With only a per-move limit, time not used now is lost: search until the budget is spent.
         use_all = clock.my_ms is None and clock.move_limit_ms is not None
         table = self._table(position) if self.settings.keep_table else None

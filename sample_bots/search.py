@@ -74,6 +74,9 @@ class Settings:
     """After the first iteration, search only this many root moves, the best of the last one (0: all)."""
     keep_table: bool = False
     """Keep the transposition table from one move to the next of a game (the bot passes it back in)."""
+    reserve: tuple[float, float] = (0.06, 0.08)
+    """The safety margin kept back from the time available for a move: these seconds plus this share of it,
+    for what the referee counts and the search does not see (reading the turn, the reply, scheduling)."""
     contested: float = 1.0
     """At the horizon a tree that a neighbouring root may take counts this share of its size (1: the
     bare margin); see `Searcher.evaluate`."""
@@ -669,20 +672,27 @@ def budget(
     move_limit_ms: int | None = None,
     moves_to_go: int | None = None,
     moves_left: int = 30,
+    reserve: tuple[float, float] = DEFAULT.reserve,
 ) -> float:
     """Seconds to think about this move, given the clock fields of the turn.
 
     `moves_left` estimates how many more moves this side will make (used with a Fischer clock).
-    Whatever the time control, the answer leaves a safety margin for what the referee counts and
-    the search does not see: reading the turn, start-up of the reply, scheduling on a busy machine.
+    Whatever the time control, the answer leaves a safety margin (`reserve`: seconds, share of the
+    time available) for what the referee counts and the search does not see: reading the turn,
+    start-up of the reply, scheduling on a busy machine.
     """
+    base, share_kept = reserve
+
+    def kept(seconds: float) -> float:
+        return base + share_kept * seconds
+
     limits: list[float] = []
     if move_limit_ms is not None:
         limit = move_limit_ms / 1000
-        limits.append(limit - _reserve(limit))
+        limits.append(limit - kept(limit))
     if remaining_ms is not None:
         left = remaining_ms / 1000
-        usable = left - _reserve(left)
+        usable = left - kept(left)
         if moves_to_go is not None and moves_to_go > 0:
             # Periods: the clock is filled up after moves_to_go moves; share it evenly, keeping
             # a little back in case the period ends the game sooner than expected.
@@ -694,8 +704,3 @@ def budget(
     if not limits:
         return 5.0  # no clock at all: think a while, but not forever
     return max(0.0, min(limits))
-
-
-def _reserve(seconds: float) -> float:
-    """The safety margin kept back from `seconds` of available time."""
-    return 0.06 + 0.08 * seconds

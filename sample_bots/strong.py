@@ -3,12 +3,13 @@ and a table kept all game.
 
     python -m sample_bots.strong [--seed N] [--depth N] [--max-time SECONDS] [--name NAME]
 
-Same clock management, `info` lines and exact endgame solver as `alphabeta` (sample_bots/alphabeta.py);
-what differs is in SETTINGS. Above all, where the search stops it counts a *contested* tree (one that
-a neighbouring root may still take) at half its size, where alphabeta counts the margin as it stands:
-which side holds such a tree at the horizon says more about where the search stopped than about who
-will own it at the end. Its strength against `alphabeta` and against the alphabeta of commit 0aff18e
-at equal time is measured by benchmarks/bench_ladder.py.
+The same clock management, `info` lines and exact endgame solver as `alphabeta`
+(sample_bots/alphabeta.py); what differs is in SETTINGS. Where the search stops it counts a
+*contested* tree (one that a neighbouring root may still take) at half its size, where alphabeta
+counts the margin as it stands: which side holds such a tree at the horizon says more about where
+the search stopped than about who will own it at the end. It also keeps less of each move's time
+back as a safety margin. Its strength against `alphabeta` and against the alphabeta of commit
+0aff18e at equal time is measured by benchmarks/bench_ladder.py.
 """
 
 from __future__ import annotations
@@ -19,17 +20,22 @@ from sample_bots.alphabeta import run_search_bot
 from sample_bots.search import Settings
 
 NAME = "strong"
-VERSION = "1.1"  # 1.1: contested trees count half at the horizon
+VERSION = "1.1"  # 1.1: contested trees count half at the horizon; a smaller time reserve
 
-# Chosen by in-process matches at 0.1 s a move against alphabeta (20 openings, both colours each):
-# contested trees at half their size scored 27 of 40, at a quarter or nothing 25 of 40, at three
-# quarters 19 of 40; adding a null move to the quiescence search (the opponent's captures if the
-# mover stands still) did not add to it (26 of 40). Earlier, with the bare margin (10-20 games each,
-# so only large effects show): searching only the best 24 root moves was worse; narrower or wider
-# interior nodes, an earlier and longer solver and the kept table made no clear difference. On a busy
-# machine a solve that does not finish is time lost, so the solver gets no more of the turn than in
-# alphabeta, only a longer reach: 8x8 endgames with 13-14 roots in play solve in 10,000 to 300,000 nodes.
-SETTINGS = Settings(solve_live_roots=16, solve_reach=16.0, keep_table=True, contested=0.5)
+# Chosen by measurement. In-process matches against alphabeta at 0.1 s a move (20 openings, both
+# colours each): contested trees at half their size scored 27 and 24 of 40 (two sets of openings),
+# at a quarter or nothing 25 of 40, at three quarters 19 of 40, the mover's own at a quarter and the
+# opponent's at half 19 of 40 against plain halves; a null move in the quiescence search (the
+# opponent's captures if the mover stands still) added nothing (26 of 40). The count costs about 18%
+# of the nodes per second. Time is worth much here: alphabeta with twice the time scored 28 of 40
+# against itself, so strong keeps back 30 ms + 5% of a move's time instead of 60 ms + 8% (at 0.2 s a
+# move alphabeta's moves took at most 145 ms as the referee counts them, with 76 ms kept back).
+# Earlier, with the bare margin (10-20 games each, so only large effects show): searching only the
+# best 24 root moves was worse; narrower or wider interior nodes, an earlier and longer solver and
+# the kept table made no clear difference. On a busy machine a solve that does not finish is time
+# lost, so the solver gets no more of the turn than in alphabeta, only a longer reach: 8x8 endgames
+# with 13-14 roots in play solve in 10,000 to 300,000 nodes.
+SETTINGS = Settings(solve_live_roots=16, solve_reach=16.0, keep_table=True, contested=0.5, reserve=(0.03, 0.05))
 
 
 def main(argv: Sequence[str] | None = None) -> None:

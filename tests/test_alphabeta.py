@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from protocol.kit import Clock
 from protocol.messages import Info, MoveReply, parse_bot_line
 from protocol.rules import PASS, Move, Position
-from sample_bots import greedy
+from sample_bots import greedy, strong
 from sample_bots import search as search_module
 from sample_bots.alphabeta import make_chooser, moves_left_estimate, seconds_for
 from sample_bots.search import budget, choose_move
@@ -219,16 +219,31 @@ def test_budget_takes_the_tighter_of_clock_and_move_limit() -> None:
     limit=st.none() | st.integers(0, 1_000_000),
     to_go=st.none() | st.integers(1, 200),
     moves_left=st.integers(0, 100),
+    reserve=st.sampled_from([search_module.DEFAULT.reserve, strong.SETTINGS.reserve]),
 )
 def test_budget_always_keeps_a_margin(
-    remaining: int | None, increment: int, limit: int | None, to_go: int | None, moves_left: int
+    remaining: int | None,
+    increment: int,
+    limit: int | None,
+    to_go: int | None,
+    moves_left: int,
+    reserve: tuple[float, float],
 ) -> None:
-    seconds = budget(remaining, increment, limit, to_go, moves_left)
+    seconds = budget(remaining, increment, limit, to_go, moves_left, reserve)
     assert seconds >= 0.0
+    base, share = reserve
     for available_ms in (remaining, limit):
         if available_ms is not None:
             available = available_ms / 1000
-            assert seconds <= max(0.0, available - 0.05 - 0.05 * available)
+            assert seconds <= max(0.0, available - base - share * available + 1e-9)
+
+
+def test_strong_keeps_less_of_a_short_move_back() -> None:
+    """At 0.2 s a move alphabeta searches 0.124 s and its moves took about 0.13 s as the referee counts
+    them (at most 0.145 s); strong keeps 40 ms back instead of 76 ms."""
+    assert budget(None, move_limit_ms=200) == pytest.approx(0.124)
+    assert budget(None, move_limit_ms=200, reserve=strong.SETTINGS.reserve) == pytest.approx(0.16)
+    assert budget(None, move_limit_ms=1000, reserve=strong.SETTINGS.reserve) == pytest.approx(0.92)
 
 
 def test_seconds_for_counts_time_already_spent() -> None:
