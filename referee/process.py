@@ -27,6 +27,7 @@ import signal
 import subprocess
 import sys
 import termios
+import threading
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
@@ -62,7 +63,7 @@ from referee.containment import (
 )
 from referee.exceptions import single_exception
 from referee.latency import NO_LAG, HostLagMonitor, LagSource, host_lag_monitor
-from referee.reader import PipeReader
+from referee.reader import PipeReader, StderrCopier
 from referee.record import BotInfo, Termination
 from referee.sandbox import SandboxError, launch_command, sandbox_environment
 
@@ -618,12 +619,27 @@ class BotProcess(BotChannel):
         self.pid = process.pid
         self.tree = tree
         self.stderr_path = stderr_path
-        self.stderr_bytes = 0
-        """Bytes the bot wrote to stderr (the log keeps only the first `stderr_cap_bytes`)."""
         self._tail: deque[str] = deque(maxlen=_TAIL_LINES)
         self._partial = bytearray()
-        self._stderr_done = trio.Event()
+        self._tail_lock = threading.Lock()  # the tail is kept by the stderr thread and read by the game
+        self._stderr: StderrCopier | None = None
         self._schedstat: int | None = None
+
+    @property
+    def stderr_bytes(self) -> int:
+        """Bytes the bot wrote to stderr (the log keeps only the first `stderr_cap_bytes`)."""
+        return 0 if self._stderr is None else self._stderr.copied
+
+    def _copy_stderr(self, cap_bytes: int) -> None:
+        """Start copying stderr to the log, on a thread (`StderrCopier`)."""
+        fd: int = self.process.stderr.fileno()  # type: ignore[attr-defined]
+        self._stderr = StderrCopier(fd, self.stderr_path, cap_bytes, self._keep_tail, self.name)
+
+    async def _stderr_done(self, timeout_s: float) -> None:
+        """Wait up to `timeout_s` for the copy of stderr to reach the end of the bot's output."""
+        if self._stderr is not None:
+            with trio.move_on_after(timeout_s):
+                await self._stderr.done.wait()
 
     def cpu_ns(self) -> int | None:
         return None if self.tree is None else self.tree.cpu_ns()
@@ -678,18 +694,18 @@ class BotProcess(BotChannel):
             return None
 
     def stderr_tail(self, lines: int = 20) -> list[str]:
-        tail = list(self._tail)
-        if self._partial:
-            tail.append(self._partial.decode("utf-8", errors="replace"))
+        with self._tail_lock:
+            tail = list(self._tail)
+            if self._partial:
+                tail.append(self._partial.decode("utf-8", errors="replace"))
         return tail[-lines:] if lines > 0 else []
 
     async def settle(self) -> None:
         with trio.CancelScope(shield=True):
             if self.process.returncode is not None:
-                with trio.move_on_after(STDERR_SETTLE_S):
-                    await self._stderr_done.wait()
+                await self._stderr_done(STDERR_SETTLE_S)
             else:
-                # Still running: let the drain task take what is already in the pipe.
+                # Still running: let the copying thread take what is already in the pipe.
                 await trio.sleep(0.02)
 
     def info(self) -> BotInfo:
@@ -721,38 +737,16 @@ class BotProcess(BotChannel):
             how += f" (its memory was limited to {self.spec.memory_mb} MiB)"
         return BotCrashed(how)
 
-    async def _drain_stderr(self, stream: trio.abc.ReceiveStream, cap_bytes: int) -> None:
-        """Copy stderr to the log until EOF, keeping at most `cap_bytes` there and a tail of lines in memory."""
-        try:
-            with open(self.stderr_path, "wb", buffering=0) as log_file:
-                while True:
-                    try:
-                        data = await stream.receive_some(CHUNK_BYTES)
-                    except (trio.BrokenResourceError, trio.ClosedResourceError):
-                        break
-                    if not data:
-                        break
-                    written = self.stderr_bytes
-                    self.stderr_bytes += len(data)
-                    if written < cap_bytes:
-                        log_file.write(data[: cap_bytes - written])
-                        if self.stderr_bytes >= cap_bytes:
-                            log_file.write(f"\n[stderr log capped at {cap_bytes} bytes]\n".encode())
-                    self._keep_tail(data)
-        except OSError as error:
-            log.warning("cannot write the stderr log of %s to %s: %s", self.name, self.stderr_path, error)
-        finally:
-            self._stderr_done.set()
-
     def _keep_tail(self, data: bytes | bytearray) -> None:
         *complete, rest = bytes(data).split(b"\n")
-        if complete:
-            complete[0] = bytes(self._partial) + complete[0]
-            self._partial.clear()
-            for line in complete[-_TAIL_LINES:]:
-                self._tail.append(line[:_TAIL_LINE_BYTES].decode("utf-8", errors="replace").rstrip("\r"))
-        if len(self._partial) < _TAIL_LINE_BYTES:
-            self._partial += rest[: _TAIL_LINE_BYTES - len(self._partial)]
+        with self._tail_lock:
+            if complete:
+                complete[0] = bytes(self._partial) + complete[0]
+                self._partial.clear()
+                for line in complete[-_TAIL_LINES:]:
+                    self._tail.append(line[:_TAIL_LINE_BYTES].decode("utf-8", errors="replace").rstrip("\r"))
+            if len(self._partial) < _TAIL_LINE_BYTES:
+                self._partial += rest[: _TAIL_LINE_BYTES - len(self._partial)]
 
     async def _shutdown(self, grace_s: float) -> None:
         """quit, a grace period, SIGKILL to the whole process group and tree, reap. Never raises for a dead bot."""
@@ -779,9 +773,11 @@ class BotProcess(BotChannel):
         if self._schedstat is not None and self._schedstat >= 0:
             os.close(self._schedstat)
             self._schedstat = -1
-        with trio.move_on_after(STDERR_SETTLE_S):
-            await self._stderr_done.wait()
-        for stream in (self._send_stream, self._receive_stream):
+        await self._stderr_done(STDERR_SETTLE_S)
+        if self._stderr is not None:
+            # A process that escaped every net may still hold stderr open: stop copying rather than wait.
+            await self._stderr.stop()
+        for stream in (self._send_stream, self._receive_stream, self.process.stderr):
             with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
                 await stream.aclose()
 
@@ -878,7 +874,7 @@ async def open_bot(
     # The helper tasks never raise: the nursery's group can only hold the body's exception.
     with single_exception():
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(bot._drain_stderr, process.stderr, stderr_cap_bytes)
+            bot._copy_stderr(stderr_cap_bytes)
             nursery.start_soon(_watch_exit, bot)
             try:
                 yield bot
