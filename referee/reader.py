@@ -220,9 +220,7 @@ class StderrCopier:
     be thread-safe); `done` is set on the trio loop when the copy ends (end of output, or `stop`).
     """
 
-    def __init__(
-        self, fd: int, log_path: Path, cap_bytes: int, on_chunk: Callable[[bytes], None], name: str
-    ) -> None:
+    def __init__(self, fd: int, log_path: Path, cap_bytes: int, on_chunk: Callable[[bytes], None], name: str) -> None:
         self._fd = fd
         self._log_path = log_path
         self._cap_bytes = cap_bytes
