@@ -624,6 +624,7 @@ class BotProcess(BotChannel):
         self._tail_lock = threading.Lock()  # the tail is kept by the stderr thread and read by the game
         self._stderr: StderrCopier | None = None
         self._schedstat: int | None = None
+        self._bot_pid_found: int | None = None
 
     @property
     def stderr_bytes(self) -> int:
@@ -667,14 +668,40 @@ class BotProcess(BotChannel):
             return None
         return int.from_bytes(buffer, sys.byteorder)
 
+    def _bot_pid(self) -> int | None:
+        """The pid of the bot's own program: the process started, or in a sandbox the first process inside it
+        that is not bubblewrap (bwrap starts an init of its own, which starts the bot). None if not there yet."""
+        if self._bot_pid_found is not None:
+            return self._bot_pid_found
+        if not self.spec.sandbox:
+            self._bot_pid_found = self.pid
+            return self.pid
+        pid = self.pid
+        for _ in range(4):  # the outer bwrap, its init in the new namespace, then the bot
+            try:
+                comm = Path(f"/proc/{pid}/comm").read_text().strip()
+                if comm != "bwrap":
+                    self._bot_pid_found = pid
+                    return pid
+                children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+            except OSError:
+                return None
+            if not children:
+                return None
+            pid = int(children[0])
+        return None
+
     def cpu_sample(self) -> tuple[bool, int] | None:
         # The process's CPU clock (its id from the pid, as clock_getcpuclockid makes it) counts the current slice
         # too, unlike schedstat; the main thread's state is the first field after the command in its stat file.
         # Other threads running make the clock move: then the bot is not taken as held off a CPU.
+        pid = self._bot_pid()
+        if pid is None:
+            return None
         try:
-            with open(f"/proc/{self.pid}/task/{self.pid}/stat", "rb") as stat:
+            with open(f"/proc/{pid}/task/{pid}/stat", "rb") as stat:
                 state = stat.read().rpartition(b")")[2].split()[0]
-            cpu = time.clock_gettime_ns(((~self.pid) << 3) | _CPUCLOCK_PROCESS_SCHED)
+            cpu = time.clock_gettime_ns(((~pid) << 3) | _CPUCLOCK_PROCESS_SCHED)
         except (OSError, IndexError):
             return None
         return state == b"R", cpu
@@ -682,8 +709,11 @@ class BotProcess(BotChannel):
     def cpu_wait_ns(self) -> int | None:
         # The main thread's schedstat, kept open: one pread (about a microsecond) per move.
         if self._schedstat is None:
+            pid = self._bot_pid()
+            if pid is None:
+                return None
             try:
-                self._schedstat = os.open(f"/proc/{self.pid}/task/{self.pid}/schedstat", os.O_RDONLY)
+                self._schedstat = os.open(f"/proc/{pid}/task/{pid}/schedstat", os.O_RDONLY)
             except OSError:
                 self._schedstat = -1
         if self._schedstat < 0:
