@@ -124,8 +124,7 @@ def _cpu_wait_since(bot: BotChannel, waited: int | None) -> int:
 
 def _cpu_time(bot: BotChannel) -> int | None:
     """The CPU time of the bot's process so far, ns (None when unknown)."""
-    sample = bot.cpu_sample()
-    return None if sample is None else sample[1]
+    return bot.cpu_clock_ns()
 
 
 def _host_kept_ns(bot: BotChannel, waited: int | None, cpu_from: int | None, wall_ns: int) -> int:

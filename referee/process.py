@@ -274,6 +274,12 @@ class BotChannel:
         """Bytes written to the bot and not read by it yet (None: cannot be told, as over memory streams)."""
         return None
 
+    def cpu_clock_ns(self) -> int | None:
+        """The CPU time of the bot's process so far (all its threads), ns, exact to this instant; None if unknown.
+        Cheaper than `cpu_sample` (no file to read): taken at the start of every move."""
+        sample = self.cpu_sample()
+        return None if sample is None else sample[1]
+
     def cpu_sample(self) -> tuple[bool, int] | None:
         """Whether the bot's main thread is ready to run (running or waiting for a CPU) and the CPU time of its
         process so far, ns, exact to this instant; None if unknown. Two samples tell a bot the host keeps off a
@@ -690,6 +696,15 @@ class BotProcess(BotChannel):
                 return None
             pid = int(children[0])
         return None
+
+    def cpu_clock_ns(self) -> int | None:
+        pid = self._bot_pid()
+        if pid is None:
+            return None
+        try:
+            return time.clock_gettime_ns(((~pid) << 3) | _CPUCLOCK_PROCESS_SCHED)
+        except OSError:
+            return None
 
     def cpu_sample(self) -> tuple[bool, int] | None:
         # The process's CPU clock (its id from the pid, as clock_getcpuclockid makes it) counts the current slice
