@@ -76,6 +76,11 @@ _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _NS_PER_TICK = 1_000_000_000 // _CLOCK_TICKS
+_CPUCLOCK_PROCESS_SCHED = 2
+"""A process's CPU clock id is made from its pid with this (as clock_getcpuclockid does)."""
+TREE_WALK_INTERVAL_S = 0.5
+"""Without cgroups, how often the CPU of a bot's other processes is brought up to date (its main process's is
+exact at every reading)."""
 
 T = TypeVar("T")
 
@@ -402,6 +407,8 @@ class ProcessTree:
         self.limit_in_force = "none"
         self._lock = threading.RLock()
         """Ending the tree runs on a worker thread; sampling and freezing on the referee's."""
+        self._cpuacct_fd: int | None = None
+        self._walked_at = -TREE_WALK_INTERVAL_S  # when /proc was last walked for the tree's CPU (no cgroups)
         if self.support.uses_cgroups:
             self._make_cgroups()
 
@@ -530,21 +537,59 @@ class ProcessTree:
             self._write_note()
         return live
 
+    @_locked
+    def _update_known(self) -> None:
+        """Bring the CPU ticks of the tree's known processes other than the main one up to date (one stat file
+        each; none for a bot of one process): between walks, a helper process's CPU is still counted on the
+        move it was used in."""
+        for key in [key for key in self._seen if key[0] != self.pid]:
+            pid, start = key
+            fields = _stat_fields(pid)
+            if fields is None or int(fields[19]) != start or fields[0] in ("Z", "X"):
+                self._dead_ticks += self._seen.pop(key)  # gone: its CPU time stays counted
+            else:
+                self._seen[key] = max(self._seen[key], int(fields[11]) + int(fields[12]))
+
     def _seen_pids(self) -> set[int]:
         return {pid for pid, _ in self._seen}
 
     def cpu_ns(self) -> int | None:
-        """CPU time used by all the bot's processes so far (cgroup cpuacct, else the sum over /proc samples)."""
+        """CPU time used by all the bot's processes so far (cgroup cpuacct, else the sum over /proc samples).
+
+        Read four times a move, so the cgroup's file is kept open and read again in place (a few microseconds,
+        where opening it each time cost about a hundred).
+        """
         path = self.cgroups.get("cpuacct")
         if path is not None:
-            try:
-                return int((path / "cpuacct.usage").read_text())
-            except (OSError, ValueError):
-                return None
+            with self._lock:
+                if self._cpuacct_fd is None:
+                    try:
+                        self._cpuacct_fd = os.open(path / "cpuacct.usage", os.O_RDONLY)
+                    except OSError:
+                        return None
+                try:
+                    return int(os.pread(self._cpuacct_fd, 32, 0))
+                except (OSError, ValueError):
+                    return None
         if self.pid is None:
             return None
-        self.sample()
-        return (self._dead_ticks + sum(self._seen.values())) * _NS_PER_TICK
+        # Without cgroups: the main process exactly (its CPU clock, all its threads), and the rest of the tree as
+        # of the last walk of /proc, done at most every `TREE_WALK_INTERVAL_S` (a walk reads every process's
+        # stat file, milliseconds on a busy host: four a move would cost more than the rest of the referee).
+        now = time.monotonic()
+        if now - self._walked_at >= TREE_WALK_INTERVAL_S:
+            self.sample()
+            self._walked_at = now
+        else:
+            self._update_known()
+        with self._lock:
+            ticks = self._dead_ticks + sum(self._seen.values())
+            main_ticks = sum(value for (pid, _), value in self._seen.items() if pid == self.pid)
+        try:
+            main_ns = time.clock_gettime_ns(((~self.pid) << 3) | _CPUCLOCK_PROCESS_SCHED)
+        except OSError:  # gone: its last ticks are in the walk's count
+            return ticks * _NS_PER_TICK
+        return main_ns + (ticks - main_ticks) * _NS_PER_TICK
 
     # -- control -----------------------------------------------------------------------------------
 
@@ -640,6 +685,10 @@ class ProcessTree:
     def close(self) -> None:
         """The end of the bot's life: kill what is left, remove its cgroups and its note."""
         self.kill_all()
+        with self._lock:
+            if self._cpuacct_fd is not None:
+                os.close(self._cpuacct_fd)
+                self._cpuacct_fd = None
         self._remove_cgroups()
         if self._note is not None:
             with contextlib.suppress(OSError):

@@ -124,8 +124,7 @@ def _cpu_wait_since(bot: BotChannel, waited: int | None) -> int:
 
 def _cpu_time(bot: BotChannel) -> int | None:
     """The CPU time of the bot's process so far, ns (None when unknown)."""
-    sample = bot.cpu_sample()
-    return None if sample is None else sample[1]
+    return bot.cpu_clock_ns()
 
 
 def _host_kept_ns(bot: BotChannel, waited: int | None, cpu_from: int | None, wall_ns: int) -> int:
@@ -177,6 +176,8 @@ class _Game:
         self._bot_names = {color: self.bots[color].name for color in COLORS}
         self._info_budget = dict.fromkeys(COLORS, INFO_BUDGET_CHARS)
         self._cpu_game_ms = dict.fromkeys(COLORS, 0.0)
+        self._held_since_ns = 0
+        """Set by `_await_move` when it gave up on a bot held off a CPU all along (see `_late`)."""
 
     # -- setup: handshake and new_game, both bots at once, not charged --------------------------------
 
@@ -309,6 +310,7 @@ class _Game:
                 before_read_ns,
                 bot_wait_ns,
                 answered=reply is not None,
+                held_since_ns=self._held_since_ns if reply is None else 0,
                 before_write_ns=before_write_ns,
             )
         assert reply is not None
@@ -389,6 +391,7 @@ class _Game:
         *,
         answered: bool,
         before_write_ns: int = 0,
+        held_since_ns: int = 0,
     ) -> NoReturn:
         """A move past its deadline: a loss on time, or a void game if the host was later than the bot.
 
@@ -430,6 +433,17 @@ class _Game:
                 lag_ms=(lag_ns + kept_ns) / NS_PER_MS,
             )
         bot = self.bots[color]
+        if held_since_ns:
+            # No move, but ready to run and hardly running since `held_since_ns` (see `_await_move`): not the bot.
+            held_ns = bot.now_ns() - held_since_ns
+            reason = (
+                f"void, the host was late: {color} ({self._bot_names[color]}) no move after"
+                f" {_fmt_ms(charge.elapsed_ns)}, {_fmt_ms(charge.overrun_ns)} over its {_fmt_ms(allowed)}{margin},"
+                f" but it was ready to run and the host gave it almost no CPU for {_fmt_ms(held_ns)} past its"
+                " deadline; the game is not scored and is played again"
+            )
+            bot.give_up(reason)  # its move may still come: restart it before its next game
+            raise _HostLate(reason, overrun_ms=charge.overrun_ns / NS_PER_MS, lag_ms=(lag_ns + held_ns) / NS_PER_MS)
         reason = (
             f"lost on time: {what} {_fmt_ms(charge.elapsed_ns)}, {_fmt_ms(charge.overrun_ns)} over its "
             f"{_fmt_ms(allowed)}{margin}"
@@ -482,6 +496,8 @@ class _Game:
         seen = 0
         grace = 0
         held_from: int | None = None  # the bot's CPU time when it was first found ready to run past its deadline
+        held_since = 0  # when it was first found held off a CPU past its deadline (0: not yet)
+        self._held_since_ns = 0
         while True:
             wake_at = check_at if deadline is None else min(check_at, deadline + grace)
             # One cancel scope per wait, for whichever comes first: a scope costs about as much as a round trip.
@@ -499,9 +515,15 @@ class _Game:
                     if now - deadline >= lag:
                         if held_from is None:
                             held_from = _cpu_time(bot)
-                        held = now - deadline < max(deadline - start, HELD_MAX_NS) and _held_off_cpu(bot, held_from)
+                        held = _held_off_cpu(bot, held_from)
+                        if held and now - deadline >= max(deadline - start, HELD_MAX_NS):
+                            # Ready to run all this time and hardly run: the host (a hypervisor that does not
+                            # run this CPU, say) is what is late. Waiting on would not tell more.
+                            self._held_since_ns = held_since
+                            return None, seen
                         if not held:
                             return None, seen
+                        held_since = held_since or now
                         # Ready to run but hardly running: the host, not the bot, may be late (`_late` judges the
                         # reply by the bot's wait for a CPU just before it). Listen a little longer.
                         lag = bot.now_ns() - deadline + HELD_CHECK_NS

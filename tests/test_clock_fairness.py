@@ -190,10 +190,19 @@ async def test_past_its_deadline_a_bot_held_off_a_cpu_is_waited_for(autojump_clo
     assert "lost on time: no move after 1001 ms, 1.0 ms over its 1000 ms" in record.reason  # it thinks on
 
 
-async def test_a_bot_held_off_a_cpu_is_waited_for_only_so_long(autojump_clock: trio.testing.MockClock) -> None:
+async def test_a_bot_held_off_a_cpu_all_along_is_waited_for_only_so_long_and_the_game_is_void(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # Ready to run and given no CPU for a whole second past its deadline: the host (a hypervisor not running
+    # that CPU, say), not the bot. The referee stops waiting, and the game is void, not lost.
     record = await fake_channels_game(HeldChannel, FakeBot(lambda n: 5.0 if n == 2 else 0.1))
-    assert record.termination is Termination.TIME, record.reason
-    assert "lost on time: no move after 2000 ms, 1000 ms over its 1000 ms" in record.reason
+    assert record.termination is Termination.VOID, record.reason
+    assert record.reason.startswith(
+        "void, the host was late: black (black-bot) no move after 2000 ms, 1000 ms over its 1000 ms, but it was"
+        " ready to run and the host gave it almost no CPU for 1000 ms past its deadline"
+    )
+    assert record.referee_lag_ms is not None and record.referee_lag_ms >= 1000
+    # A running bot that never answers is not held: it loses (see the test above).
 
 
 # -- the move's time starts before the turn is written ---------------------------------------------------------

@@ -420,3 +420,40 @@ def test_end_leftovers_spares_the_processes_of_a_referee_still_running(tmp_path:
         if sleeper.poll() is None:
             sleeper.kill()
             sleeper.wait()
+
+
+def test_without_cgroups_a_bot_s_cpu_is_exact_for_its_main_process_and_proc_is_walked_seldom(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The CPU is read four times a move. Walking /proc for the whole tree each time cost milliseconds a move;
+    # the main process's own CPU clock is exact and cheap, and the walk (for its children) is rate-limited.
+    real = host_support()
+    fallback = HostSupport(subreaper=real.subreaper, pdeathsig=real.pdeathsig, cgroup_problem="test")
+    walks: list[int] = []
+    walk = containment._process_table
+
+    def counted_walk() -> dict[int, tuple[int, int, int]]:
+        walks.append(1)
+        return walk()
+
+    monkeypatch.setattr(containment, "_process_table", counted_walk)
+    monkeypatch.setattr(containment, "TREE_WALK_INTERVAL_S", 3600.0)
+    tree = containment.ProcessTree("cpu", support=fallback)
+    spin = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass\ntime.sleep(60)\n"
+    process = subprocess.Popen([sys.executable, "-c", spin])
+    try:
+        tree.started(process.pid)
+        readings: list[int] = []
+        give_up = time.monotonic() + 60  # a guard against a hang, not a timing
+        while (not readings or readings[-1] < 300_000_000) and time.monotonic() < give_up:
+            reading = tree.cpu_ns()
+            assert reading is not None
+            readings.append(reading)
+            time.sleep(0.005)
+        assert readings[-1] >= 300_000_000  # the spin's 0.3 s, seen with no walk since the first
+        assert readings == sorted(readings)
+        assert len(walks) <= 1
+    finally:
+        process.kill()
+        process.wait()
+        tree.close()
