@@ -219,17 +219,15 @@ class Searcher:
         size = self.size
         nbrs = self.nbrs
         dark = self.dark
-        total = 0.0
-        for i in range(self.n):
-            s = size[i]
+        contested = 0  # the contested trees' sizes, Black's less White's
+        for i, s in enumerate(size):
             if s:
-                share = 1.0
                 for j in nbrs[i]:
-                    if 0 < size[j] <= s:
-                        share = lam
+                    t = size[j]
+                    if t and t <= s:
+                        contested += s if dark[i] else -s
                         break
-                total += s * share if dark[i] else -s * share
-        return self.stm * (total - self.komi)
+        return self.stm * (self.margin - (1.0 - lam) * contested - self.komi)
 
     def terminal(self) -> float:
         """The final margin of a finished game, from the mover's side; a proven value."""
