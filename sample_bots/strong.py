@@ -30,6 +30,10 @@ VERSION = "1.1"  # 1.1: contested trees count half at the horizon; a smaller tim
 # of the nodes per second. Time is worth much here: alphabeta with twice the time scored 28 of 40
 # against itself, so strong keeps back 30 ms + 5% of a move's time instead of 60 ms + 8% (at 0.2 s a
 # move alphabeta's moves took at most 145 ms as the referee counts them, with 76 ms kept back).
+# In real tournaments at 0.2 s (README, "Strength"): strong took 62 of 112 games from alphabeta and
+# 57 of 112 from the 0aff18e alphabeta, short of the +150 Elo wanted; its moves took at most 181 ms
+# alone, but with two games at once on two cores 10 of 154 games were void (a move past 200 ms while
+# the host was short of CPU): on a crowded host, keep more back (--max-time, or alphabeta's reserve).
 # The widths, each against these settings at 0.1 s (40 games): 8 captures at interior nodes 16 of 40,
 # 4 other moves 16, 3 captures 17, 1 other move 23 and 22, 1 capture in quiescence 22 and 22, both
 # of those 19; searching only the best 48 root moves after the first iteration 12 and 8 of 40. So
