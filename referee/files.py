@@ -4,6 +4,7 @@ users' input files (configs, openings, bot files) read with a size limit and a m
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import sqlite3
@@ -32,6 +33,25 @@ def write_text_atomic(path: Path, text: str | Iterable[str]) -> None:
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
+
+
+def append_line(path: Path, line: str) -> None:
+    """Append one line (newline included) whole or not at all: on an error (a full disk) the file is cut back to
+    its size before, so a reader of a line-per-record file never meets half a record. The error is raised."""
+    data = line.encode()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    try:
+        size = os.fstat(fd).st_size
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, size)
+            raise
+    finally:
+        os.close(fd)
 
 
 def current_umask() -> int:

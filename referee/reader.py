@@ -38,6 +38,8 @@ CHUNK_BYTES = 65536
 SWITCH_INTERVAL_S = 0.0002
 """The interpreter switch interval while readers run (Python's default is 5 ms)."""
 
+_STOP_DRAIN_CHUNKS = 16
+"""At most this many chunks are taken from a bot's stderr once its copy is stopped."""
 _SETTLE_CHECK_S = 0.01
 """While settling, how often the counts are looked at again even without a wake (a lost wake costs no more)."""
 
@@ -247,8 +249,9 @@ class StderrCopier:
             while True:
                 events = poller.poll()
                 stopping = any(fd == self._wake_r for fd, _ in events)
-                # On stop, take what is already in the pipe first (never waiting for more).
-                while True:
+                # On stop, take what is already in the pipe first (never waiting for more, and never more than
+                # `_STOP_DRAIN_CHUNKS`: a process that escaped every net may write as fast as it is read).
+                for _ in range(_STOP_DRAIN_CHUNKS if stopping else 1):
                     try:
                         data = os.read(self._fd, CHUNK_BYTES)
                     except BlockingIOError:
@@ -258,8 +261,6 @@ class StderrCopier:
                     if not data:
                         return
                     self._copy(data, log_file)
-                    if not stopping:
-                        break
                 if stopping:
                     return
         finally:

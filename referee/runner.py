@@ -49,7 +49,14 @@ from referee.events import (
     now,
     standing_rows,
 )
-from referee.files import OutputDirError, disk_full_in, is_disk_full, prepare_output_dir, write_text_atomic
+from referee.files import (
+    OutputDirError,
+    append_line,
+    disk_full_in,
+    is_disk_full,
+    prepare_output_dir,
+    write_text_atomic,
+)
 from referee.game import run_game
 from referee.latency import LatencySummary, LatencyTally
 from referee.match import Ended, HeadToHead, head_to_head
@@ -512,8 +519,7 @@ class Runner:
         counts = self._require_store().record_game(game.number, record)
         if not counts:
             return False, False
-        with (self.out_dir / GAMES_FILE).open("a", encoding="utf-8") as file:
-            file.write(record.model_dump_json() + "\n")
+        append_line(self.out_dir / GAMES_FILE, record.model_dump_json() + "\n")
         return True, self._count_pair(game, record.result)
 
     async def _in_thread(self, function: Callable[..., object], *args: object) -> None:

@@ -173,3 +173,29 @@ def test_a_full_disk_is_recognised_from_a_file_write_and_from_sqlite(tmp_path: P
     (tmp_path / "full").mkdir()
     result = in_bwrap(["--size", "65536", "--tmpfs", str(tmp_path / "full")], code, tmp_path)
     assert result.stdout.splitlines() == ["file True", "sqlite True", "other False False"], result.stderr
+
+
+def test_a_line_that_cannot_be_appended_whole_is_not_appended_at_all(tmp_path: Path) -> None:
+    # A 64 KiB disk: the line that does not fit leaves the file as it was, never half a record.
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap (bwrap) is not installed: apt-get install bubblewrap")
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    code = (
+        "import sys; from pathlib import Path; from referee.files import append_line\n"
+        f"path = Path({str(disk / 'games.jsonl')!r})\n"
+        "append_line(path, '{\"game\": 1}\\n')\n"
+        "try:\n"
+        "    append_line(path, '{\"game\": 2, \"pad\": \"' + 'x' * 200_000 + '\"}\\n')\n"
+        "except OSError as error:\n"
+        "    print('refused', error.errno)\n"
+        "print(repr(path.read_text()))\n"
+    )
+    root = Path(__file__).resolve().parent.parent
+    result = subprocess.run(
+        ["bwrap", "--dev-bind", "/", "/", "--size", str(64 * 1024), "--tmpfs", str(disk), "--chdir", str(root),
+         sys.executable, "-c", code],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["refused 28", repr('{"game": 1}\n')]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from pathlib import Path
 
 import trio
 import trio.testing
@@ -18,7 +19,7 @@ import trio.testing
 from protocol.session import State
 from referee import process
 from referee.process import BotChannel
-from referee.reader import PipeReader
+from referee.reader import PipeReader, StderrCopier
 from tests.test_session import session_in
 
 TURN = b'{"type":"turn","game_id":"g","moves":[],"clock":{}}\n'
@@ -139,3 +140,43 @@ async def test_a_turn_s_time_starts_before_its_write_even_when_the_pipe_is_full(
     finally:
         await send_stream.aclose()
         os.close(read_fd)
+
+
+async def test_stderr_is_copied_to_the_log_up_to_its_cap_and_the_copy_stops_even_under_a_flood(
+    tmp_path: Path,
+) -> None:
+    # A process that escaped every net may hold a bot's stderr open and write as fast as it is read: stopping
+    # the copy takes what is there (a bounded amount) and ends, so the pipe can be closed safely after it.
+    read_fd, write_fd = os.pipe()
+    log_path = tmp_path / "bot.stderr.log"
+    chunks: list[bytes] = []
+    copier = StderrCopier(read_fd, log_path, 100, chunks.append, "test")
+    os.write(write_fd, b"first line\n" + b"x" * 200 + b"\n")
+    while copier.copied < 212:
+        await trio.sleep(0.001)
+    flooding = threading.Event()
+    flooding.set()
+
+    def flood() -> None:
+        while flooding.is_set():
+            try:
+                os.write(write_fd, b"y" * 4096)
+            except OSError:
+                return
+
+    writer = threading.Thread(target=flood, daemon=True)
+    writer.start()
+    try:
+        with trio.fail_after(30):  # a hang, not a timing
+            await copier.stop()
+            await copier.done.wait()
+        assert not copier._thread.is_alive()
+    finally:
+        flooding.clear()
+        os.close(read_fd)  # the writer's next write fails: it ends
+        writer.join(5)
+        os.close(write_fd)
+    text = log_path.read_bytes()
+    assert text.startswith(b"first line\n") and b"[stderr log capped at 100 bytes]" in text
+    assert len(text) < 200  # the cap holds whatever came after
+    assert b"".join(chunks).startswith(b"first line\n" + b"x" * 200)  # the tail keeper saw everything read
