@@ -52,6 +52,7 @@ __all__ = [
     "cpu_slots",
     "end_leftovers",
     "host_support",
+    "process_cpu_ns",
     "process_start_time",
     "reap_session",
     "run_in_spawner",
@@ -77,7 +78,7 @@ _PR_SET_CHILD_SUBREAPER = 36
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _NS_PER_TICK = 1_000_000_000 // _CLOCK_TICKS
 _CPUCLOCK_PROCESS_SCHED = 2
-"""A process's CPU clock id is made from its pid with this (as clock_getcpuclockid does)."""
+"""Linux: the low bits of a process's CPU clock id (CPUCLOCK_SCHED), as clock_getcpuclockid makes it."""
 TREE_WALK_INTERVAL_S = 0.5
 """Without cgroups, how often the CPU of a bot's other processes is brought up to date (its main process's is
 exact at every reading)."""
@@ -272,6 +273,12 @@ def process_start_time(pid: int) -> int | None:
 def _alive(pid: int, start: int) -> bool:
     fields = _stat_fields(pid)
     return fields is not None and int(fields[19]) == start and fields[0] not in ("Z", "X")
+
+
+def process_cpu_ns(pid: int) -> int:
+    """The CPU time of a process so far (all its threads, the current slice included), ns, exact to this instant.
+    OSError if it is gone."""
+    return time.clock_gettime_ns(((~pid) << 3) | _CPUCLOCK_PROCESS_SCHED)
 
 
 def _process_table() -> dict[int, tuple[int, int, int]]:
@@ -586,7 +593,7 @@ class ProcessTree:
             ticks = self._dead_ticks + sum(self._seen.values())
             main_ticks = sum(value for (pid, _), value in self._seen.items() if pid == self.pid)
         try:
-            main_ns = time.clock_gettime_ns(((~self.pid) << 3) | _CPUCLOCK_PROCESS_SCHED)
+            main_ns = process_cpu_ns(self.pid)
         except OSError:  # gone: its last ticks are in the walk's count
             return ticks * _NS_PER_TICK
         return main_ns + (ticks - main_ticks) * _NS_PER_TICK

@@ -122,11 +122,6 @@ def _cpu_wait_since(bot: BotChannel, waited: int | None) -> int:
     return 0 if waited is None or now is None else now - waited
 
 
-def _cpu_time(bot: BotChannel) -> int | None:
-    """The CPU time of the bot's process so far, ns (None when unknown)."""
-    return bot.cpu_clock_ns()
-
-
 def _host_kept_ns(bot: BotChannel, waited: int | None, cpu_from: int | None, wall_ns: int) -> int:
     """How long the host kept the bot off a CPU while it was ready to run, since its totals were `waited` (its
     main thread's run-queue wait) and `cpu_from` (its process's CPU time), `wall_ns` ago.
@@ -137,7 +132,7 @@ def _host_kept_ns(bot: BotChannel, waited: int | None, cpu_from: int | None, wal
     kept = _cpu_wait_since(bot, waited)
     if kept <= 0:
         return 0
-    cpu_now = _cpu_time(bot)
+    cpu_now = bot.cpu_clock_ns()
     if cpu_from is not None and cpu_now is not None and cpu_now - cpu_from > wall_ns:
         return 0
     return kept
@@ -274,7 +269,7 @@ class _Game:
         await bot.check_idle()
         cpu_before = self._before_turn(color)
         waited = bot.cpu_wait_ns()
-        cpu_from = None if waited is None else _cpu_time(bot)
+        cpu_from = None if waited is None else bot.cpu_clock_ns()
         watch = None
         if waited is not None and bot.input_unread() is not None:
             # The monitor notes how long the host kept the bot from reading this turn (its wait for a CPU).
@@ -514,7 +509,7 @@ class _Game:
                     lag = window.lag_ns(now) + kept
                     if now - deadline >= lag:
                         if held_from is None:
-                            held_from = _cpu_time(bot)
+                            held_from = bot.cpu_clock_ns()
                         held = _held_off_cpu(bot, held_from)
                         if held and now - deadline >= max(deadline - start, HELD_MAX_NS):
                             # Ready to run all this time and hardly run: the host (a hypervisor that does not

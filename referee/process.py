@@ -59,6 +59,7 @@ from referee.containment import (
     ProcessTree,
     cpu_slots,
     end_leftovers,
+    process_cpu_ns,
     run_in_spawner,
 )
 from referee.exceptions import single_exception
@@ -103,8 +104,6 @@ STDERR_SETTLE_S = 0.5
 """After a bot exits: how long to wait for its last stderr lines before building a record."""
 _QUOTE_CHARS = 120
 _TAIL_LINES = 200
-_CPUCLOCK_PROCESS_SCHED = 2
-"""Linux: the low bits of a process's CPU clock id (CPUCLOCK_SCHED; a thread's is only readable in-process)."""
 """Lines of a bot's stderr kept in memory for records (each cut to `_TAIL_LINE_BYTES`)."""
 _TAIL_LINE_BYTES = 1000
 
@@ -702,13 +701,13 @@ class BotProcess(BotChannel):
         if pid is None:
             return None
         try:
-            return time.clock_gettime_ns(((~pid) << 3) | _CPUCLOCK_PROCESS_SCHED)
+            return process_cpu_ns(pid)
         except OSError:
             return None
 
     def cpu_sample(self) -> tuple[bool, int] | None:
-        # The process's CPU clock (its id from the pid, as clock_getcpuclockid makes it) counts the current slice
-        # too, unlike schedstat; the main thread's state is the first field after the command in its stat file.
+        # The process's CPU clock counts the current slice too, unlike schedstat; the main thread's state is the
+        # first field after the command in its stat file.
         # Other threads running make the clock move: then the bot is not taken as held off a CPU.
         pid = self._bot_pid()
         if pid is None:
@@ -716,7 +715,7 @@ class BotProcess(BotChannel):
         try:
             with open(f"/proc/{pid}/task/{pid}/stat", "rb") as stat:
                 state = stat.read().rpartition(b")")[2].split()[0]
-            cpu = time.clock_gettime_ns(((~pid) << 3) | _CPUCLOCK_PROCESS_SCHED)
+            cpu = process_cpu_ns(pid)
         except (OSError, IndexError):
             return None
         return state == b"R", cpu

@@ -130,11 +130,7 @@ class PipeReader:
                     delay, last_delay = total - last_delay, total
                 self._chunks.append((data, stamp, delay))
                 self._reads_done += 1
-                try:
-                    self._token.run_sync_soon(self._notify)
-                except trio.RunFinishedError:
-                    return
-                if not data:
+                if not self._wake_trio() or not data:
                     return
         finally:
             self._reads_done = self._reads_started
@@ -144,9 +140,13 @@ class PipeReader:
 
     # -- the trio side ----------------------------------------------------------------------------------------
 
-    def _wake_trio(self) -> None:
-        with contextlib.suppress(trio.RunFinishedError):
+    def _wake_trio(self) -> bool:
+        """Have `_notify` run on the trio loop; False once the loop has ended (nothing to hand over to)."""
+        try:
             self._token.run_sync_soon(self._notify)
+        except trio.RunFinishedError:
+            return False
+        return True
 
     def _notify(self) -> None:
         waiter = self._waiter
