@@ -171,8 +171,6 @@ class _Game:
         self._bot_names = {color: self.bots[color].name for color in COLORS}
         self._info_budget = dict.fromkeys(COLORS, INFO_BUDGET_CHARS)
         self._cpu_game_ms = dict.fromkeys(COLORS, 0.0)
-        self._held_since_ns = 0
-        """Set by `_await_move` when it gave up on a bot held off a CPU all along (see `_late`)."""
 
     # -- setup: handshake and new_game, both bots at once, not charged --------------------------------
 
@@ -284,7 +282,9 @@ class _Game:
             if watch is not None:
                 watch.deadline_ns = deadline
                 watch.written = True
-            reply, infos_seen = await self._await_move(bot, start, deadline, window, infos, waited, cpu_from)
+            reply, infos_seen, held_since = await self._await_move(
+                bot, start, deadline, window, infos, waited, cpu_from
+            )
             end = bot.last_line_ns if reply is not None else bot.now_ns()
             lag_ns = max(window.lag_ns(end), bot.last_line_delay_ns if reply is not None else 0)
             before_read_ns = window.wait_before_read_ns()
@@ -305,7 +305,7 @@ class _Game:
                 before_read_ns,
                 bot_wait_ns,
                 answered=reply is not None,
-                held_since_ns=self._held_since_ns if reply is None else 0,
+                held_since_ns=held_since,
                 before_write_ns=before_write_ns,
             )
         assert reply is not None
@@ -473,8 +473,9 @@ class _Game:
         infos: deque[Info],
         waited: int | None = None,
         cpu_from: int | None = None,
-    ) -> tuple[MoveReply | None, int]:
-        """Read until the move (None: the deadline passed first) and count the infos that came before it.
+    ) -> tuple[MoveReply | None, int, int]:
+        """Read until the move (None: the deadline passed first) and count the infos that came before it; the
+        third value is when a bot given up on past its deadline was first seen held off a CPU (0: it was not held).
 
         Times are in the bot channel's clock (ns). Past the deadline, the referee keeps listening for as long
         as the host's measured delay (the referee's lateness, plus the bot's wait for a CPU since the move began,
@@ -492,7 +493,6 @@ class _Game:
         grace = 0
         held_from: int | None = None  # the bot's CPU time when it was first found ready to run past its deadline
         held_since = 0  # when it was first found held off a CPU past its deadline (0: not yet)
-        self._held_since_ns = 0
         while True:
             wake_at = check_at if deadline is None else min(check_at, deadline + grace)
             # One cancel scope per wait, for whichever comes first: a scope costs about as much as a round trip.
@@ -514,10 +514,9 @@ class _Game:
                         if held and now - deadline >= max(deadline - start, HELD_MAX_NS):
                             # Ready to run all this time and hardly run: the host (a hypervisor that does not
                             # run this CPU, say) is what is late. Waiting on would not tell more.
-                            self._held_since_ns = held_since
-                            return None, seen
+                            return None, seen, held_since
                         if not held:
-                            return None, seen
+                            return None, seen, 0
                         held_since = held_since or now
                         # Ready to run but hardly running: the host, not the bot, may be late (`_late` judges the
                         # reply by the bot's wait for a CPU just before it). Listen a little longer.
@@ -538,7 +537,7 @@ class _Game:
                 continue
             # The session lets only move, info and pong through during a turn.
             if isinstance(message, MoveReply):
-                return message, seen
+                return message, seen, 0
             if isinstance(message, Info):
                 infos.append(message)
                 seen += 1
