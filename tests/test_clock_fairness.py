@@ -97,18 +97,9 @@ class StarvedChannel(BotChannel):
         return round(trio.current_time() * 1e9) // 2
 
 
-async def starved_game(channel_type: type[BotChannel], seconds: float) -> GameRecord:
-    """Black's 2nd move takes `seconds` of its 1 s; both bots on `channel_type` channels."""
-    settings = GameSettings(width=3, height=3, time_control=parse_time_control("movetime:1"))
-    async with trio.open_nursery() as nursery:
-        channels = []
-        for name, fake in (("black-bot", FakeBot(lambda n: seconds if n == 2 else 0.1)), ("white-bot", FakeBot())):
-            referee_end, bot_end = trio.testing.memory_stream_pair()
-            nursery.start_soon(fake.serve, bot_end)
-            channels.append(channel_type(name, referee_end, referee_end))
-        record = await run_game("g1", channels[0], channels[1], settings)
-        nursery.cancel_scope.cancel()
-    return record
+def late_second_move(seconds: float) -> FakeBot:
+    """A black bot whose 2nd move takes `seconds` of its 1 s (`fake_channels_game` gives it its channel type)."""
+    return FakeBot(lambda n: seconds if n == 2 else 0.1)
 
 
 async def test_a_bot_kept_off_a_cpu_for_longer_than_its_overrun_is_not_forfeited(
@@ -116,7 +107,7 @@ async def test_a_bot_kept_off_a_cpu_for_longer_than_its_overrun_is_not_forfeited
 ) -> None:
     # Black's 2nd move: 1.2 s of its 1 s, 200 ms over; it waited 600 ms of that for a CPU (the referee itself was
     # on time). Preempted just before it looked at its clock, no bot could have stopped in time: void.
-    record = await starved_game(StarvedChannel, 1.2)
+    record = await fake_channels_game(StarvedChannel, late_second_move(1.2))
     assert record.termination is Termination.VOID, record.reason
     assert "took 1200 ms, 200 ms over its 1000 ms, but the bot waited 600 ms for a CPU in all during the move" in (
         record.reason
@@ -129,7 +120,7 @@ async def test_a_bot_over_by_more_than_its_wait_for_a_cpu_loses_with_the_wait_re
 ) -> None:
     # 3 s of its 1 s: 2 s over, having waited 1.5 s for a CPU: late by its own doing too. The referee listened
     # past the deadline for as long as the bot had waited, then gave up.
-    record = await starved_game(StarvedChannel, 3.0)
+    record = await fake_channels_game(StarvedChannel, late_second_move(3.0))
     assert record.termination is Termination.TIME, record.reason
     assert "lost on time: no move after 2000 ms, 1000 ms over its 1000 ms" in record.reason
     assert "(the host is busy: the bot waited 1000 ms for a CPU during the move)" in record.reason
@@ -147,7 +138,7 @@ async def test_a_bot_whose_threads_use_more_than_a_cpu_is_not_taken_as_kept_off_
 ) -> None:
     # The same waits, but its process used more than one CPU's worth meanwhile: they compete with each other,
     # so the waits are its own doing (a bot could otherwise void the games it is losing).
-    record = await starved_game(StarvedThreadsChannel, 1.2)
+    record = await fake_channels_game(StarvedThreadsChannel, late_second_move(1.2))
     assert record.termination is Termination.TIME, record.reason
     assert "lost on time" in record.reason
 

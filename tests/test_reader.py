@@ -8,9 +8,11 @@ pipe is empty and no read is in flight, whatever order the two sides run in.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import trio
@@ -25,10 +27,21 @@ from tests.test_session import session_in
 TURN = b'{"type":"turn","game_id":"g","moves":[],"clock":{}}\n'
 
 
-async def test_a_chunk_comes_with_the_time_its_read_returned() -> None:
+@contextlib.asynccontextmanager
+async def reader_on_a_pipe() -> AsyncIterator[tuple[PipeReader, int]]:
+    """A reader thread on a fresh pipe, and the pipe's write end; both closed after."""
     read_fd, write_fd = os.pipe()
     reader = PipeReader(read_fd, "test")
     try:
+        yield reader, write_fd
+    finally:
+        await reader.close()
+        os.close(write_fd)
+        os.close(read_fd)
+
+
+async def test_a_chunk_comes_with_the_time_its_read_returned() -> None:
+    async with reader_on_a_pipe() as (reader, write_fd):
         before = trio.current_time()
         os.write(write_fd, b'{"type":"move","move":"pass"}\n')
         data, stamp, delay = await reader.receive()
@@ -36,16 +49,10 @@ async def test_a_chunk_comes_with_the_time_its_read_returned() -> None:
         assert stamp > 0 and delay >= 0
         assert trio.current_time() >= before
         assert await reader.settle() is None  # nothing more in the pipe or in the thread's hands
-    finally:
-        await reader.close()
-        os.close(write_fd)
-        os.close(read_fd)
 
 
 async def test_settle_takes_what_is_in_the_pipe_and_stops_when_it_is_empty() -> None:
-    read_fd, write_fd = os.pipe()
-    reader = PipeReader(read_fd, "test")
-    try:
+    async with reader_on_a_pipe() as (reader, write_fd):
         os.write(write_fd, b"one\n")
         chunk = await reader.settle()
         while chunk is None:  # the thread may not have woken yet: the pipe still holds the bytes
@@ -53,18 +60,12 @@ async def test_settle_takes_what_is_in_the_pipe_and_stops_when_it_is_empty() -> 
             chunk = await reader.settle()
         assert chunk[0] == b"one\n"
         assert await reader.settle() is None
-    finally:
-        await reader.close()
-        os.close(write_fd)
-        os.close(read_fd)
 
 
 async def test_settle_ends_when_a_read_in_flight_brings_nothing() -> None:
     # The race that hung a game: a read counted as in flight whose chunk is already gone (or that found
     # nothing). The thread's own counting is played here by hand, from another thread, after settle waits.
-    read_fd, write_fd = os.pipe()
-    reader = PipeReader(read_fd, "test")
-    try:
+    async with reader_on_a_pipe() as (reader, _):
         reader._reads_started += 1  # a read begun and not finished, with nothing to hand over
 
         def finish() -> None:
@@ -76,10 +77,6 @@ async def test_settle_ends_when_a_read_in_flight_brings_nothing() -> None:
         with trio.fail_after(30):  # a hang, not a timing: settle returns as soon as the read is done
             assert await reader.settle() is None
         timer.join()
-    finally:
-        await reader.close()
-        os.close(write_fd)
-        os.close(read_fd)
 
 
 async def test_catching_up_never_waits_for_good_on_a_read_that_never_ends(
