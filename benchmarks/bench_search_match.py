@@ -27,6 +27,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -68,8 +69,8 @@ def settings_side(spec: str) -> Chooser:
     return choose
 
 
-def commit_side(revision: str) -> Chooser:
-    """The `choose_move` of sample_bots/search.py at `revision`, loaded as a module of its own."""
+def search_at(revision: str) -> ModuleType:
+    """sample_bots/search.py as it was at `revision` (read from git), loaded as a module of its own."""
     source = subprocess.run(
         ["git", "show", f"{revision}:sample_bots/search.py"], cwd=ROOT, check=True, capture_output=True, text=True
     ).stdout
@@ -81,7 +82,12 @@ def commit_side(revision: str) -> Chooser:
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # dataclasses look their module up while the class is made
     spec.loader.exec_module(module)
-    old_choose = module.choose_move
+    return module
+
+
+def commit_side(revision: str) -> Chooser:
+    """The `choose_move` of sample_bots/search.py at `revision`."""
+    old_choose = search_at(revision).choose_move
 
     def choose(position: Position, seconds: float, table: Table) -> Move:
         move: Move = old_choose(position, seconds, use_all=True).move
