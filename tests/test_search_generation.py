@@ -22,7 +22,7 @@ SHAPES = [(2, 2), (2, 5), (3, 3), (5, 3), (4, 6), (8, 8), (9, 7)]
 def random_positions(seed: int, count: int) -> list[Position]:
     """Positions after random placements (and now and then a pass) on boards of several shapes."""
     rng = random.Random(seed)
-    positions = []
+    positions: list[Position] = []
     while len(positions) < count:
         width, height = rng.choice(SHAPES)
         position = Position(width, height, rng.choice([0.0, 0.5, 3.5]))
