@@ -81,6 +81,11 @@ class Settings:
     contested: float = 1.0
     """At the horizon a tree that a neighbouring root may take counts this share of its size (1: the
     bare margin); see `Searcher.evaluate`."""
+    reduce_from: int = 0
+    """Inside the tree, with 3 or more plies left, the moves from this one on in the order are searched
+    a ply shallower first, and again at full depth only if they beat the best so far (0: never)."""
+    root_reduce_from: int = 0
+    """The same at the root, by the order of the last iteration (0: never)."""
 
 
 DEFAULT = Settings()
@@ -159,6 +164,8 @@ class Searcher:
         self.full_width = settings.full_width
         self.root_width = settings.root_width
         self.contested = settings.contested
+        self.reduce_from = settings.reduce_from
+        self.root_reduce_from = settings.root_reduce_from
         n = self.n = width * height
         self.width = width
         self.komi = position.komi
@@ -608,14 +615,19 @@ class Searcher:
         alpha0 = alpha
         best = -_INF
         best_move = order[0]
-        first = True
-        for m in order:
+        # Late moves are looked at one ply less deep first, and again at full depth if they beat alpha.
+        late = self.reduce_from if self.reduce_from and depth >= 3 else len(order)
+        for i, m in enumerate(order):
             token = self._make(m)
-            if first:
+            if not i:
                 value = -self.negamax(depth - 1, -beta, -alpha, ply + 1)
-                first = False
             else:
-                value = -self.negamax(depth - 1, -alpha - _NULL_WINDOW, -alpha, ply + 1)
+                if i >= late:
+                    value = -self.negamax(depth - 2, -alpha - _NULL_WINDOW, -alpha, ply + 1)
+                    if value > alpha:
+                        value = -self.negamax(depth - 1, -alpha - _NULL_WINDOW, -alpha, ply + 1)
+                else:
+                    value = -self.negamax(depth - 1, -alpha - _NULL_WINDOW, -alpha, ply + 1)
                 if alpha < value < beta:
                     value = -self.negamax(depth - 1, -beta, -alpha, ply + 1)
             self._unmake(m, token)
@@ -779,12 +791,18 @@ class Searcher:
         best_move, best = root[0], -_INF
         proven = True
         self._partial = None
+        late = self.root_reduce_from if self.root_reduce_from and depth >= 3 else len(root)
         for i, m in enumerate(root):
             token = self._make(m)
             if i == 0:
                 value = -self.negamax(depth - 1, -beta, -alpha, 1)
             else:
-                value = -self.negamax(depth - 1, -alpha - _NULL_WINDOW, -alpha, 1)
+                if i >= late:
+                    value = -self.negamax(depth - 2, -alpha - _NULL_WINDOW, -alpha, 1)
+                    if value > alpha:
+                        value = -self.negamax(depth - 1, -alpha - _NULL_WINDOW, -alpha, 1)
+                else:
+                    value = -self.negamax(depth - 1, -alpha - _NULL_WINDOW, -alpha, 1)
                 if value > alpha:
                     value = -self.negamax(depth - 1, -beta, -alpha, 1)
             self._unmake(m, token)

@@ -161,7 +161,14 @@ def test_alphabeta_plays_small_games_perfectly_against_itself() -> None:
 # -- no false proofs from selective search ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("settings", [DEFAULT, strong.SETTINGS], ids=["alphabeta", "strong"])
+# Late-move reductions from the second move on, at the root and inside: shallower searches must not
+# make proofs either (a reduced child is proven only if its own subtree was searched to the end).
+REDUCED = Settings(reduce_from=1, root_reduce_from=1)
+SEARCHES = [DEFAULT, strong.SETTINGS, REDUCED]
+SEARCH_IDS = ["alphabeta", "strong", "reduced"]
+
+
+@pytest.mark.parametrize("settings", SEARCHES, ids=SEARCH_IDS)
 def test_the_pruned_search_does_not_prove_a_losing_move_on_2x4(settings: Settings) -> None:
     """The issue's case: on the empty 2x4 board (komi 0) `b3b2` was reported as a proven win by 2 at
     depth 6, but `a1a2` refutes it and Black loses by 2. The refutation is pruned below the root."""
@@ -178,7 +185,7 @@ def test_the_pruned_search_does_not_prove_a_losing_move_on_2x4(settings: Setting
     assert not info.proven or info.score == 2
 
 
-@pytest.mark.parametrize("settings", [DEFAULT, strong.SETTINGS], ids=["alphabeta", "strong"])
+@pytest.mark.parametrize("settings", SEARCHES, ids=SEARCH_IDS)
 def test_every_proof_of_the_search_is_true(settings: Settings) -> None:
     """Wherever the search (without the solver) says proven, the value is the exact one: the largest
     margin the mover can force, not merely some win, and the move keeps it."""
