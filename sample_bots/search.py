@@ -86,6 +86,12 @@ class Settings:
     a ply shallower first, and again at full depth only if they beat the best so far (0: never)."""
     root_reduce_from: int = 0
     """The same at the root, by the order of the last iteration (0: never)."""
+    root_reduce_twice_from: int = 0
+    """At the root, with 4 or more plies left, the moves from this one on are searched two plies shallower
+    first (0: never)."""
+    pass_early: bool = False
+    """Inside the tree, try the pass (the one move that gives nothing away: every placement either takes
+    a tree or gives one) right after the captures, not last."""
 
 
 DEFAULT = Settings()
@@ -166,6 +172,8 @@ class Searcher:
         self.contested = settings.contested
         self.reduce_from = settings.reduce_from
         self.root_reduce_from = settings.root_reduce_from
+        self.root_reduce_twice_from = settings.root_reduce_twice_from
+        self.pass_early = settings.pass_early
         n = self.n = width * height
         self.width = width
         self.komi = position.komi
@@ -682,6 +690,8 @@ class Searcher:
         whether `caps` and `rest` hold every legal placement (else only the first of each order).
         """
         order = caps + rest if complete and len(caps) + len(rest) <= self.full_width else caps[: self.cap_width]
+        if self.pass_early:
+            order.insert(min(len(caps), len(order)), _PASS)
         if rest and (not complete or len(order) < len(caps) + len(rest)):
             killers = self.killers.get(ply, ())
             history = self.history
@@ -695,7 +705,8 @@ class Searcher:
             for m in ranked[:width]:
                 if m not in order:
                     order.append(m)
-        order.append(_PASS)
+        if not self.pass_early:
+            order.append(_PASS)
         if tt_move != _NONE:
             if tt_move in order:
                 order.remove(tt_move)
@@ -792,13 +803,14 @@ class Searcher:
         proven = True
         self._partial = None
         late = self.root_reduce_from if self.root_reduce_from and depth >= 3 else len(root)
+        later = self.root_reduce_twice_from if self.root_reduce_twice_from and depth >= 4 else len(root)
         for i, m in enumerate(root):
             token = self._make(m)
             if i == 0:
                 value = -self.negamax(depth - 1, -beta, -alpha, 1)
             else:
                 if i >= late:
-                    value = -self.negamax(depth - 2, -alpha - _NULL_WINDOW, -alpha, 1)
+                    value = -self.negamax(depth - (3 if i >= later else 2), -alpha - _NULL_WINDOW, -alpha, 1)
                     if value > alpha:
                         value = -self.negamax(depth - 1, -alpha - _NULL_WINDOW, -alpha, 1)
                 else:
