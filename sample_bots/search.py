@@ -554,22 +554,22 @@ class Searcher:
         # after the mover does nothing), no better than the contested share alone.
         # Standing pat needs no move list (the cheap, common case); it is never a proof.
         self.exact = False
+        classes = None
         if self.contested == 1.0:
             stand = self.stm * (self.margin - self.komi)
             if stand >= beta:
                 return stand
-            classes = self._classes()
         else:
             classes = self._classes()
             stand = self.evaluate(classes)
             if stand >= beta:
                 return stand
-        caps = self._captures(self.q_width, classes)
-        if not caps and not self._any_placement():
+        if not self._any_placement():
             # Nobody can place any more: the game is decided as it stands.
             return self.terminal()
         if qdepth <= 0:
             return stand
+        caps = self._captures(self.q_width, self._classes() if classes is None else classes)
         if stand > alpha:
             alpha = stand
         best = stand
