@@ -89,6 +89,9 @@ class Settings:
     root_reduce_twice_from: int = 0
     """At the root, with 4 or more plies left, the moves from this one on are searched two plies shallower
     first (0: never)."""
+    null_reduction: int = 0
+    """Inside the tree, before the moves, a pass searched this many plies shallower (with a window at
+    beta): if even that holds beta, the node fails high at once (0: never)."""
     pass_early: bool = False
     """Inside the tree, try the pass (the one move that gives nothing away: every placement either takes
     a tree or gives one) right after the captures, not last."""
@@ -174,6 +177,7 @@ class Searcher:
         self.root_reduce_from = settings.root_reduce_from
         self.root_reduce_twice_from = settings.root_reduce_twice_from
         self.pass_early = settings.pass_early
+        self.null_reduction = settings.null_reduction
         n = self.n = width * height
         self.width = width
         self.komi = position.komi
@@ -614,6 +618,17 @@ class Searcher:
         caps, rest, complete, live = generated
         if not caps and not rest:
             return self.terminal()
+        reduction = self.null_reduction
+        if reduction and depth > reduction and not complete and not self.passes and beta < _INF:
+            # A pass that holds beta even searched `reduction` plies shallower: the node fails high.
+            token = self._make(_PASS)
+            value = -self.negamax(depth - 1 - reduction, -beta, -beta + _NULL_WINDOW, ply + 1)
+            self._unmake(_PASS, token)
+            if value >= beta:
+                # A pass is a legal move, so its value bounds the node's: proven if it is.
+                exact = self.exact
+                self.tt[key] = (_EXACT_DEPTH if exact else depth, _LOWER, value, _PASS, exact)
+                return value
         order = self._order(caps, rest, complete, tt_move, ply)
         # Proven only if no legal move is left out (a pass is always legal) and every child is proven.
         if complete:

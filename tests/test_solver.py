@@ -161,9 +161,10 @@ def test_alphabeta_plays_small_games_perfectly_against_itself() -> None:
 # -- no false proofs from selective search ------------------------------------------------------------
 
 
-# Late-move reductions from the second move on, at the root and inside: shallower searches must not
-# make proofs either (a reduced child is proven only if its own subtree was searched to the end).
-REDUCED = Settings(reduce_from=1, root_reduce_from=1)
+# Late-move reductions from the second move on, at the root and inside, and the null move (a pass searched
+# shallower): shallower searches must not make proofs either (a reduced child is proven only if its own
+# subtree was searched to the end).
+REDUCED = Settings(reduce_from=1, root_reduce_from=1, root_reduce_twice_from=2, null_reduction=1, pass_early=True)
 SEARCHES = [DEFAULT, strong.SETTINGS, REDUCED]
 SEARCH_IDS = ["alphabeta", "strong", "reduced"]
 
