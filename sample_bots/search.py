@@ -360,7 +360,8 @@ class Searcher:
         w, full, not_first, not_last = self.width, self.full, self.not_first, self.not_last
         mine_bits, theirs_bits = self._colours()
         out: list[int] = []
-        unsafe: dict[int, list[int]] = {}  # my size -> the unsafe captures' pits, by where my root is
+        # By my tree's size (its index in `sizes`): the unsafe captures' pits, by where my root is.
+        unsafe = [[0, 0, 0, 0] for _ in sizes]
         for t_index in range(len(sizes) - 1, -1, -1):
             theirs = sets[t_index] & theirs_bits
             if not theirs:
@@ -385,9 +386,7 @@ class Searcher:
                 b_down = (no_bigger << w) & full
                 b_right = (no_bigger >> 1) & not_last
                 b_left = (no_bigger << 1) & not_first
-                group = unsafe.get(s_mine)
-                if group is None:
-                    group = unsafe[s_mine] = [0, 0, 0, 0]
+                group = unsafe[m_index]
                 takers = mine & t_up  # their tree above my root: the pit is my root's cell + w
                 if takers:
                     bad = takers & (b_down | b_right | b_left)
@@ -412,8 +411,7 @@ class Searcher:
                 _first_ids(out, k, self.n, w, above, right, left, below)
                 if len(out) >= k:
                     return out[:k]
-        for s_mine in sorted(unsafe):
-            group = unsafe[s_mine]
+        for group in unsafe:
             _first_ids(out, k, self.n, w, group[0], group[1], group[2], group[3])
             if len(out) >= k:
                 return out[:k]
