@@ -64,7 +64,7 @@ from referee.containment import (
 )
 from referee.exceptions import single_exception
 from referee.latency import NO_LAG, HostLagMonitor, LagSource, host_lag_monitor
-from referee.reader import PipeReader, StderrCopier
+from referee.reader import PipeReader, StderrCopier, stdout_pair
 from referee.record import BotInfo, Termination
 from referee.sandbox import SandboxError, launch_command, sandbox_environment
 
@@ -572,9 +572,13 @@ class ChildProcess:
 def _spawn(
     command: list[str], cwd: Path | None, env: dict[str, str] | None, preexec: Callable[[], None]
 ) -> tuple[subprocess.Popen[bytes], int, int, int]:
-    """Fork and exec the bot with three fresh pipes; the referee's ends of them (stdin, stdout, stderr)."""
+    """Fork and exec the bot with fresh pipes; the referee's ends of them (stdin, stdout, stderr).
+
+    stdout is a stamped socket where the OS has one (`referee.reader.stdout_pair`): the kernel stamps each of
+    the bot's writes as it is made, so its move is timed to the write itself, not to the referee's read.
+    """
     stdin_r, stdin_w = os.pipe()
-    stdout_r, stdout_w = os.pipe()
+    stdout_r, stdout_w = stdout_pair()
     stderr_r, stderr_w = os.pipe()
     try:
         popen = subprocess.Popen(
@@ -614,7 +618,11 @@ class BotProcess(BotChannel):
             process.stdin,
             process.stdout,
             command=list(spec.command),
-            reader=PipeReader(process.stdout.fileno(), spec.name),  # type: ignore[attr-defined]
+            reader=PipeReader(
+                process.stdout.fileno(),  # type: ignore[attr-defined]
+                spec.name,
+                cores=None if tree is None else tree.cores,
+            ),
             lag_source=host_lag_monitor(),
         )
         self.spec = spec
@@ -639,7 +647,8 @@ class BotProcess(BotChannel):
     def _copy_stderr(self, cap_bytes: int) -> None:
         """Start copying stderr to the log, on a thread (`StderrCopier`)."""
         fd: int = self.process.stderr.fileno()  # type: ignore[attr-defined]
-        self._stderr = StderrCopier(fd, self.stderr_path, cap_bytes, self._keep_tail, self.name)
+        cores = None if self.tree is None else self.tree.cores
+        self._stderr = StderrCopier(fd, self.stderr_path, cap_bytes, self._keep_tail, self.name, cores=cores)
 
     async def _stderr_done(self, timeout_s: float) -> None:
         """Wait up to `timeout_s` for the copy of stderr to reach the end of the bot's output."""

@@ -9,6 +9,7 @@ real bot answers at once, and never uses autojump_clock.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import textwrap
 import time
@@ -25,6 +26,7 @@ from referee.clock import parse_time_control
 from referee.game import run_game
 from referee.latency import ConstantLag, LagWindow, ReadWatch, summarize_latency
 from referee.process import BotChannel, open_bot
+from referee.reader import stamped_stdout
 from referee.record import GameRecord, GameSettings, Termination
 from tests.conftest import BotSpecFactory
 from tests.test_game import FakeBot, fake_game
@@ -270,17 +272,33 @@ STOPPING_BOT = textwrap.dedent(
 )
 
 
-async def test_a_referee_stopped_by_the_host_does_not_forfeit_a_bot_in_time(
-    bot_spec: BotSpecFactory, tmp_path: Path
-) -> None:
+async def _stopped_game(bot_spec: BotSpecFactory, tmp_path: Path) -> GameRecord:
     script = tmp_path / "stopper.py"
     script.write_text(STOPPING_BOT)
     stopper = BotSpec(name="stopper", command=[sys.executable, str(script)])
-    # 100 ms a move: the bot answers in about 50 ms, but the referee sees the answer some 300 ms late.
+    # 100 ms a move: the bot answers in about 50 ms, but the referee reads the answer some 300 ms late.
     settings = GameSettings(width=3, height=3, time_control=parse_time_control("movetime:0.1"))
     with trio.fail_after(30):
         async with open_bot(stopper, tmp_path) as black, open_bot(bot_spec("testbot"), tmp_path) as white:
-            record = await run_game("stopped", black, white, settings)
+            return await run_game("stopped", black, white, settings)
+
+
+@pytest.mark.skipif(not stamped_stdout(), reason="no socket that stamps each write here: stdout is a pipe")
+async def test_a_referee_stopped_by_the_host_charges_the_bot_to_its_write(
+    bot_spec: BotSpecFactory, tmp_path: Path
+) -> None:
+    # The kernel stamped the move when the bot wrote it: the 300 ms the referee was stopped cost nobody.
+    record = await _stopped_game(bot_spec, tmp_path)
+    assert record.termination is Termination.NORMAL, record.reason
+    assert record.moves[0].elapsed_ms < 100
+
+
+async def test_a_referee_stopped_by_the_host_does_not_forfeit_a_bot_in_time(
+    bot_spec: BotSpecFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Over a plain pipe (other systems) the move is timed at its read: the stop is the referee's lag, and voids.
+    monkeypatch.setattr("referee.process.stdout_pair", os.pipe)
+    record = await _stopped_game(bot_spec, tmp_path)
     assert record.termination is not Termination.TIME, record.reason
     assert record.termination is Termination.VOID, record.reason
     assert record.referee_lag_ms is not None and record.overrun_ms is not None
