@@ -162,7 +162,7 @@ def _stamped_socket(fd: int) -> socket.socket | None:
     return None
 
 
-def _receive_record(sock: socket.socket, buffer: bytearray) -> tuple[bytes, int | None] | None:
+def _receive_record(sock: socket.socket, buffer: memoryview) -> tuple[bytes, int | None] | None:
     """One of the bot's writes and when it was made (monotonic ns; None if the kernel gave no stamp).
 
     None for an empty write. b"" at the end of the output. The kernel's stamp is wall-clock time, turned into
@@ -179,7 +179,7 @@ def _receive_record(sock: socket.socket, buffer: bytearray) -> tuple[bytes, int 
             sent = seconds * 1_000_000_000 + nanoseconds - (wall - monotonic)
     if size == 0 and sent is not None:
         return None
-    data = bytes(buffer[:size])
+    data = buffer[:size].tobytes()
     if flags & socket.MSG_TRUNC:
         log.warning("a bot wrote more than %d bytes in one write to stdout: counted as an over-long line", size)
         data += b"x" * (MAX_LINE_BYTES + 1)
@@ -221,9 +221,10 @@ class PipeReader:
 
     def _run(self) -> None:
         _pin(self._cores)
-        schedstat, _ = _run_delay_reader()
         stamped = _stamped_socket(self._fd)
-        buffer = bytearray(_RECORD_BYTES) if stamped is not None else None
+        # Stamped reads need no run-queue wait: how late this thread reads costs nobody anything.
+        schedstat = _run_delay_reader()[0] if stamped is None else None
+        buffer = memoryview(bytearray(_RECORD_BYTES)) if stamped is not None else None
         try:
             last_delay = _run_delay(schedstat) if schedstat is not None else 0
             poller = select.poll()
