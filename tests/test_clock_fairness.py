@@ -13,6 +13,7 @@ import os
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,7 @@ from referee.cli import main
 from referee.clock import parse_time_control
 from referee.game import run_game
 from referee.latency import ConstantLag, LagWindow, ReadWatch, summarize_latency
-from referee.process import BotChannel, open_bot
+from referee.process import BotChannel, BotProcess, open_bot
 from referee.reader import stamped_stdout
 from referee.record import GameRecord, GameSettings, Termination
 from tests.conftest import BotSpecFactory
@@ -400,6 +401,58 @@ def test_a_read_watch_never_counts_the_wait_before_the_read_twice() -> None:
     watch.check(30)
     assert watch.wait_before_read_ns == 5_000_000
     assert watch.wait_before_write_ns(40, 5_001_000 + 2_000_000) == 2_000_000
+
+
+def test_a_bot_asleep_on_its_input_is_waiting_for_the_host_until_it_reads() -> None:
+    # Blocked in a read of stdin as the turn was written: it reads the moment the host runs it. A run queue
+    # does not show the wait for an idle virtual CPU to wake; the turn left unread shows it, at least until the
+    # last look that still found it there.
+    unread, total = [120], [1_000]
+    watch = ReadWatch(lambda: unread[0], lambda: total[0], start_wait=1_000, written=True, asleep_from_ns=100)
+    watch.check(1_100)
+    watch.check(2_100)
+    assert watch.wait_before_read_ns == 2_000  # unread 2 us after the write, and counting
+    unread[0] = 0
+    watch.check(3_100)
+    watch.check(9_100)
+    assert (watch.read_seen_ns, watch.wait_before_read_ns) == (3_100, 2_000)
+    total[0] = 3_000_000  # a wait for a CPU later, past the read: for wait_before_write_ns, not counted twice
+    assert watch.wait_before_write_ns(10_000, 3_000_000 + 500) == 3_000_000 + 500 - 1_000
+
+
+def test_a_bot_busy_when_its_turn_came_is_not_excused_for_reading_it_late() -> None:
+    unread, total = [120], [1_000]
+    watch = ReadWatch(lambda: unread[0], lambda: total[0], start_wait=1_000, written=True)  # not asleep
+    for now in (1_100, 2_100, 3_100):
+        watch.check(now)
+    unread[0] = 0
+    watch.check(4_100)
+    assert watch.wait_before_read_ns == 0  # it chose to read late; and it never waited for a CPU
+
+
+async def test_a_bot_blocked_reading_its_stdin_is_known_to_be_asleep_on_input(tmp_path: Path) -> None:
+    if not process._READ_SYSCALLS:
+        pytest.skip("no read system call numbers known for this machine")
+
+    def reading_another_fd(pid: int) -> bool:
+        call = Path(f"/proc/{pid}/task/{pid}/syscall").read_text().split()
+        return len(call) > 1 and call[0].isdigit() and int(call[0]) in process._READ_SYSCALLS and call[1] != "0x0"
+
+    async def started(code: str, ready: Callable[[BotProcess], bool]) -> bool:
+        spec = BotSpec(name="b", command=[sys.executable, "-c", code])
+        async with open_bot(spec, tmp_path, quit_grace_s=0.1) as bot:
+            with trio.fail_after(30):
+                while not ready(bot):
+                    await trio.sleep(0.01)
+            return bot.asleep_on_input()
+
+    # Blocked reading its stdin: seen so as soon as it gets there.
+    assert await started("import sys; sys.stdin.readline()", lambda bot: bot.asleep_on_input())
+    # Running (its CPU clock moving): not asleep.
+    assert not await started("while True: pass", lambda bot: (bot.cpu_clock_ns() or 0) > 200_000_000)
+    # Blocked reading a pipe of its own (waiting for a helper, not for its turn): not asleep on its input.
+    other = "import os; r, w = os.pipe(); os.read(r, 1)"
+    assert not await started(other, lambda bot: reading_another_fd(bot.pid))
 
 
 # -- a busy event loop is not charged to a bot whose reply came in time ------------------------------------------
