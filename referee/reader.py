@@ -58,12 +58,12 @@ _SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux's value where P
 _ANCILLARY_BYTES = socket.CMSG_SPACE(16) if hasattr(socket, "CMSG_SPACE") else 64
 _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 _STOP_DRAIN_CHUNKS = 16
+"""At most this many chunks are taken from a bot's stderr once its copy is stopped."""
 STDERR_DRAIN_S = 0.02
 """How often a bot's stderr is drained (0: at every write). Not at every write: a bot's last log line before
 its move would wake the copy thread, which then takes the bot's CPU in the instant before the move is written."""
 STDERR_PIPE_BYTES = 1 << 20
 """The stderr pipe's capacity asked for (the default 64 KiB fills in one drain period at 3 MB/s)."""
-"""At most this many chunks are taken from a bot's stderr once its copy is stopped."""
 _SETTLE_CHECK_S = 0.01
 """While settling, how often the counts are looked at again even without a wake (a lost wake costs no more)."""
 
@@ -199,7 +199,7 @@ def _pin(cores: Sequence[int] | None) -> None:
 
 
 class PipeReader:
-    """Reads one pipe on a daemon thread; `receive` gives the chunks, in order, with their times."""
+    """Reads one pipe (or stamped socket) on a daemon thread; `receive` gives the chunks, in order, with their times."""
 
     def __init__(self, fd: int, name: str, cores: Sequence[int] | None = None) -> None:
         self._fd = fd
@@ -346,6 +346,9 @@ class PipeReader:
 
 class StderrCopier:
     """Copies a bot's stderr to its log file on a daemon thread, keeping a tail of lines for the records.
+
+    The pipe is drained every `STDERR_DRAIN_S` rather than at each write (and at once when the copy is stopped,
+    so a record's tail is complete).
 
     Bots often write a line to stderr just before their move. Copied by a task on the event loop, that line
     woke the loop, which then held the interpreter lock while the move arrived, and the move's reader thread
