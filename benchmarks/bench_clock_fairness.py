@@ -38,6 +38,7 @@ copy it into that checkout's benchmarks/ and run it there. On a shared machine t
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
 import os
 import random
@@ -60,6 +61,7 @@ sys.path.insert(0, str(ROOT))
 from protocol.rules import Result  # noqa: E402
 from referee.botspec import BotSpec  # noqa: E402
 from referee.clock import parse_time_control  # noqa: E402
+from referee.containment import CpuSlots  # noqa: E402
 from referee.game import run_game  # noqa: E402
 from referee.process import open_bot  # noqa: E402
 from referee.record import GameRecord, GameSettings, Termination  # noqa: E402
@@ -71,6 +73,9 @@ except ImportError:  # pragma: no cover
     from referee.standings import GameResult as ScoredGame  # type: ignore[attr-defined,no-redef]
 
 RESULTS: list[Result] = ["1-0", "0-1", "1/2-1/2"]
+
+AFFINITY = {"off": (False,), "on": (True,), "both": (False, True)}
+"""--affinity: which ways each configuration is played (pinned: each game's bots on cores of their own)."""
 
 SPENDER_BOT = textwrap.dedent(
     """\
@@ -220,9 +225,20 @@ def build_bot(kind: str, folder: Path) -> Path:
 
 
 async def play_games(
-    bot_file: Path, log_dir: Path, control: str, fraction: float, concurrency: int, moves: int, tally: Tally
+    bot_file: Path,
+    log_dir: Path,
+    control: str,
+    fraction: float,
+    concurrency: int,
+    moves: int,
+    tally: Tally,
+    pinned: bool = False,
 ) -> None:
-    """`concurrency` game loops at once until `moves` bot moves are made; fresh bot processes every game."""
+    """`concurrency` game loops at once until `moves` bot moves are made; fresh bot processes every game.
+
+    `pinned`: each loop's bots (and their reader threads) on cores of their own, as `--cpu-affinity` does.
+    """
+    slots = CpuSlots(concurrency) if pinned else None
     settings = GameSettings(width=8, height=8, time_control=parse_time_control(control))
     spec = BotSpec(name="spender", command=[*bot_command(bot_file), str(fraction)], dir=ROOT)
     counter = 0
@@ -234,7 +250,11 @@ async def play_games(
             game_id = f"g{slot}-{counter}"
             first = spec.model_copy(update={"name": f"spender-{slot}a"})
             second = spec.model_copy(update={"name": f"spender-{slot}b"})
-            async with open_bot(first, log_dir) as black, open_bot(second, log_dir) as white:
+            cores = None if slots is None else slots.sets[slot % len(slots.sets)]
+            async with (
+                open_bot(first, log_dir, cores=cores) as black,
+                open_bot(second, log_dir, cores=cores) as white,
+            ):
                 record = await run_game(game_id, black, white, settings)
             tally.add(record)  # after the bots have exited: their stderr logs are complete
 
@@ -345,10 +365,11 @@ async def bench(args: argparse.Namespace, folder: Path, bot_file: Path) -> None:
         try:
             for control in args.controls:
                 for fraction in args.fractions:
-                    for concurrency in args.concurrency:
+                    for concurrency, pinned in itertools.product(args.concurrency, AFFINITY[args.affinity]):
                         tally = Tally()
-                        await play_games(bot_file, folder, control, fraction, concurrency, args.moves, tally)
-                        label = f"{control} {fraction:.0%} c{concurrency} burners {burners}"
+                        await play_games(bot_file, folder, control, fraction, concurrency, args.moves, tally, pinned)
+                        how = f"c{concurrency}{' pinned' if pinned else ''}"
+                        label = f"{control} {fraction:.0%} {how} burners {burners}"
                         report(label, tally)
                         if floor_program is not None and tally.own_ms:
                             # The same spin, the same number of pairs at once, the same burners, no referee.
@@ -380,6 +401,12 @@ def main() -> None:
     parser.add_argument("--fractions", nargs="+", type=float, default=[0.9, 0.98])
     parser.add_argument("--concurrency", nargs="+", type=int, default=[1, 2])
     parser.add_argument("--burners", nargs="+", type=int, default=[0, 2])
+    parser.add_argument(
+        "--affinity",
+        choices=sorted(AFFINITY),
+        default="both",
+        help="run the games with --cpu-affinity's pinning (on), without (off), or each configuration both ways",
+    )
     parser.add_argument("--standings-games", type=int, default=50_000)
     parser.add_argument("--skip-standings", action="store_true")
     args = parser.parse_args()

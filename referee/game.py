@@ -274,6 +274,7 @@ class _Game:
             watch = ReadWatch(lambda: bot.input_unread() or 0, bot.cpu_wait_ns, waited)
         # The bot's time runs from immediately before the write (`send_turn` says when): a bot may answer before
         # the write returns. The lag window opens a moment before that, so it covers the whole move.
+        asleep = watch is not None and bot.asleep_on_input()
         window = bot.lag_source.open(bot.now_ns(), watch)
         try:
             start = await bot.send_turn(line)
@@ -281,6 +282,7 @@ class _Game:
             deadline = None if limit_ns is None else start + limit_ns
             if watch is not None:
                 watch.deadline_ns = deadline
+                watch.asleep_from_ns = start if asleep else None
                 watch.written = True
             reply, infos_seen, held_since = await self._await_move(
                 bot, start, deadline, window, infos, waited, cpu_from

@@ -76,6 +76,8 @@ class ReadWatch:
     start_wait: int
     read_seen_ns: int | None = None
     wait_before_read_ns: int = 0
+    queued_before_read_ns: int = 0
+    """The part of `wait_before_read_ns` the bot spent on a run queue (its schedstat; not counted again after)."""
     samples: tuple[tuple[int, int], ...] = ()
     """The last two (monotonic ns, bot's total wait ns) samples of the monitor, oldest first."""
     deadline_ns: int | None = None
@@ -84,6 +86,10 @@ class ReadWatch:
     """The last sample taken at or before the deadline."""
     written: bool = False
     """Set by the game once the turn is written: an empty pipe before that is not a read."""
+    asleep_from_ns: int | None = None
+    """Set by the game when the bot was blocked reading its stdin as the turn was written, to the move's start:
+    from then until it reads, it is waiting for the host to run it (on a virtual machine, waking an idle virtual
+    CPU takes up to milliseconds, and no run queue shows it)."""
 
     def check(self, now_ns: int) -> None:
         total = self.cpu_wait()
@@ -91,9 +97,15 @@ class ReadWatch:
             self.samples = (*self.samples[-1:], (now_ns, total))
             if self.deadline_ns is None or now_ns <= self.deadline_ns:
                 self.at_deadline = (now_ns, total)
-        if self.written and self.read_seen_ns is None and self.unread() == 0:
+        if not self.written or self.read_seen_ns is not None:
+            return
+        if self.unread() == 0:
             self.read_seen_ns = now_ns
-            self.wait_before_read_ns = 0 if total is None else max(0, total - self.start_wait)
+            self.queued_before_read_ns = 0 if total is None else max(0, total - self.start_wait)
+            self.wait_before_read_ns = max(self.wait_before_read_ns, self.queued_before_read_ns)
+        elif self.asleep_from_ns is not None:
+            # Still unread now: at least this long (the read comes between this look and the next).
+            self.wait_before_read_ns = max(self.wait_before_read_ns, now_ns - self.asleep_from_ns)
 
     def wait_before_write_ns(self, end_ns: int, total_now: int | None) -> int:
         """The bot's wait for a CPU from the monitor's last sample before the deadline (or before `end_ns`, its
@@ -109,7 +121,7 @@ class ReadWatch:
             return 0
         base = min(before)[1]
         if self.read_seen_ns is not None:
-            base = max(base, self.start_wait + self.wait_before_read_ns)
+            base = max(base, self.start_wait + self.queued_before_read_ns)
         return max(0, total_now - base)
 
 

@@ -21,6 +21,7 @@ import functools
 import json
 import logging
 import os
+import platform
 import re
 import shlex
 import signal
@@ -64,7 +65,7 @@ from referee.containment import (
 )
 from referee.exceptions import single_exception
 from referee.latency import NO_LAG, HostLagMonitor, LagSource, host_lag_monitor
-from referee.reader import PipeReader, StderrCopier
+from referee.reader import PipeReader, StderrCopier, stdout_pair
 from referee.record import BotInfo, Termination
 from referee.sandbox import SandboxError, launch_command, sandbox_environment
 
@@ -272,6 +273,11 @@ class BotChannel:
     def input_unread(self) -> int | None:
         """Bytes written to the bot and not read by it yet (None: cannot be told, as over memory streams)."""
         return None
+
+    def asleep_on_input(self) -> bool:
+        """Whether the bot is blocked in a read of its stdin right now: a turn written then is read the moment
+        the host runs it, so the time it stays unread is the host's. False when it cannot be told."""
+        return False
 
     def cpu_clock_ns(self) -> int | None:
         """The CPU time of the bot's process so far (all its threads), ns, exact to this instant; None if unknown.
@@ -569,12 +575,20 @@ class ChildProcess:
         return code
 
 
+_READ_SYSCALLS = {"x86_64": (0, 17, 19), "aarch64": (63, 65, 67)}.get(platform.machine(), ())
+"""read, pread64 and readv on this machine (their numbers in /proc/PID/syscall); none known: never excused."""
+
+
 def _spawn(
     command: list[str], cwd: Path | None, env: dict[str, str] | None, preexec: Callable[[], None]
 ) -> tuple[subprocess.Popen[bytes], int, int, int]:
-    """Fork and exec the bot with three fresh pipes; the referee's ends of them (stdin, stdout, stderr)."""
+    """Fork and exec the bot with fresh pipes; the referee's ends of them (stdin, stdout, stderr).
+
+    stdout is a stamped socket where the OS has one (`referee.reader.stdout_pair`): the kernel stamps each of
+    the bot's writes as it is made, so its move is timed to the write itself, not to the referee's read.
+    """
     stdin_r, stdin_w = os.pipe()
-    stdout_r, stdout_w = os.pipe()
+    stdout_r, stdout_w = stdout_pair()
     stderr_r, stderr_w = os.pipe()
     try:
         popen = subprocess.Popen(
@@ -614,7 +628,11 @@ class BotProcess(BotChannel):
             process.stdin,
             process.stdout,
             command=list(spec.command),
-            reader=PipeReader(process.stdout.fileno(), spec.name),  # type: ignore[attr-defined]
+            reader=PipeReader(
+                process.stdout.fileno(),  # type: ignore[attr-defined]
+                spec.name,
+                cores=None if tree is None else tree.cores,
+            ),
             lag_source=host_lag_monitor(),
         )
         self.spec = spec
@@ -629,6 +647,7 @@ class BotProcess(BotChannel):
         self._tail_lock = threading.Lock()  # the tail is kept by the stderr thread and read by the game
         self._stderr: StderrCopier | None = None
         self._schedstat: int | None = None
+        self._syscall: int | None = None
         self._bot_pid_found: int | None = None
 
     @property
@@ -639,7 +658,8 @@ class BotProcess(BotChannel):
     def _copy_stderr(self, cap_bytes: int) -> None:
         """Start copying stderr to the log, on a thread (`StderrCopier`)."""
         fd: int = self.process.stderr.fileno()  # type: ignore[attr-defined]
-        self._stderr = StderrCopier(fd, self.stderr_path, cap_bytes, self._keep_tail, self.name)
+        cores = None if self.tree is None else self.tree.cores
+        self._stderr = StderrCopier(fd, self.stderr_path, cap_bytes, self._keep_tail, self.name, cores=cores)
 
     async def _stderr_done(self, timeout_s: float) -> None:
         """Wait up to `timeout_s` for the copy of stderr to reach the end of the bot's output."""
@@ -719,6 +739,26 @@ class BotProcess(BotChannel):
         except (OSError, IndexError):
             return None
         return state == b"R", cpu
+
+    def asleep_on_input(self) -> bool:
+        # The main thread's current system call (/proc/PID/syscall: the number and its arguments, or "running"),
+        # kept open: a read of fd 0. Not a poll or a read of another pipe: the bot may be waiting for its own
+        # helper there, and would be excused for the time it chose not to read its turn.
+        if self._syscall is None:
+            pid = self._bot_pid()
+            if pid is None or not _READ_SYSCALLS:
+                return False
+            try:
+                self._syscall = os.open(f"/proc/{pid}/task/{pid}/syscall", os.O_RDONLY)
+            except OSError:
+                self._syscall = -1
+        if self._syscall < 0:
+            return False
+        try:
+            fields = os.pread(self._syscall, 128, 0).split()
+            return len(fields) > 1 and int(fields[0]) in _READ_SYSCALLS and int(fields[1], 16) == 0
+        except (OSError, ValueError):
+            return False
 
     def cpu_wait_ns(self) -> int | None:
         # The main thread's schedstat, kept open: one pread (about a microsecond) per move.
@@ -817,6 +857,9 @@ class BotProcess(BotChannel):
         if self._schedstat is not None and self._schedstat >= 0:
             os.close(self._schedstat)
             self._schedstat = -1
+        if self._syscall is not None and self._syscall >= 0:
+            os.close(self._syscall)
+            self._syscall = -1
         await self._stderr_done(STDERR_SETTLE_S)
         if self._stderr is not None:
             # A process that escaped every net may still hold stderr open: stop copying rather than wait.

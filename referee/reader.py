@@ -1,4 +1,11 @@
-"""Reading a bot's output on a thread of its own, each chunk stamped with the time its read returned.
+"""Reading a bot's output on a thread of its own, each chunk stamped with the time the bot wrote it.
+
+On Linux a bot's stdout is one end of a `SOCK_SEQPACKET` socket pair (`stdout_pair`), not a pipe: the
+kernel keeps each write as a record and stamps it (`SO_TIMESTAMPNS`) in the bot's own write call, so a move
+ends at the bot's write whatever the referee's threads were doing then (waiting for a CPU behind another
+bot, or for the interpreter lock held by the event loop: with two bots spinning on two cores, both cost
+milliseconds now and then, measured). Elsewhere, and for any read that comes without a stamp, the time is
+the one below.
 
 A move ends when its line's last byte is read. If the trio event loop did the reading, the time would be
 taken when the loop got round to it, and everything the referee does for other games (standings, records,
@@ -19,18 +26,23 @@ import fcntl
 import logging
 import os
 import select
+import socket
+import stat
+import struct
 import sys
 import termios
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
 import trio
 
-__all__ = ["SWITCH_INTERVAL_S", "Chunk", "PipeReader", "StderrCopier"]
+from protocol.framing import MAX_LINE_BYTES
+
+__all__ = ["SWITCH_INTERVAL_S", "Chunk", "PipeReader", "StderrCopier", "stamped_stdout", "stdout_pair"]
 
 log = logging.getLogger(__name__)
 
@@ -38,8 +50,20 @@ CHUNK_BYTES = 65536
 SWITCH_INTERVAL_S = 0.0002
 """The interpreter switch interval while readers run (Python's default is 5 ms)."""
 
+STAMPED_SNDBUF = 1 << 18
+"""The send buffer asked for on the bot's end of a stamped stdout (the kernel doubles it): its longest write."""
+_RECORD_BYTES = 1 << 21
+"""The reader's buffer for one record: above any write the send buffer lets through, unless the bot raised it."""
+_SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux's value where Python does not name it
+_ANCILLARY_BYTES = socket.CMSG_SPACE(16) if hasattr(socket, "CMSG_SPACE") else 64
+_F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 _STOP_DRAIN_CHUNKS = 16
 """At most this many chunks are taken from a bot's stderr once its copy is stopped."""
+STDERR_DRAIN_S = 0.02
+"""How often a bot's stderr is drained (0: at every write). Not at every write: a bot's last log line before
+its move would wake the copy thread, which then takes the bot's CPU in the instant before the move is written."""
+STDERR_PIPE_BYTES = 1 << 20
+"""The stderr pipe's capacity asked for (the default 64 KiB fills in one drain period at 3 MB/s)."""
 _SETTLE_CHECK_S = 0.01
 """While settling, how often the counts are looked at again even without a wake (a lost wake costs no more)."""
 
@@ -83,11 +107,103 @@ def _run_delay(fd: int) -> int:
     return int(fields[1]) if len(fields) > 1 else 0
 
 
-class PipeReader:
-    """Reads one pipe on a daemon thread; `receive` gives the chunks, in order, with their times."""
+def stdout_pair() -> tuple[int, int]:
+    """(the referee's end, the bot's end) for a bot's stdout: a stamped socket pair on Linux, else a pipe.
 
-    def __init__(self, fd: int, name: str) -> None:
+    Both ends are closed on exec (the bot gets its end as fd 1 only). The referee's end cannot write and
+    the bot's cannot read: it behaves as a pipe for the bot, except that one write larger than about
+    512 KiB fails (its lines may be 64 KiB at most in any case, PROTOCOL.md).
+    """
+    if sys.platform != "linux" or not hasattr(socket, "SOCK_SEQPACKET"):
+        return os.pipe()
+    try:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    except OSError:
+        return os.pipe()
+    try:
+        ours.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
+        theirs.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, STAMPED_SNDBUF)
+        ours.shutdown(socket.SHUT_WR)
+    except OSError:
+        ours.close()
+        theirs.close()
+        return os.pipe()
+    return ours.detach(), theirs.detach()
+
+
+def stamped_stdout() -> bool:
+    """Whether a bot's stdout here is a socket that stamps each write (`stdout_pair`), not a plain pipe."""
+    ours, theirs = stdout_pair()
+    try:
+        sock = _stamped_socket(ours)
+        if sock is None:
+            return False
+        sock.detach()
+        return True
+    finally:
+        os.close(ours)
+        os.close(theirs)
+
+
+def _stamped_socket(fd: int) -> socket.socket | None:
+    """A socket object over `fd` if it is a socket that stamps what it receives (`stdout_pair`), else None."""
+    try:
+        if not stat.S_ISSOCK(os.fstat(fd).st_mode):
+            return None
+        sock = socket.socket(fileno=fd)
+    except OSError:
+        return None
+    try:
+        if sock.getsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS):
+            return sock
+    except OSError:
+        pass
+    sock.detach()
+    return None
+
+
+def _receive_record(sock: socket.socket, buffer: memoryview) -> tuple[bytes, int | None] | None:
+    """One of the bot's writes and when it was made (monotonic ns; None if the kernel gave no stamp).
+
+    None for an empty write. b"" at the end of the output. The kernel's stamp is wall-clock time, turned into
+    the monotonic clock by the two clocks' difference now. A write larger than the buffer (the bot raised its
+    own socket's send buffer to make one) is cut, and a line longer than any allowed is added in its place,
+    so the bot loses for the flood (reason `protocol`) rather than have lines silently dropped.
+    """
+    size, ancillary, flags, _ = sock.recvmsg_into([buffer], _ANCILLARY_BYTES)
+    sent = None
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == _SO_TIMESTAMPNS and len(payload) >= 16:
+            seconds, nanoseconds = struct.unpack("qq", payload[:16])
+            wall, monotonic = time.time_ns(), time.monotonic_ns()
+            sent = seconds * 1_000_000_000 + nanoseconds - (wall - monotonic)
+    if size == 0 and sent is not None:
+        return None
+    data = buffer[:size].tobytes()
+    if flags & socket.MSG_TRUNC:
+        log.warning("a bot wrote more than %d bytes in one write to stdout: counted as an over-long line", size)
+        data += b"x" * (MAX_LINE_BYTES + 1)
+    return data, sent
+
+
+def _pin(cores: Sequence[int] | None) -> None:
+    """Keep the calling thread on `cores` (its bot's, under --cpu-affinity), if any.
+
+    A bot's reader wakes when the bot writes its move, the instant the bot is about to sleep: on the bot's
+    own core it runs at once. Free to run anywhere, the kernel often queued it behind the other game's bot on
+    the other core, for up to a scheduler tick (4 ms here), while the bot's own core stood idle.
+    """
+    if cores:
+        with contextlib.suppress(OSError, AttributeError):  # no affinity on this OS, or cores gone: run anywhere
+            os.sched_setaffinity(0, cores)
+
+
+class PipeReader:
+    """Reads one pipe (or stamped socket) on a daemon thread; `receive` gives the chunks, in order, with their times."""
+
+    def __init__(self, fd: int, name: str, cores: Sequence[int] | None = None) -> None:
         self._fd = fd
+        self._cores = cores
         self._chunks: deque[Chunk] = deque()
         self._waiter: trio.Event | None = None
         self._token = trio.lowlevel.current_trio_token()
@@ -104,7 +220,11 @@ class PipeReader:
     # -- the thread -------------------------------------------------------------------------------------------
 
     def _run(self) -> None:
-        schedstat, _ = _run_delay_reader()
+        _pin(self._cores)
+        stamped = _stamped_socket(self._fd)
+        # Stamped reads need no run-queue wait: how late this thread reads costs nobody anything.
+        schedstat = _run_delay_reader()[0] if stamped is None else None
+        buffer = memoryview(bytearray(_RECORD_BYTES)) if stamped is not None else None
         try:
             last_delay = _run_delay(schedstat) if schedstat is not None else 0
             poller = select.poll()
@@ -115,8 +235,15 @@ class PipeReader:
                 if any(fd == self._wake_r for fd, _ in events):
                     return
                 self._reads_started += 1
+                sent: int | None = None
                 try:
-                    data = os.read(self._fd, CHUNK_BYTES)
+                    if stamped is None or buffer is None:
+                        data = os.read(self._fd, CHUNK_BYTES)
+                    else:
+                        record = _receive_record(stamped, buffer)
+                        if record is None:  # an empty write: nothing to hand over
+                            raise BlockingIOError
+                        data, sent = record
                 except BlockingIOError:
                     self._reads_done += 1
                     self._wake_trio()
@@ -128,12 +255,17 @@ class PipeReader:
                 if schedstat is not None:
                     total = _run_delay(schedstat)
                     delay, last_delay = total - last_delay, total
+                if sent is not None:
+                    # Stamped at the bot's write: how late this thread read it is nobody's time.
+                    stamp, delay = min(stamp, sent), 0
                 self._chunks.append((data, stamp, delay))
                 self._reads_done += 1
                 if not self._wake_trio() or not data:
                     return
         finally:
             self._reads_done = self._reads_started
+            if stamped is not None:
+                stamped.detach()  # the fd belongs to the process's stream
             if schedstat is not None:
                 os.close(schedstat)
             os.close(self._wake_r)
@@ -215,6 +347,9 @@ class PipeReader:
 class StderrCopier:
     """Copies a bot's stderr to its log file on a daemon thread, keeping a tail of lines for the records.
 
+    The pipe is drained every `STDERR_DRAIN_S` rather than at each write (and at once when the copy is stopped,
+    so a record's tail is complete).
+
     Bots often write a line to stderr just before their move. Copied by a task on the event loop, that line
     woke the loop, which then held the interpreter lock while the move arrived, and the move's reader thread
     waited for it (about 0.3 ms a move, measured): the copy belongs off the loop, where it costs the lock only
@@ -222,8 +357,17 @@ class StderrCopier:
     be thread-safe); `done` is set on the trio loop when the copy ends (end of output, or `stop`).
     """
 
-    def __init__(self, fd: int, log_path: Path, cap_bytes: int, on_chunk: Callable[[bytes], None], name: str) -> None:
+    def __init__(
+        self,
+        fd: int,
+        log_path: Path,
+        cap_bytes: int,
+        on_chunk: Callable[[bytes], None],
+        name: str,
+        cores: Sequence[int] | None = None,
+    ) -> None:
         self._fd = fd
+        self._cores = cores
         self._log_path = log_path
         self._cap_bytes = cap_bytes
         self._on_chunk = on_chunk
@@ -233,10 +377,14 @@ class StderrCopier:
         self._token = trio.lowlevel.current_trio_token()
         self._wake_r, self._wake_w = os.pipe()
         self._stopped = False
+        if STDERR_DRAIN_S:
+            with contextlib.suppress(OSError):  # a smaller pipe still works: a flooding bot waits for the drain
+                fcntl.fcntl(fd, _F_SETPIPE_SZ, STDERR_PIPE_BYTES)
         self._thread = threading.Thread(target=self._run, name=f"stderr-{name}", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
+        _pin(self._cores)
         log_file = None
         try:
             try:
@@ -244,14 +392,16 @@ class StderrCopier:
             except OSError as error:
                 log.warning("cannot write the stderr log %s: %s (stderr is still read)", self._log_path, error)
             poller = select.poll()
-            poller.register(self._fd, select.POLLIN)
+            period_ms = round(STDERR_DRAIN_S * 1000)
+            if not period_ms:
+                poller.register(self._fd, select.POLLIN)
             poller.register(self._wake_r, select.POLLIN)
             while True:
-                events = poller.poll()
+                events = poller.poll(period_ms or None)
                 stopping = any(fd == self._wake_r for fd, _ in events)
                 # On stop, take what is already in the pipe first (never waiting for more, and never more than
                 # `_STOP_DRAIN_CHUNKS`: a process that escaped every net may write as fast as it is read).
-                for _ in range(_STOP_DRAIN_CHUNKS if stopping else 1):
+                for _ in range(_STOP_DRAIN_CHUNKS if stopping or period_ms else 1):
                     try:
                         data = os.read(self._fd, CHUNK_BYTES)
                     except BlockingIOError:

@@ -261,9 +261,15 @@ class Runner:
 
     async def run(self) -> RunSummary:
         """Play every pending game. StoreError: this output directory cannot be used for this plan."""
+        use_cpu_affinity(self.plan.concurrency if self.plan.cpu_affinity else None)
+        try:
+            return await self._run()
+        finally:
+            use_cpu_affinity(None)  # the cores were this run's: a later one in this process decides its own
+
+    async def _run(self) -> RunSummary:
         self._started = self._last_standings_write = time.monotonic()
         refuse_old_match_directory(self.out_dir)
-        use_cpu_affinity(self.plan.concurrency if self.plan.cpu_affinity else None)
         try:
             prepare_output_dir(self.log_dir)  # the output directory too
         except OutputDirError as error:

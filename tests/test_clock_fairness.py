@@ -9,9 +9,11 @@ real bot answers at once, and never uses autojump_clock.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -24,7 +26,8 @@ from referee.cli import main
 from referee.clock import parse_time_control
 from referee.game import run_game
 from referee.latency import ConstantLag, LagWindow, ReadWatch, summarize_latency
-from referee.process import BotChannel, open_bot
+from referee.process import BotChannel, BotProcess, open_bot
+from referee.reader import stamped_stdout
 from referee.record import GameRecord, GameSettings, Termination
 from tests.conftest import BotSpecFactory
 from tests.test_game import FakeBot, fake_game
@@ -270,17 +273,33 @@ STOPPING_BOT = textwrap.dedent(
 )
 
 
-async def test_a_referee_stopped_by_the_host_does_not_forfeit_a_bot_in_time(
-    bot_spec: BotSpecFactory, tmp_path: Path
-) -> None:
+async def _stopped_game(bot_spec: BotSpecFactory, tmp_path: Path) -> GameRecord:
     script = tmp_path / "stopper.py"
     script.write_text(STOPPING_BOT)
     stopper = BotSpec(name="stopper", command=[sys.executable, str(script)])
-    # 100 ms a move: the bot answers in about 50 ms, but the referee sees the answer some 300 ms late.
+    # 100 ms a move: the bot answers in about 50 ms, but the referee reads the answer some 300 ms late.
     settings = GameSettings(width=3, height=3, time_control=parse_time_control("movetime:0.1"))
     with trio.fail_after(30):
         async with open_bot(stopper, tmp_path) as black, open_bot(bot_spec("testbot"), tmp_path) as white:
-            record = await run_game("stopped", black, white, settings)
+            return await run_game("stopped", black, white, settings)
+
+
+@pytest.mark.skipif(not stamped_stdout(), reason="no socket that stamps each write here: stdout is a pipe")
+async def test_a_referee_stopped_by_the_host_charges_the_bot_to_its_write(
+    bot_spec: BotSpecFactory, tmp_path: Path
+) -> None:
+    # The kernel stamped the move when the bot wrote it: the 300 ms the referee was stopped cost nobody.
+    record = await _stopped_game(bot_spec, tmp_path)
+    assert record.termination is Termination.NORMAL, record.reason
+    assert record.moves[0].elapsed_ms < 100
+
+
+async def test_a_referee_stopped_by_the_host_does_not_forfeit_a_bot_in_time(
+    bot_spec: BotSpecFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Over a plain pipe (other systems) the move is timed at its read: the stop is the referee's lag, and voids.
+    monkeypatch.setattr("referee.process.stdout_pair", os.pipe)
+    record = await _stopped_game(bot_spec, tmp_path)
     assert record.termination is not Termination.TIME, record.reason
     assert record.termination is Termination.VOID, record.reason
     assert record.referee_lag_ms is not None and record.overrun_ms is not None
@@ -382,6 +401,58 @@ def test_a_read_watch_never_counts_the_wait_before_the_read_twice() -> None:
     watch.check(30)
     assert watch.wait_before_read_ns == 5_000_000
     assert watch.wait_before_write_ns(40, 5_001_000 + 2_000_000) == 2_000_000
+
+
+def test_a_bot_asleep_on_its_input_is_waiting_for_the_host_until_it_reads() -> None:
+    # Blocked in a read of stdin as the turn was written: it reads the moment the host runs it. A run queue
+    # does not show the wait for an idle virtual CPU to wake; the turn left unread shows it, at least until the
+    # last look that still found it there.
+    unread, total = [120], [1_000]
+    watch = ReadWatch(lambda: unread[0], lambda: total[0], start_wait=1_000, written=True, asleep_from_ns=100)
+    watch.check(1_100)
+    watch.check(2_100)
+    assert watch.wait_before_read_ns == 2_000  # unread 2 us after the write, and counting
+    unread[0] = 0
+    watch.check(3_100)
+    watch.check(9_100)
+    assert (watch.read_seen_ns, watch.wait_before_read_ns) == (3_100, 2_000)
+    total[0] = 3_000_000  # a wait for a CPU later, past the read: for wait_before_write_ns, not counted twice
+    assert watch.wait_before_write_ns(10_000, 3_000_000 + 500) == 3_000_000 + 500 - 1_000
+
+
+def test_a_bot_busy_when_its_turn_came_is_not_excused_for_reading_it_late() -> None:
+    unread, total = [120], [1_000]
+    watch = ReadWatch(lambda: unread[0], lambda: total[0], start_wait=1_000, written=True)  # not asleep
+    for now in (1_100, 2_100, 3_100):
+        watch.check(now)
+    unread[0] = 0
+    watch.check(4_100)
+    assert watch.wait_before_read_ns == 0  # it chose to read late; and it never waited for a CPU
+
+
+async def test_a_bot_blocked_reading_its_stdin_is_known_to_be_asleep_on_input(tmp_path: Path) -> None:
+    if not process._READ_SYSCALLS:
+        pytest.skip("no read system call numbers known for this machine")
+
+    def reading_another_fd(pid: int) -> bool:
+        call = Path(f"/proc/{pid}/task/{pid}/syscall").read_text().split()
+        return len(call) > 1 and call[0].isdigit() and int(call[0]) in process._READ_SYSCALLS and call[1] != "0x0"
+
+    async def started(code: str, ready: Callable[[BotProcess], bool]) -> bool:
+        spec = BotSpec(name="b", command=[sys.executable, "-c", code])
+        async with open_bot(spec, tmp_path, quit_grace_s=0.1) as bot:
+            with trio.fail_after(30):
+                while not ready(bot):
+                    await trio.sleep(0.01)
+            return bot.asleep_on_input()
+
+    # Blocked reading its stdin: seen so as soon as it gets there.
+    assert await started("import sys; sys.stdin.readline()", lambda bot: bot.asleep_on_input())
+    # Running (its CPU clock moving): not asleep.
+    assert not await started("while True: pass", lambda bot: (bot.cpu_clock_ns() or 0) > 200_000_000)
+    # Blocked reading a pipe of its own (waiting for a helper, not for its turn): not asleep on its input.
+    other = "import os; r, w = os.pipe(); os.read(r, 1)"
+    assert not await started(other, lambda bot: reading_another_fd(bot.pid))
 
 
 # -- a busy event loop is not charged to a bot whose reply came in time ------------------------------------------

@@ -22,7 +22,7 @@ import trio
 from referee import containment
 from referee.cli import main
 from referee.clock import parse_time_control
-from referee.containment import CpuSlots, HostSupport, end_leftovers, host_support
+from referee.containment import CpuSlots, HostSupport, cpu_slots, end_leftovers, host_support
 from referee.game import run_game
 from referee.process import BotHost, open_bot
 from referee.record import GameRecord, GameSettings, Termination
@@ -336,15 +336,10 @@ async def test_a_bot_frozen_for_not_pondering_is_thawed_for_the_next_game(tmp_pa
 
 def test_the_containment_flags_reach_the_records(tmp_path: Path) -> None:
     from referee.commands.replay import read_record
-    from referee.containment import cpu_slots, use_cpu_affinity
 
     argv = ["match", "--black", "random", "--white", "greedy", "--size", "4x4", "--games", "1", "--out", str(tmp_path)]
-    try:
-        assert main([*argv, "-j", "1", "--no-ponder", "--cpu-affinity", "--max-processes", "32"]) == 0
-        slots = cpu_slots()
-        assert slots is not None and slots.sets == [sorted(os.sched_getaffinity(0))]
-    finally:
-        use_cpu_affinity(None)
+    assert main([*argv, "-j", "1", "--no-ponder", "--cpu-affinity", "--max-processes", "32"]) == 0
+    assert cpu_slots() is None  # the run's cores ended with it
     record = read_record(tmp_path, "g0001")
     for side in (record.black, record.white):
         assert not side.ponder and side.max_processes == 32 and side.cores == sorted(os.sched_getaffinity(0))
@@ -358,6 +353,35 @@ def test_cpu_slots_give_each_slot_its_own_cores() -> None:
     assert slots.cores_for(first) == [0, 1] and slots.cores_for(second) == [2, 3]
     assert slots.cores_for(first) == [0, 1] and slots.cores_for(third) == [0, 1]  # more slots than sets: shared
     assert CpuSlots(8, cores=[0, 1]).sets == [[0], [1]]
+
+
+def test_cpu_affinity_is_on_by_default_when_each_game_can_have_a_core_of_its_own(tmp_path: Path) -> None:
+    from referee.config import load_config, resolve_plan
+
+    cores = len(os.sched_getaffinity(0))
+    bots = '[[bots]]\nname = "a"\ncommand = "random"\n[[bots]]\nname = "b"\ncommand = "greedy"\n'
+
+    def plan_for(settings: str) -> bool:
+        config = tmp_path / "t.toml"
+        config.write_text(settings + bots)
+        plan = resolve_plan(load_config(config), base_dir=tmp_path, source="t.toml", default_out=tmp_path / "out")
+        return plan.cpu_affinity
+
+    assert not plan_for("concurrency = 1\n")  # one game: nothing to keep apart
+    assert plan_for("concurrency = 2\n") is (cores >= 2)
+    assert not plan_for(f"concurrency = {cores + 1}\n")  # more games than cores: they must share anyway
+    assert not plan_for("concurrency = 2\ncpu_affinity = false\n")  # the config decides when it says
+    assert plan_for("concurrency = 1\ncpu_affinity = true\n")
+    argv = ["match", "--black", "random", "--white", "random", "--size", "3x3", "--games", "2", "-j", "2"]
+    assert main([*argv, "--no-cpu-affinity", "--out", str(tmp_path / "off")]) == 0
+    off = [GameRecord.model_validate_json(line) for line in (tmp_path / "off" / "games.jsonl").read_text().splitlines()]
+    assert off and all(record.black.cores is None and record.white.cores is None for record in off)
+    if cores >= 2:  # by default two games at once on two cores or more: each game's bots on cores of their own
+        assert main([*argv, "--out", str(tmp_path / "on")]) == 0
+        games = (tmp_path / "on" / "games.jsonl").read_text().splitlines()
+        on = [GameRecord.model_validate_json(line) for line in games]
+        assert {tuple(record.black.cores or ()) for record in on} <= {tuple(cores) for cores in CpuSlots(2).sets}
+        assert all(record.black.cores and record.black.cores == record.white.cores for record in on)
 
 
 async def test_a_bot_past_its_cpu_limit_for_the_game_loses_on_time_even_off_turn(tmp_path: Path) -> None:

@@ -10,18 +10,21 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import threading
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import pytest
 import trio
 import trio.testing
 
+from protocol.framing import MAX_LINE_BYTES
 from protocol.session import State
 from referee import process
 from referee.process import BotChannel
-from referee.reader import PipeReader, StderrCopier
+from referee.reader import PipeReader, StderrCopier, stamped_stdout, stdout_pair
 from tests.test_session import session_in
 
 TURN = b'{"type":"turn","game_id":"g","moves":[],"clock":{}}\n'
@@ -177,3 +180,85 @@ async def test_stderr_is_copied_to_the_log_up_to_its_cap_and_the_copy_stops_even
     assert text.startswith(b"first line\n") and b"[stderr log capped at 100 bytes]" in text
     assert len(text) < 200  # the cap holds whatever came after
     assert b"".join(chunks).startswith(b"first line\n" + b"x" * 200)  # the tail keeper saw everything read
+
+
+# -- a bot's stdout as a socket that stamps each write ----------------------------------------------------------
+
+needs_stamps = pytest.mark.skipif(not stamped_stdout(), reason="no socket that stamps each write here (not Linux)")
+
+
+@contextlib.asynccontextmanager
+async def reader_on_stdout_pair() -> AsyncIterator[tuple[PipeReader, int]]:
+    """A reader thread on the referee's end of a fresh `stdout_pair`, and the bot's end; both closed after."""
+    ours, theirs = stdout_pair()
+    reader = PipeReader(ours, "test")
+    try:
+        yield reader, theirs
+    finally:
+        await reader.close()
+        os.close(theirs)
+        os.close(ours)
+
+
+@needs_stamps
+async def test_a_write_is_timed_when_the_bot_made_it_not_when_it_was_read() -> None:
+    ours, theirs = stdout_pair()
+    try:
+        written = time.monotonic_ns()
+        os.write(theirs, b'{"type":"move","move":"pass"}\n')
+        time.sleep(0.1)  # the referee is busy elsewhere: nothing reads yet
+        reading_from = time.monotonic_ns()
+        reader = PipeReader(ours, "test")
+        try:
+            data, stamp, delay = await reader.receive()
+        finally:
+            await reader.close()
+        assert data == b'{"type":"move","move":"pass"}\n'
+        assert written <= stamp < reading_from  # the write's own time: the 100 ms before the read cost nothing
+        assert delay == 0  # and the reader's lateness is nobody's
+    finally:
+        os.close(theirs)
+        os.close(ours)
+
+
+@needs_stamps
+async def test_an_empty_write_is_not_the_end_of_the_output() -> None:
+    async with reader_on_stdout_pair() as (reader, theirs):
+        os.write(theirs, b"")  # one record of nothing
+        os.write(theirs, b"one\n")
+        with trio.fail_after(30):
+            data, _, _ = await reader.receive()
+        assert data == b"one\n"
+
+
+@needs_stamps
+async def test_lines_split_across_writes_arrive_whole_and_the_end_is_seen() -> None:
+    async with reader_on_stdout_pair() as (reader, theirs):
+        for part in (b'{"type":"mo', b've","move":', b'"pass"}\n'):
+            os.write(theirs, part)
+        received = b""
+        with trio.fail_after(30):
+            while received.count(b"\n") < 1:
+                received += (await reader.receive())[0]
+        assert received == b'{"type":"move","move":"pass"}\n'
+        os.close(os.dup(theirs))  # a copy closed: not the end
+        assert await reader.settle() is None
+
+
+@needs_stamps
+async def test_one_write_larger_than_the_reader_can_take_is_a_flood_not_lost_lines() -> None:
+    # The bot's end only lets about 512 KiB through in one write; a bot that raised its own send buffer to make
+    # a bigger one has it cut, and the cut is made an over-long line (the bot loses for it, reason protocol).
+    async with reader_on_stdout_pair() as (reader, theirs):
+        bot_end = socket.socket(fileno=os.dup(theirs))
+        try:
+            bot_end.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 23)
+            size = 3 << 20
+            if bot_end.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) < size + (1 << 16):
+                pytest.skip("the host's wmem_max does not let a write this large through")
+            await trio.to_thread.run_sync(bot_end.send, b"a" * size)
+        finally:
+            bot_end.close()
+        with trio.fail_after(30):
+            data, _, _ = await reader.receive()
+        assert len(data) > MAX_LINE_BYTES and b"\n" not in data

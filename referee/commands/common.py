@@ -132,8 +132,10 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--cpu-affinity",
-        action="store_true",
-        help="give each concurrent game its own cores; both bots of a game run on them",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="give each concurrent game its own cores; both bots of a game run on them (default: on when two or"
+        " more games run at once and there are as many cores)",
     )
 
 

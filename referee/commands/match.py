@@ -283,8 +283,9 @@ def config_data(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, str
     ):
         if value is not None:
             data[key], sources[key] = value, flag
-    if args.cpu_affinity:
-        data["cpu_affinity"], sources["cpu_affinity"] = True, "--cpu-affinity"
+    if args.cpu_affinity is not None:
+        flag = "--cpu-affinity" if args.cpu_affinity else "--no-cpu-affinity"
+        data["cpu_affinity"], sources["cpu_affinity"] = args.cpu_affinity, flag
     if "openings" in data:
         sources["openings"] = "--opening/--openings-plies/--openings-file"
     table = cluster_table(args, Path.cwd())

@@ -173,8 +173,8 @@ def build_plan(args: argparse.Namespace) -> RunPlan:
         raise UsageError("no bots: give a config file, or --bot for each bot (at least two), or nothing for the demo")
     # --sandbox, --memory-mb and the containment options are for every bot: they override the bots' own settings.
     check_memory_mb(args.memory_mb)
-    if args.cpu_affinity:
-        data["cpu_affinity"] = True
+    if args.cpu_affinity is not None:
+        data["cpu_affinity"] = args.cpu_affinity
     given = {"sandbox": True if args.sandbox else None, "memory_mb": args.memory_mb, **containment_options(args)}
     for key, value in given.items():
         if value is not None and isinstance(data["bots"], list):
