@@ -23,7 +23,9 @@ from sample_bots.search import DEFAULT, SearchInfo, Settings, Table, budget, cho
 __all__ = ["main", "make_chooser", "moves_left_estimate", "run_search_bot", "seconds_for"]
 
 NAME = "alphabeta"
-VERSION = "2.0"  # 2.0: margins on one scale, proofs only from full-width search, the exact solver
+# 2.1: move generation from bitboards, the same search 2-3x faster;
+# 2.0: margins on one scale, proofs only from full-width search, the exact solver.
+VERSION = "2.1"
 
 
 def moves_left_estimate(position: Position) -> int:

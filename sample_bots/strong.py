@@ -20,7 +20,9 @@ from sample_bots.alphabeta import run_search_bot
 from sample_bots.search import Settings
 
 NAME = "strong"
-VERSION = "1.1"  # 1.1: contested trees count half at the horizon; a smaller time reserve
+# 1.2: move generation from bitboards (2-3x the nodes a second, the same tree);
+# 1.1: contested trees count half at the horizon; a smaller time reserve.
+VERSION = "1.2"
 
 # Chosen by measurement. In-process matches against alphabeta at 0.1 s a move (20 openings, both
 # colours each): contested trees at half their size scored 27 and 24 of 40 (two sets of openings),
@@ -30,7 +32,13 @@ VERSION = "1.1"  # 1.1: contested trees count half at the horizon; a smaller tim
 # of the nodes per second. Time is worth much here: alphabeta with twice the time scored 28 of 40
 # against itself, so strong keeps back 30 ms + 5% of a move's time instead of 60 ms + 8% (at 0.2 s a
 # move alphabeta's moves took at most 145 ms as the referee counts them, with 76 ms kept back).
-# In real tournaments at 0.2 s (README, "Strength"): strong took 62 of 112 games from alphabeta and
+# Version 1.2 (search.py's move generation and contested count from bitboards grouped by tree size:
+# the same tree at 2-3x the nodes a second on benchmarks/bench_search_speed.py's positions) took 56 of
+# 80 games from the 0aff18e alphabeta in one process at 0.2 s (Elo +147 [+70, +242]), measured while
+# other work kept both CPUs busy. Late-move reductions at the root from the 8th move plus a null move
+# (a pass two plies shallower) reach 1-2 plies deeper but took 51 of the same 80 (+98 [+22, +185]):
+# those Settings fields stay off.
+# Before 1.2, in real tournaments at 0.2 s (README, "Strength"): strong took 62 of 112 games from alphabeta and
 # 57 of 112 from the 0aff18e alphabeta, short of the +150 Elo wanted; its moves took at most 181 ms
 # alone, but with two games at once on two cores 10 of 154 games were void (a move past 200 ms while
 # the host was short of CPU): on a crowded host, keep more back (--max-time, or alphabeta's reserve).
