@@ -646,8 +646,8 @@ class BotProcess(BotChannel):
         self._partial = bytearray()
         self._tail_lock = threading.Lock()  # the tail is kept by the stderr thread and read by the game
         self._stderr: StderrCopier | None = None
-        self._schedstat: int | None = None
-        self._syscall: int | None = None
+        self._proc_fds: dict[str, int] = {}
+        """Open files of the bot's main thread in /proc, by name (-1: could not be opened)."""
         self._bot_pid_found: int | None = None
 
     @property
@@ -741,40 +741,42 @@ class BotProcess(BotChannel):
         return state == b"R", cpu
 
     def asleep_on_input(self) -> bool:
-        # The main thread's current system call (/proc/PID/syscall: the number and its arguments, or "running"),
-        # kept open: a read of fd 0. Not a poll or a read of another pipe: the bot may be waiting for its own
-        # helper there, and would be excused for the time it chose not to read its turn.
-        if self._syscall is None:
-            pid = self._bot_pid()
-            if pid is None or not _READ_SYSCALLS:
-                return False
-            try:
-                self._syscall = os.open(f"/proc/{pid}/task/{pid}/syscall", os.O_RDONLY)
-            except OSError:
-                self._syscall = -1
-        if self._syscall < 0:
-            return False
+        # The main thread's current system call (/proc/PID/syscall: the number and its arguments, or "running"):
+        # a read of fd 0. Not a poll or a read of another pipe: the bot may be waiting for its own helper there,
+        # and would be excused for the time it chose not to read its turn.
+        fields = self._main_thread_file("syscall") if _READ_SYSCALLS else None
         try:
-            fields = os.pread(self._syscall, 128, 0).split()
-            return len(fields) > 1 and int(fields[0]) in _READ_SYSCALLS and int(fields[1], 16) == 0
-        except (OSError, ValueError):
+            return fields is not None and int(fields[0]) in _READ_SYSCALLS and int(fields[1], 16) == 0
+        except (IndexError, ValueError):
             return False
 
     def cpu_wait_ns(self) -> int | None:
-        # The main thread's schedstat, kept open: one pread (about a microsecond) per move.
-        if self._schedstat is None:
+        fields = self._main_thread_file("schedstat")
+        try:
+            return None if fields is None else int(fields[1])
+        except (IndexError, ValueError):
+            return None
+
+    def _main_thread_file(self, name: str) -> list[bytes] | None:
+        """The fields of /proc/PID/task/PID/`name` of the bot's main thread now; None if it cannot be read.
+
+        Kept open and read with one pread (about a microsecond): these are read at every move.
+        """
+        fd = self._proc_fds.get(name)
+        if fd is None:
             pid = self._bot_pid()
             if pid is None:
                 return None
             try:
-                self._schedstat = os.open(f"/proc/{pid}/task/{pid}/schedstat", os.O_RDONLY)
+                fd = os.open(f"/proc/{pid}/task/{pid}/{name}", os.O_RDONLY)
             except OSError:
-                self._schedstat = -1
-        if self._schedstat < 0:
+                fd = -1
+            self._proc_fds[name] = fd
+        if fd < 0:
             return None
         try:
-            return int(os.pread(self._schedstat, 96, 0).split()[1])
-        except (OSError, IndexError, ValueError):
+            return os.pread(fd, 128, 0).split()
+        except OSError:
             return None
 
     def stderr_tail(self, lines: int = 20) -> list[str]:
@@ -854,12 +856,10 @@ class BotProcess(BotChannel):
             await trio.to_thread.run_sync(self.tree.close)
         self.session.gone("stopped")
         await self.close_reading()
-        if self._schedstat is not None and self._schedstat >= 0:
-            os.close(self._schedstat)
-            self._schedstat = -1
-        if self._syscall is not None and self._syscall >= 0:
-            os.close(self._syscall)
-            self._syscall = -1
+        for name, fd in self._proc_fds.items():
+            if fd >= 0:
+                os.close(fd)
+            self._proc_fds[name] = -1
         await self._stderr_done(STDERR_SETTLE_S)
         if self._stderr is not None:
             # A process that escaped every net may still hold stderr open: stop copying rather than wait.

@@ -13,7 +13,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -31,9 +31,9 @@ TURN = b'{"type":"turn","game_id":"g","moves":[],"clock":{}}\n'
 
 
 @contextlib.asynccontextmanager
-async def reader_on_a_pipe() -> AsyncIterator[tuple[PipeReader, int]]:
-    """A reader thread on a fresh pipe, and the pipe's write end; both closed after."""
-    read_fd, write_fd = os.pipe()
+async def reader_on_a_pipe(pair: Callable[[], tuple[int, int]] = os.pipe) -> AsyncIterator[tuple[PipeReader, int]]:
+    """A reader thread on the read end of a fresh `pair()` (a pipe), and the write end; both closed after."""
+    read_fd, write_fd = pair()
     reader = PipeReader(read_fd, "test")
     try:
         yield reader, write_fd
@@ -187,19 +187,6 @@ async def test_stderr_is_copied_to_the_log_up_to_its_cap_and_the_copy_stops_even
 needs_stamps = pytest.mark.skipif(not stamped_stdout(), reason="no socket that stamps each write here (not Linux)")
 
 
-@contextlib.asynccontextmanager
-async def reader_on_stdout_pair() -> AsyncIterator[tuple[PipeReader, int]]:
-    """A reader thread on the referee's end of a fresh `stdout_pair`, and the bot's end; both closed after."""
-    ours, theirs = stdout_pair()
-    reader = PipeReader(ours, "test")
-    try:
-        yield reader, theirs
-    finally:
-        await reader.close()
-        os.close(theirs)
-        os.close(ours)
-
-
 @needs_stamps
 async def test_a_write_is_timed_when_the_bot_made_it_not_when_it_was_read() -> None:
     ours, theirs = stdout_pair()
@@ -223,7 +210,7 @@ async def test_a_write_is_timed_when_the_bot_made_it_not_when_it_was_read() -> N
 
 @needs_stamps
 async def test_an_empty_write_is_not_the_end_of_the_output() -> None:
-    async with reader_on_stdout_pair() as (reader, theirs):
+    async with reader_on_a_pipe(stdout_pair) as (reader, theirs):
         os.write(theirs, b"")  # one record of nothing
         os.write(theirs, b"one\n")
         with trio.fail_after(30):
@@ -233,7 +220,7 @@ async def test_an_empty_write_is_not_the_end_of_the_output() -> None:
 
 @needs_stamps
 async def test_lines_split_across_writes_arrive_whole_and_the_end_is_seen() -> None:
-    async with reader_on_stdout_pair() as (reader, theirs):
+    async with reader_on_a_pipe(stdout_pair) as (reader, theirs):
         for part in (b'{"type":"mo', b've","move":', b'"pass"}\n'):
             os.write(theirs, part)
         received = b""
@@ -249,7 +236,7 @@ async def test_lines_split_across_writes_arrive_whole_and_the_end_is_seen() -> N
 async def test_one_write_larger_than_the_reader_can_take_is_a_flood_not_lost_lines() -> None:
     # The bot's end only lets about 512 KiB through in one write; a bot that raised its own send buffer to make
     # a bigger one has it cut, and the cut is made an over-long line (the bot loses for it, reason protocol).
-    async with reader_on_stdout_pair() as (reader, theirs):
+    async with reader_on_a_pipe(stdout_pair) as (reader, theirs):
         bot_end = socket.socket(fileno=os.dup(theirs))
         try:
             bot_end.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 23)
