@@ -320,12 +320,17 @@ class BotChannel:
             await self._write(line)
             return start
         fd = fileno()
-        start = self.now_ns()
-        try:
-            sent = os.write(fd, line)
-        except BlockingIOError:
-            sent = 0
-        except OSError:
+        if self._reader is not None and self._reader.writes_turns:
+            start, sent = await self._reader.write(fd, line)
+        else:
+            start = self.now_ns()
+            try:
+                sent = os.write(fd, line)
+            except BlockingIOError:
+                sent = 0
+            except OSError:
+                sent = -1
+        if sent < 0:
             self.session.gone("closed its input")
             raise await self._gone_fault("closed its input") from None
         if sent < len(line):

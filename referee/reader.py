@@ -15,6 +15,11 @@ hands the chunk and its time to trio. It also notes how long the thread waited o
 read (its scheduling delay, from `/proc/thread-self/schedstat` where the kernel has it), which
 `referee.latency` counts as the referee's own lateness.
 
+A reader pinned to its bot's cores (`--cpu-affinity`) also writes the bot's turns (`PipeReader.write`), and
+the bot's time starts in that thread just before its write call: the bot wakes on its own core, at once,
+where a turn written from the event loop's core had to wake another CPU first (on this VM an idle virtual
+CPU halts, and waking it took up to a millisecond). Handing the turn to the thread is the referee's time.
+
 The interpreter switch interval is lowered (`sys.setswitchinterval`) while readers run, so a reader
 waiting for the interpreter lock gets it within a fraction of a millisecond even when the loop is busy.
 """
@@ -198,6 +203,29 @@ def _pin(cores: Sequence[int] | None) -> None:
             os.sched_setaffinity(0, cores)
 
 
+class _Write:
+    """A turn handed to a reader thread to write (`PipeReader.write`), and what came of it."""
+
+    __slots__ = ("data", "done", "fd", "sent", "start_ns")
+
+    def __init__(self, fd: int, data: bytes) -> None:
+        self.fd = fd
+        self.data = data
+        self.done = trio.Event()
+        self.start_ns = 0
+        self.sent = 0
+
+    def write(self) -> None:
+        """Write, noting the instant before the write call; bytes written (0 if the pipe is full, -1 on error)."""
+        self.start_ns = time.monotonic_ns()
+        try:
+            self.sent = os.write(self.fd, self.data)
+        except BlockingIOError:
+            self.sent = 0
+        except OSError:
+            self.sent = -1
+
+
 class PipeReader:
     """Reads one pipe (or stamped socket) on a daemon thread; `receive` gives the chunks, in order, with their times."""
 
@@ -213,6 +241,11 @@ class PipeReader:
         """Reads the thread has begun (it saw data); with `_reads_done`, what is in the thread's hands."""
         self._reads_done = 0
         """Reads the thread has finished: their chunk (if any) is queued before this count moves."""
+        self._write: _Write | None = None
+        """The turn the thread is asked to write (`write`), if any."""
+        self._write_lock = threading.Lock()
+        self._stopped = False
+        """The thread has ended (or is ending): `write` writes itself."""
         _lower_switch_interval()
         self._thread = threading.Thread(target=self._run, name=f"reader-{name}", daemon=True)
         self._thread.start()
@@ -233,7 +266,11 @@ class PipeReader:
             while True:
                 events = poller.poll()
                 if any(fd == self._wake_r for fd, _ in events):
-                    return
+                    if not os.read(self._wake_r, 64):  # the other end closed: stop
+                        return
+                    self._do_write()
+                    if all(fd == self._wake_r for fd, _ in events):
+                        continue
                 self._reads_started += 1
                 sent: int | None = None
                 try:
@@ -264,13 +301,49 @@ class PipeReader:
                     return
         finally:
             self._reads_done = self._reads_started
+            with self._write_lock:
+                self._stopped = True
+            self._do_write()  # one asked for as the thread ended
             if stamped is not None:
                 stamped.detach()  # the fd belongs to the process's stream
             if schedstat is not None:
                 os.close(schedstat)
             os.close(self._wake_r)
 
+    def _do_write(self) -> None:
+        """Write the turn asked for (`write`), stamping the instant before the write call, and hand back the result."""
+        request, self._write = self._write, None
+        if request is None:
+            return
+        request.write()
+        with contextlib.suppress(trio.RunFinishedError):
+            self._token.run_sync_soon(request.done.set)
+
     # -- the trio side ----------------------------------------------------------------------------------------
+
+    @property
+    def writes_turns(self) -> bool:
+        """Whether this reader writes its bot's turns (`write`): it is pinned to the bot's cores."""
+        return bool(self._cores) and not self._closed
+
+    async def write(self, fd: int, data: bytes) -> tuple[int, int]:
+        """Have the thread write `data` to `fd` (non-blocking): (monotonic ns just before its write call, bytes
+        written, -1 if the write failed). Only for a reader that `writes_turns`.
+
+        Written from the bot's own core, the turn wakes the bot there at once. Written from the event loop's
+        core, it must wake the bot's core, which an idle virtual CPU halted: on this VM that took up to a
+        millisecond, charged to the bot (measured: most of the referee-minus-bot tail at two games at once).
+        The handover to the thread is the referee's time: the bot's starts at the thread's write.
+        """
+        request = _Write(fd, data)
+        with self._write_lock:
+            if self._stopped:  # the bot's output has ended: no thread to hand it to
+                request.write()
+                return request.start_ns, request.sent
+            self._write = request
+            os.write(self._wake_w, b"w")
+        await request.done.wait()
+        return request.start_ns, request.sent
 
     def _wake_trio(self) -> bool:
         """Have `_notify` run on the trio loop; False once the loop has ended (nothing to hand over to)."""

@@ -249,3 +249,61 @@ async def test_one_write_larger_than_the_reader_can_take_is_a_flood_not_lost_lin
         with trio.fail_after(30):
             data, _, _ = await reader.receive()
         assert len(data) > MAX_LINE_BYTES and b"\n" not in data
+
+
+def _own_cores() -> list[int]:
+    return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+
+
+@pytest.mark.skipif(not _own_cores(), reason="no CPU affinity on this system: readers are never pinned")
+async def test_a_pinned_reader_writes_the_turn_itself_and_stamps_it_before_its_write(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Pinned to its bot's cores, the reader thread writes the bot's turns (the bot wakes on its own core) and
+    # the bot's time starts in that thread, immediately before the write call.
+    from referee import reader as reader_module
+
+    writers: list[str] = []
+    real_write = reader_module._Write.write
+
+    def noted(self: reader_module._Write) -> None:
+        writers.append(threading.current_thread().name)
+        real_write(self)
+
+    monkeypatch.setattr(reader_module._Write, "write", noted)
+    out_ours, out_theirs = stdout_pair()
+    in_read, in_write = os.pipe()
+    os.set_blocking(in_write, False)
+    reader = PipeReader(out_ours, "pinned", cores=_own_cores())
+    try:
+        assert reader.writes_turns
+        before = time.monotonic_ns()
+        start, sent = await reader.write(in_write, TURN)
+        after = time.monotonic_ns()
+        assert sent == len(TURN) and os.read(in_read, 1024) == TURN
+        assert before <= start <= after
+        assert writers == ["reader-pinned"]
+        # The bot's output ends: the thread stops, and a turn asked for then is written all the same.
+        os.close(out_theirs)
+        out_theirs = -1
+        assert (await reader.receive())[0] == b""
+        with trio.fail_after(10):
+            while reader._thread.is_alive():
+                await trio.sleep(0.01)
+        start, sent = await reader.write(in_write, TURN)
+        assert sent == len(TURN) and os.read(in_read, 1024) == TURN
+        assert writers == ["reader-pinned", "MainThread"]
+        # A bot that closed its input: the write fails, and says so.
+        os.close(in_read)
+        in_read = -1
+        assert (await reader.write(in_write, TURN))[1] == -1
+    finally:
+        await reader.close()
+        for fd in (out_ours, out_theirs, in_read, in_write):
+            if fd >= 0:
+                os.close(fd)
+
+
+async def test_an_unpinned_reader_leaves_the_turns_to_the_event_loop() -> None:
+    async with reader_on_a_pipe() as (reader, _):
+        assert not reader.writes_turns
