@@ -332,8 +332,8 @@ class PipeReader:
 
         Written from the bot's own core, the turn wakes the bot there at once. Written from the event loop's
         core, it must wake the bot's core, which an idle virtual CPU halted: on this VM that took up to a
-        millisecond, charged to the bot (measured: most of the referee-minus-bot tail at two games at once).
-        The handover to the thread is the referee's time: the bot's starts at the thread's write.
+        millisecond, charged to the bot (ftrace showed such wakes in the referee-minus-bot tail at two games
+        at once). The handover to the thread is the referee's time: the bot's starts at the thread's write.
         """
         request = _Write(fd, data)
         with self._write_lock:
