@@ -40,6 +40,7 @@ from referee.process import (
     BotTimeout,
     BotUnresponsive,
 )
+from referee.reader import TurnWrite
 from referee.record import GameRecord, GameSettings, MoveRecord, Termination
 
 __all__ = ["Limits", "run_game"]
@@ -52,6 +53,8 @@ MAX_INFOS_PER_MOVE = 16
 """Info messages kept per move: the last ones (the deepest search); the earlier ones are only counted."""
 INFO_BUDGET_CHARS = 1 << 20
 """Info kept per side per game, in characters (roughly; see `_info_chars`): bounds a record whatever a bot sends."""
+WRITE_CHECK_NS = 1_000_000
+"""How often a move's wait looks again for its start while a reader thread has not yet written the turn."""
 HELD_CHECK_NS = 500_000
 """Past its deadline, how often a bot held off a CPU by the host (`HELD_CPU_NS`) is looked at again."""
 HELD_CPU_NS = 1_000_000
@@ -275,18 +278,24 @@ class _Game:
         # The bot's time runs from immediately before the write (`send_turn` says when): a bot may answer before
         # the write returns. The lag window opens a moment before that, so it covers the whole move.
         asleep = watch is not None and bot.asleep_on_input()
-        window = bot.lag_source.open(bot.now_ns(), watch)
-        try:
-            start = await bot.send_turn(line)
-            infos: deque[Info] = deque(maxlen=MAX_INFOS_PER_MOVE)
-            deadline = None if limit_ns is None else start + limit_ns
+        opened = bot.now_ns()
+        window = bot.lag_source.open(opened, watch)
+
+        def written(start: int) -> None:
+            # Called where the turn's last byte went in: in a reader thread that writes the bot's turns.
             if watch is not None:
-                watch.deadline_ns = deadline
+                watch.deadline_ns = None if limit_ns is None else start + limit_ns
                 watch.asleep_from_ns = start if asleep else None
                 watch.written = True
+
+        try:
+            turn = await bot.send_turn(line, written)
+            infos: deque[Info] = deque(maxlen=MAX_INFOS_PER_MOVE)
             reply, infos_seen, held_since = await self._await_move(
-                bot, start, deadline, window, infos, waited, cpu_from
+                bot, turn, opened, limit_ns, window, infos, waited, cpu_from
             )
+            # Known once the bot has replied, or its deadline passed: the write came before either.
+            start = opened if turn.start_ns is None else turn.start_ns
             end = bot.last_line_ns if reply is not None else bot.now_ns()
             lag_ns = max(window.lag_ns(end), bot.last_line_delay_ns if reply is not None else 0)
             before_read_ns = window.wait_before_read_ns()
@@ -469,8 +478,9 @@ class _Game:
     async def _await_move(
         self,
         bot: BotChannel,
-        start: int,
-        deadline: int | None,
+        turn: TurnWrite,
+        opened: int,
+        limit_ns: int | None,
         window: LagWindow,
         infos: deque[Info],
         waited: int | None = None,
@@ -489,14 +499,21 @@ class _Game:
         """
         limits = self.limits
         interval_ns = round(limits.ping_interval_s * 1e9)
-        check_at = start + interval_ns
+        check_at = (opened if turn.start_ns is None else turn.start_ns) + interval_ns
         pending: int | None = None  # the id of the ping waiting for its pong
         seen = 0
         grace = 0
         held_from: int | None = None  # the bot's CPU time when it was first found ready to run past its deadline
         held_since = 0  # when it was first found held off a CPU past its deadline (0: not yet)
         while True:
-            wake_at = check_at if deadline is None else min(check_at, deadline + grace)
+            start = turn.start_ns
+            if start is None:
+                # A reader thread is to write the turn (`BotChannel.send_turn`) and has not yet: no time runs.
+                deadline = None
+                wake_at = min(check_at, bot.now_ns() + WRITE_CHECK_NS)
+            else:
+                deadline = None if limit_ns is None else start + limit_ns
+                wake_at = check_at if deadline is None else min(check_at, deadline + grace)
             # One cancel scope per wait, for whichever comes first: a scope costs about as much as a round trip.
             with trio.move_on_at(bot.to_trio_time(wake_at)) as scope:
                 message = await bot.receive()
@@ -506,7 +523,7 @@ class _Game:
                 if bot.has_lines():
                     continue
                 now = bot.now_ns()
-                if deadline is not None and now >= deadline + grace:
+                if start is not None and deadline is not None and now >= deadline + grace:
                     kept = max(_host_kept_ns(bot, waited, cpu_from, now - start), window.wait_before_read_ns())
                     lag = window.lag_ns(now) + kept
                     if now - deadline >= lag:
@@ -530,7 +547,7 @@ class _Game:
                 if pending is not None:
                     reason = (
                         f"stopped answering pings: no pong to ping {pending} within {limits.ping_timeout_s:g} s"
-                        f" while thinking ({(now - start) / 1e9:.1f} s into its move)"
+                        f" while thinking ({(now - (start or opened)) / 1e9:.1f} s into its move)"
                     )
                     bot.give_up(reason)
                     raise BotUnresponsive(reason)

@@ -65,7 +65,7 @@ from referee.containment import (
 )
 from referee.exceptions import single_exception
 from referee.latency import NO_LAG, HostLagMonitor, LagSource, host_lag_monitor
-from referee.reader import PipeReader, StderrCopier, stdout_pair
+from referee.reader import InputClosedError, PipeReader, StderrCopier, TurnWrite, stdout_pair
 from referee.record import BotInfo, Termination
 from referee.sandbox import SandboxError, launch_command, sandbox_environment
 
@@ -303,13 +303,17 @@ class BotChannel:
         self.session.sent(kind, game_id=getattr(message, "game_id", None), ping_id=getattr(message, "id", None))
         await self._write(encode(message))
 
-    async def send_turn(self, line: bytes) -> int:
+    async def send_turn(self, line: bytes, written: Callable[[int], None] | None = None) -> TurnWrite:
         """Write a hand-built `turn` line (newline included): the per-move path skips pydantic.
 
-        Returns `now_ns()` taken immediately before the first write call: the start of the bot's time. A pipe
-        is written at once, not after a trip through the scheduler (trio's `send_all` yields to the other
-        tasks before it writes, and a bot may be answering by then), and only what the pipe cannot take yet
-        is left to `send_all`.
+        The bot's time starts immediately before the first write call: the returned `TurnWrite`'s `start_ns`, in
+        `now_ns()`'s clock, and `written(start_ns)` is called once the whole line is in the pipe. A pipe is
+        written at once, not after a trip through the scheduler (trio's `send_all` yields to the other tasks
+        before it writes, and a bot may be answering by then), and only what the pipe cannot take yet is left
+        to `send_all`. A reader pinned to the bot's cores writes it instead (`PipeReader.write`), and this
+        returns before the write: `start_ns` is None until the thread has made it, at the latest when the
+        bot's reply is received (the same thread reads it, after the write); a write that fails there shows as
+        `BotCrashed` ("closed its input") from `receive`.
         """
         self.session.sent("turn")
         if self.session.closed:
@@ -318,24 +322,26 @@ class BotChannel:
         if fileno is None:
             start = self.now_ns()
             await self._write(line)
-            return start
-        fd = fileno()
-        if self._reader is not None and self._reader.writes_turns:
-            start, sent = await self._reader.write(fd, line)
+            turn = TurnWrite.made(line, start)
         else:
-            start = self.now_ns()
-            try:
-                sent = os.write(fd, line)
-            except BlockingIOError:
-                sent = 0
-            except OSError:
-                sent = -1
-        if sent < 0:
-            self.session.gone("closed its input")
-            raise await self._gone_fault("closed its input") from None
-        if sent < len(line):
-            await self._write(line[sent:])
-        return start
+            fd = fileno()
+            if self._reader is not None and self._reader.writes_turns:
+                turn = self._reader.write(fd, line, written)
+                if turn.handed:
+                    return turn  # the thread writes it (and may be writing it now)
+            else:
+                turn = TurnWrite(fd, line, written)
+                turn.write()
+            if turn.failed:
+                self.session.gone("closed its input")
+                raise await self._gone_fault("closed its input") from None
+            if turn.done:
+                return turn
+            await self._write(line[turn.sent :])
+            turn.sent = len(line)
+        if written is not None and turn.start_ns is not None:
+            written(turn.start_ns)
+        return turn
 
     async def send_raw(self, line: bytes) -> None:
         """Write bytes the session does not see: for benchmarks of the bare pipe (with `receive_line`) only."""
@@ -378,7 +384,11 @@ class BotChannel:
 
     async def _read_chunk(self) -> None:
         if self._reader is not None:
-            data, stamp, delay = await self._reader.receive()
+            try:
+                data, stamp, delay = await self._reader.receive()
+            except InputClosedError:  # the reader thread could not write a turn (`send_turn`)
+                self.session.gone("closed its input")
+                raise await self._gone_fault("closed its input") from None
         else:
             try:
                 data = bytes(await self._receive_stream.receive_some(CHUNK_BYTES))

@@ -47,7 +47,16 @@ import trio
 
 from protocol.framing import MAX_LINE_BYTES
 
-__all__ = ["SWITCH_INTERVAL_S", "Chunk", "PipeReader", "StderrCopier", "stamped_stdout", "stdout_pair"]
+__all__ = [
+    "SWITCH_INTERVAL_S",
+    "Chunk",
+    "InputClosedError",
+    "PipeReader",
+    "StderrCopier",
+    "TurnWrite",
+    "stamped_stdout",
+    "stdout_pair",
+]
 
 log = logging.getLogger(__name__)
 
@@ -203,27 +212,53 @@ def _pin(cores: Sequence[int] | None) -> None:
             os.sched_setaffinity(0, cores)
 
 
-class _Write:
-    """A turn handed to a reader thread to write (`PipeReader.write`), and what came of it."""
+class InputClosedError(Exception):
+    """A turn could not be written to the bot: it closed its input."""
 
-    __slots__ = ("data", "done", "fd", "sent", "start_ns")
 
-    def __init__(self, fd: int, data: bytes) -> None:
+class TurnWrite:
+    """A turn line on its way to a bot, and when its time started: `start_ns` (monotonic ns immediately before
+    the first write call; None until that call is made). `written(start_ns)` is called once the whole line is
+    in the pipe (in the thread that wrote its last byte); `failed` once a write failed (the bot closed its input).
+    """
+
+    __slots__ = ("data", "failed", "fd", "handed", "sent", "start_ns", "written")
+
+    def __init__(self, fd: int, data: bytes, written: Callable[[int], None] | None = None) -> None:
         self.fd = fd
         self.data = data
-        self.done = trio.Event()
-        self.start_ns = 0
+        self.written = written
+        self.start_ns: int | None = None
         self.sent = 0
+        self.failed = False
+        self.handed = False
+        """Handed to a reader thread (`PipeReader.write`): the thread writes all of it, and no one else may."""
+
+    @classmethod
+    def made(cls, data: bytes, start_ns: int) -> TurnWrite:
+        """A turn already written whole by the caller, its time started at `start_ns`."""
+        turn = cls(-1, data)
+        turn.start_ns, turn.sent = start_ns, len(data)
+        return turn
+
+    @property
+    def done(self) -> bool:
+        """Whether nothing more is left to write (all of it written, or a write failed)."""
+        return self.failed or self.sent >= len(self.data)
 
     def write(self) -> None:
-        """Write, noting the instant before the write call; bytes written (0 if the pipe is full, -1 on error)."""
-        self.start_ns = time.monotonic_ns()
+        """Write what is left without blocking (the first call notes the start); `written` when it is all in."""
+        if self.start_ns is None:
+            self.start_ns = time.monotonic_ns()
         try:
-            self.sent = os.write(self.fd, self.data)
+            self.sent += os.write(self.fd, self.data[self.sent :] if self.sent else self.data)
         except BlockingIOError:
-            self.sent = 0
+            pass
         except OSError:
-            self.sent = -1
+            self.failed = True
+            return
+        if self.sent >= len(self.data) and self.written is not None:
+            self.written(self.start_ns)
 
 
 class PipeReader:
@@ -241,8 +276,10 @@ class PipeReader:
         """Reads the thread has begun (it saw data); with `_reads_done`, what is in the thread's hands."""
         self._reads_done = 0
         """Reads the thread has finished: their chunk (if any) is queued before this count moves."""
-        self._write: _Write | None = None
-        """The turn the thread is asked to write (`write`), if any."""
+        self._writes: deque[TurnWrite] = deque()
+        """Turns the thread is asked to write (`write`), in order."""
+        self.input_failed = False
+        """A turn could not be written: the bot closed its input (`receive` raises `InputClosedError`)."""
         self._write_lock = threading.Lock()
         self._stopped = False
         """The thread has ended (or is ending): `write` writes itself."""
@@ -263,14 +300,28 @@ class PipeReader:
             poller = select.poll()
             poller.register(self._fd, select.POLLIN)
             poller.register(self._wake_r, select.POLLIN)
+            writing: TurnWrite | None = None  # a turn the bot's full pipe did not take all of yet
             while True:
                 events = poller.poll()
-                if any(fd == self._wake_r for fd, _ in events):
-                    if not os.read(self._wake_r, 64):  # the other end closed: stop
-                        return
-                    self._do_write()
-                    if all(fd == self._wake_r for fd, _ in events):
-                        continue
+                ready = {fd for fd, _ in events}
+                if self._wake_r in ready and not os.read(self._wake_r, 64):  # the other end closed: stop
+                    return
+                if writing is not None and writing.fd in ready:
+                    writing.write()
+                    if writing.done:
+                        poller.unregister(writing.fd)
+                        self._end_write(writing)
+                        writing = None
+                while writing is None and self._writes:
+                    request = self._writes.popleft()
+                    request.write()
+                    if request.done:
+                        self._end_write(request)
+                    else:
+                        writing = request
+                        poller.register(request.fd, select.POLLOUT)
+                if self._fd not in ready:
+                    continue
                 self._reads_started += 1
                 sent: int | None = None
                 try:
@@ -303,21 +354,25 @@ class PipeReader:
             self._reads_done = self._reads_started
             with self._write_lock:
                 self._stopped = True
-            self._do_write()  # one asked for as the thread ended
+            for unfinished in (writing, *self._writes):  # still on its way, or asked for as the thread ended
+                if unfinished is not None:
+                    if unfinished.start_ns is None:
+                        unfinished.write()
+                    unfinished.failed = not unfinished.done or unfinished.failed  # no one is left to write the rest
+                    self._end_write(unfinished)
+            self._writes.clear()
             if stamped is not None:
                 stamped.detach()  # the fd belongs to the process's stream
             if schedstat is not None:
                 os.close(schedstat)
             os.close(self._wake_r)
 
-    def _do_write(self) -> None:
-        """Write the turn asked for (`write`), stamping the instant before the write call, and hand back the result."""
-        request, self._write = self._write, None
-        if request is None:
-            return
-        request.write()
-        with contextlib.suppress(trio.RunFinishedError):
-            self._token.run_sync_soon(request.done.set)
+    def _end_write(self, request: TurnWrite) -> None:
+        """A turn is written, or could not be: the event loop is told only of a failure (it does not wait for
+        a write that went through: woken now, it would take the bot's core in the instant the bot should run)."""
+        if request.failed:
+            self.input_failed = True
+            self._wake_trio()
 
     # -- the trio side ----------------------------------------------------------------------------------------
 
@@ -326,24 +381,28 @@ class PipeReader:
         """Whether this reader writes its bot's turns (`write`): it is pinned to the bot's cores."""
         return bool(self._cores) and not self._closed
 
-    async def write(self, fd: int, data: bytes) -> tuple[int, int]:
-        """Have the thread write `data` to `fd` (non-blocking): (monotonic ns just before its write call, bytes
-        written, -1 if the write failed). Only for a reader that `writes_turns`.
+    def write(self, fd: int, data: bytes, written: Callable[[int], None] | None = None) -> TurnWrite:
+        """Have the thread write `data` to `fd` (non-blocking) and return at once; the bot's time starts in the
+        thread immediately before its write call (`TurnWrite.start_ns`). Only for a reader that `writes_turns`.
 
         Written from the bot's own core, the turn wakes the bot there at once. Written from the event loop's
         core, it must wake the bot's core, which an idle virtual CPU halted: on this VM that took up to a
         millisecond, charged to the bot (ftrace showed such wakes in the referee-minus-bot tail at two games
-        at once). The handover to the thread is the referee's time: the bot's starts at the thread's write.
+        at once). Nor does the thread wake the event loop once the turn is written: the loop, woken on the
+        bot's core, ran there for about 70 us before the bot could (ftrace). The loop learns the start when
+        the reply comes (read by this same thread, after the write) or when it next looks.
+        If the bot's pipe is full, the thread writes the rest as the bot reads; if the write fails, `receive`
+        raises `InputClosedError`.
         """
-        request = _Write(fd, data)
+        request = TurnWrite(fd, data, written)
         with self._write_lock:
-            if self._stopped:  # the bot's output has ended: no thread to hand it to
-                request.write()
-                return request.start_ns, request.sent
-            self._write = request
-            os.write(self._wake_w, b"w")
-        await request.done.wait()
-        return request.start_ns, request.sent
+            if not self._stopped:
+                request.handed = True
+                self._writes.append(request)
+                os.write(self._wake_w, b"w")
+                return request
+        request.write()  # the bot's output has ended: no thread to hand it to (the caller writes any rest)
+        return request
 
     def _wake_trio(self) -> bool:
         """Have `_notify` run on the trio loop; False once the loop has ended (nothing to hand over to)."""
@@ -364,6 +423,8 @@ class PipeReader:
         while not self._chunks:
             if self._closed:
                 return b"", time.monotonic_ns(), 0
+            if self.input_failed:
+                raise InputClosedError
             waiter = self._waiter = trio.Event()
             await waiter.wait()
         return self._chunks.popleft()

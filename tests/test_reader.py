@@ -24,7 +24,7 @@ from protocol.framing import MAX_LINE_BYTES
 from protocol.session import State
 from referee import process
 from referee.process import BotChannel
-from referee.reader import PipeReader, StderrCopier, stamped_stdout, stdout_pair
+from referee.reader import InputClosedError, PipeReader, StderrCopier, TurnWrite, stamped_stdout, stdout_pair
 from tests.test_session import session_in
 
 TURN = b'{"type":"turn","game_id":"g","moves":[],"clock":{}}\n'
@@ -135,8 +135,8 @@ async def test_a_turn_s_time_starts_before_its_write_even_when_the_pipe_is_full(
         channel.session = session_in(State.BETWEEN_TURNS)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(trio.to_thread.run_sync, drain)
-            start = await channel.send_turn(TURN)
-        assert drained_at and start < drained_at[0]
+            turn = await channel.send_turn(TURN)
+        assert drained_at and turn.start_ns is not None and turn.start_ns < drained_at[0]
     finally:
         await send_stream.aclose()
         os.close(read_fd)
@@ -255,22 +255,25 @@ def _own_cores() -> list[int]:
     return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
 
 
+def _fill(fd: int) -> int:
+    """Fill a non-blocking pipe's write end; the bytes written."""
+    filled = 0
+    with contextlib.suppress(BlockingIOError):
+        while True:
+            filled += os.write(fd, b"x" * 65536)
+    return filled
+
+
 @pytest.mark.skipif(not _own_cores(), reason="no CPU affinity on this system: readers are never pinned")
-async def test_a_pinned_reader_writes_the_turn_itself_and_stamps_it_before_its_write(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # Pinned to its bot's cores, the reader thread writes the bot's turns (the bot wakes on its own core) and
-    # the bot's time starts in that thread, immediately before the write call.
-    from referee import reader as reader_module
+async def test_a_pinned_reader_writes_the_turn_itself_stamped_before_its_write_without_waking_the_loop() -> None:
+    # Pinned to its bot's cores, the reader thread writes the bot's turns (the bot wakes on its own core), the
+    # bot's time starts in that thread immediately before the write call, and the event loop is not woken for
+    # it: `write` returns at once, and `written` is called by the thread that put the last byte in.
+    written: list[tuple[str, int]] = []
 
-    writers: list[str] = []
-    real_write = reader_module._Write.write
+    def note(start: int) -> None:
+        written.append((threading.current_thread().name, start))
 
-    def noted(self: reader_module._Write) -> None:
-        writers.append(threading.current_thread().name)
-        real_write(self)
-
-    monkeypatch.setattr(reader_module._Write, "write", noted)
     out_ours, out_theirs = stdout_pair()
     in_read, in_write = os.pipe()
     os.set_blocking(in_write, False)
@@ -278,25 +281,46 @@ async def test_a_pinned_reader_writes_the_turn_itself_and_stamps_it_before_its_w
     try:
         assert reader.writes_turns
         before = time.monotonic_ns()
-        start, sent = await reader.write(in_write, TURN)
+        turn = reader.write(in_write, TURN, note)
+        assert os.read(in_read, 1024) == TURN  # blocks until the thread has written it
         after = time.monotonic_ns()
-        assert sent == len(TURN) and os.read(in_read, 1024) == TURN
-        assert before <= start <= after
-        assert writers == ["reader-pinned"]
-        # The bot's output ends: the thread stops, and a turn asked for then is written all the same.
+        with trio.fail_after(10):
+            while not written:
+                await trio.sleep(0.001)
+        assert turn.start_ns is not None and before <= turn.start_ns <= after
+        assert written == [("reader-pinned", turn.start_ns)] and turn.done and not turn.failed
+
+        # The bot's input is full: the time starts at the first try, and the thread writes the rest as it reads.
+        filled = _fill(in_write)
+        written.clear()
+        turn = reader.write(in_write, TURN, note)
+        with trio.fail_after(10):
+            while turn.start_ns is None:
+                await trio.sleep(0.001)
+        assert not written and not turn.done
+        drained_from = time.monotonic_ns()
+        left = filled + len(TURN)
+        data = b""
+        while left > 0:
+            chunk = await trio.to_thread.run_sync(os.read, in_read, left)
+            data, left = data + chunk, left - len(chunk)
+        assert data.endswith(TURN)
+        with trio.fail_after(10):
+            while not written:
+                await trio.sleep(0.001)
+        assert written == [("reader-pinned", turn.start_ns)] and turn.start_ns < drained_from
+
+        # The bot's output ends: the thread stops, and a turn asked for then is written by the caller.
         os.close(out_theirs)
         out_theirs = -1
         assert (await reader.receive())[0] == b""
         with trio.fail_after(10):
             while reader._thread.is_alive():
                 await trio.sleep(0.01)
-        start, sent = await reader.write(in_write, TURN)
-        assert sent == len(TURN) and os.read(in_read, 1024) == TURN
-        assert writers == ["reader-pinned", "MainThread"]
-        # A bot that closed its input: the write fails, and says so.
-        os.close(in_read)
-        in_read = -1
-        assert (await reader.write(in_write, TURN))[1] == -1
+        written.clear()
+        turn = reader.write(in_write, TURN, note)
+        assert turn.done and os.read(in_read, 1024) == TURN
+        assert written == [("MainThread", turn.start_ns)]
     finally:
         await reader.close()
         for fd in (out_ours, out_theirs, in_read, in_write):
@@ -304,6 +328,54 @@ async def test_a_pinned_reader_writes_the_turn_itself_and_stamps_it_before_its_w
                 os.close(fd)
 
 
+@pytest.mark.skipif(not _own_cores(), reason="no CPU affinity on this system: readers are never pinned")
+async def test_a_turn_the_pinned_reader_cannot_write_ends_the_wait_for_the_reply() -> None:
+    # The bot closed its input: the thread's write fails, and the wait for the bot's output says so at once.
+    out_ours, out_theirs = stdout_pair()
+    in_read, in_write = os.pipe()
+    os.set_blocking(in_write, False)
+    os.close(in_read)
+    reader = PipeReader(out_ours, "closed", cores=_own_cores())
+    try:
+        turn = reader.write(in_write, TURN)
+        with trio.fail_after(10), pytest.raises(InputClosedError):
+            await reader.receive()
+        assert turn.failed and turn.start_ns is not None
+    finally:
+        await reader.close()
+        for fd in (out_ours, out_theirs, in_write):
+            os.close(fd)
+
+
 async def test_an_unpinned_reader_leaves_the_turns_to_the_event_loop() -> None:
     async with reader_on_a_pipe() as (reader, _):
         assert not reader.writes_turns
+
+
+async def test_a_turn_handed_to_the_reader_thread_is_never_written_again_by_the_loop() -> None:
+    # A regression: the loop took "the thread has started the write" for "the thread has not taken it" and, the
+    # write not being done yet, wrote the line again: the bot answered twice and lost for the unasked move.
+    class Midway:
+        """A reader thread caught in its write call: the time has started, nothing is counted as sent yet."""
+
+        writes_turns = True
+
+        def write(self, fd: int, data: bytes, written: Callable[[int], None] | None = None) -> TurnWrite:
+            turn = TurnWrite(fd, data, written)
+            turn.handed, turn.start_ns = True, 123
+            return turn
+
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(read_fd, False)
+    send_stream = trio.lowlevel.FdStream(write_fd)
+    channel = BotChannel("test", send_stream, trio.testing.MemoryReceiveStream())
+    channel._reader = Midway()  # type: ignore[assignment]
+    channel.session = session_in(State.BETWEEN_TURNS)
+    try:
+        turn = await channel.send_turn(TURN)
+        assert turn.start_ns == 123
+        with pytest.raises(BlockingIOError):
+            os.read(read_fd, 1024)  # the loop wrote nothing: the line is the thread's to write
+    finally:
+        await send_stream.aclose()
+        os.close(read_fd)
