@@ -31,7 +31,7 @@ from referee.process import (
 )
 from referee.record import Termination
 from tests.bot_messages import new_game
-from tests.conftest import BotSpecFactory, live_pids, pid_alive
+from tests.conftest import BotSpecFactory, live_pids, make_bot_spec, pid_alive
 
 # -- the channel over memory streams --------------------------------------------------------------
 
@@ -384,3 +384,33 @@ async def test_a_bot_waiting_for_its_turn_is_not_ready_to_run_and_its_cpu_time_i
         assert not ready  # blocked reading its input: asleep, so never taken as held off a CPU
         assert cpu_ns > 0  # a Python start-up is not free
     assert bot.cpu_sample() is None  # gone
+
+
+CLOSES_ITS_INPUT = """\
+import os, sys, time
+line = sys.stdin.readline()
+print('{"type":"hello","protocol":1,"name":"closer"}', flush=True)
+sys.stdin.readline()  # new_game
+print('{"type":"ready","game_id":"g"}', flush=True)
+os.close(0)  # and keeps running: only a write to it tells
+time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize("pinned", [False, True], ids=["loop-writes", "reader-writes"])
+async def test_a_turn_written_to_a_closed_input_is_a_crash_whoever_writes_it(tmp_path: Path, pinned: bool) -> None:
+    # Pinned, the reader thread writes the turn (`send_turn` returns before the write): its failed write must
+    # still end the wait for the move at once, as the loop's own write does.
+    script = tmp_path / "closer.py"
+    script.write_text(CLOSES_ITS_INPUT)
+    cores = sorted(os.sched_getaffinity(0))[:1] if pinned and hasattr(os, "sched_getaffinity") else None
+    if pinned and not cores:
+        pytest.skip("no CPU affinity on this system: readers are never pinned")
+    async with open_bot(make_bot_spec(script, name="closer"), tmp_path / "logs", cores=cores) as bot:
+        await start_game(bot)
+        await trio.sleep(0.2)  # it closes its input right after its `ready`
+        with trio.fail_after(10):
+            with pytest.raises(BotCrashed, match="closed its input"):
+                await bot.send_turn(TURN)
+                await bot.receive()
+    assert bot.closed
