@@ -509,8 +509,11 @@ class _Game:
             start = turn.start_ns
             if start is None:
                 # A reader thread is to write the turn (`BotChannel.send_turn`) and has not yet: no time runs.
+                # The deadline can only be later than if it had started when handed over: wake then at the
+                # earliest (a move is mostly in by then: no wake-up on the bot's core while it thinks).
                 deadline = None
-                wake_at = min(check_at, bot.now_ns() + WRITE_CHECK_NS)
+                earliest = check_at if limit_ns is None else opened + limit_ns
+                wake_at = min(check_at, max(earliest, bot.now_ns() + WRITE_CHECK_NS))
             else:
                 deadline = None if limit_ns is None else start + limit_ns
                 wake_at = check_at if deadline is None else min(check_at, deadline + grace)

@@ -25,6 +25,7 @@ from referee.clock import parse_time_control
 from referee.game import INFO_BUDGET_CHARS, MAX_INFOS_PER_MOVE, Limits, _Game, run_game
 from referee.latency import NO_LAG, LagSource
 from referee.process import BotChannel, open_bot
+from referee.reader import TurnWrite
 from referee.record import GameRecord, GameSettings, MoveRecord, Termination
 from tests.conftest import BotSpecFactory, live_pids
 
@@ -529,3 +530,54 @@ async def test_the_move_is_charged_up_to_the_chunk_that_completed_it(autojump_cl
     assert black and all(m.elapsed_ms == pytest.approx(300, abs=1e-3) for m in black)
     assert all([i["depth"] for i in m.infos] == [1, 2, 3, 4] for m in black)
     assert [m.clock_ms for m in black] == [10_000 - 300 * n for n in range(1, len(black) + 1)]
+
+
+class LateWriter(BotChannel):
+    """A channel whose turns a writer of its own puts in `delay` seconds after they are handed over, as a
+    reader thread that writes the bot's turns does (`BotChannel.send_turn`, `PipeReader.write`): the move's
+    time starts at that write, and `send_turn` returns before it."""
+
+    def __init__(self, name: str, stream: trio.abc.Stream, nursery: trio.Nursery, delay: float) -> None:
+        super().__init__(name, stream, stream)
+        self._nursery = nursery
+        self._delay = delay
+
+    async def send_turn(self, line: bytes, written: Callable[[int], None] | None = None) -> TurnWrite:
+        self.session.sent("turn")
+        turn = TurnWrite(-1, line, written)
+        turn.handed = True
+
+        async def write_later() -> None:
+            await trio.sleep(self._delay)
+            turn.start_ns = self.now_ns()
+            await self._write(line)
+            turn.sent = len(line)
+
+        self._nursery.start_soon(write_later)
+        return turn
+
+
+@pytest.mark.parametrize("think", [0.25, 5.0], ids=["in-time", "late"])
+async def test_a_move_s_time_starts_when_the_turn_is_written_not_when_it_is_handed_over(
+    autojump_clock: trio.testing.MockClock, think: float
+) -> None:
+    # Handed over at t, written at t + 0.2: the bot answering at t + 0.45 took 0.25 s of its 0.3 s, in time,
+    # although 0.45 s passed since the hand-over; a bot that never answers in time loses at t + 0.5, not 0.3.
+    settings = GameSettings(width=3, height=3, time_control=parse_time_control("movetime:0.3"))
+    async with trio.open_nursery() as nursery:
+        channels = []
+        for name in ("black-bot", "white-bot"):
+            referee_end, bot_end = trio.testing.memory_stream_pair()
+            nursery.start_soon(FakeBot(lambda n: think).serve, bot_end)
+            channels.append(LateWriter(name, referee_end, nursery, delay=0.2))
+        started = trio.current_time()
+        record = await run_game("g1", channels[0], channels[1], settings)
+        nursery.cancel_scope.cancel()
+    if think < 0.3:
+        assert record.termination is Termination.NORMAL, record.reason
+        assert record.moves and all(m.elapsed_ms == pytest.approx(250, abs=1e-3) for m in record.moves)
+    else:
+        assert record.termination is Termination.TIME, record.reason
+        assert record.moves == []
+        # The first turn: handed over at about `started`, written 0.2 s later, given up at its deadline then.
+        assert trio.current_time() - started == pytest.approx(0.5, abs=0.05)
