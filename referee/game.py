@@ -297,7 +297,7 @@ class _Game:
             # Known once the bot has replied, or its deadline passed: the write came before either.
             start = opened if turn.start_ns is None else turn.start_ns
             end = bot.last_line_ns if reply is not None else bot.now_ns()
-            lag_ns = max(window.lag_ns(end), bot.last_line_delay_ns if reply is not None else 0)
+            lag_ns = max(window.lag_ns(end), bot.last_line_delay_ns if reply is not None else 0, turn.write_ns)
             before_read_ns = window.wait_before_read_ns()
             before_write_ns = 0
             if watch is not None and reply is not None:
@@ -404,7 +404,8 @@ class _Game:
         `limit_ns` is the deadline the bot was judged by (its allowance plus the margin); the bot is over it by
         `excess`. The host spoiled the move, and the game is void (never a forfeit for the host's delay), when
         what the host took from the move is more than `excess`: the referee's own measured lateness
-        (`lag_ns`: its monitor's stalls, or the reader thread's wait to run before it read the reply), plus the
+        (`lag_ns`: its monitor's stalls, the reader thread's wait to run before it read the reply, or the turn's
+        write call taking long from the start: the writer preempted before it wrote), plus the
         time the host kept the bot off a CPU while it was ready to run (`bot_wait_ns`, its run-queue wait over
         the whole move; `before_read_ns` and `before_write_ns`, the parts of it just before it read its turn and
         just before its move arrived, as the monitor saw them). A bot preempted while it thinks is counted too:
@@ -528,7 +529,7 @@ class _Game:
                 now = bot.now_ns()
                 if start is not None and deadline is not None and now >= deadline + grace:
                     kept = max(_host_kept_ns(bot, waited, cpu_from, now - start), window.wait_before_read_ns())
-                    lag = window.lag_ns(now) + kept
+                    lag = max(window.lag_ns(now), turn.write_ns) + kept
                     if now - deadline >= lag:
                         if held_from is None:
                             held_from = bot.cpu_clock_ns()

@@ -222,7 +222,7 @@ class TurnWrite:
     in the pipe (in the thread that wrote its last byte); `failed` once a write failed (the bot closed its input).
     """
 
-    __slots__ = ("data", "failed", "fd", "handed", "sent", "start_ns", "written")
+    __slots__ = ("data", "failed", "fd", "handed", "sent", "start_ns", "write_ns", "written")
 
     def __init__(self, fd: int, data: bytes, written: Callable[[int], None] | None = None) -> None:
         self.fd = fd
@@ -233,6 +233,10 @@ class TurnWrite:
         self.failed = False
         self.handed = False
         """Handed to a reader thread (`PipeReader.write`): the thread writes all of it, and no one else may."""
+        self.write_ns = 0
+        """How long the first write call took from the start (microseconds, unless the writer was preempted
+        between the start and the write: then the bot may have got its turn that much later, the referee's
+        lateness)."""
 
     @classmethod
     def made(cls, data: bytes, start_ns: int) -> TurnWrite:
@@ -248,6 +252,7 @@ class TurnWrite:
 
     def write(self) -> None:
         """Write what is left without blocking (the first call notes the start); `written` when it is all in."""
+        first = self.start_ns is None
         if self.start_ns is None:
             self.start_ns = time.monotonic_ns()
         try:
@@ -257,6 +262,9 @@ class TurnWrite:
         except OSError:
             self.failed = True
             return
+        finally:
+            if first:
+                self.write_ns = time.monotonic_ns() - self.start_ns
         if self.sent >= len(self.data) and self.written is not None:
             self.written(self.start_ns)
 

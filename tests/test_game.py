@@ -537,10 +537,13 @@ class LateWriter(BotChannel):
     reader thread that writes the bot's turns does (`BotChannel.send_turn`, `PipeReader.write`): the move's
     time starts at that write, and `send_turn` returns before it."""
 
-    def __init__(self, name: str, stream: trio.abc.Stream, nursery: trio.Nursery, delay: float) -> None:
+    def __init__(
+        self, name: str, stream: trio.abc.Stream, nursery: trio.Nursery, delay: float, write_ns: int = 0
+    ) -> None:
         super().__init__(name, stream, stream)
         self._nursery = nursery
         self._delay = delay
+        self._write_ns = write_ns
 
     async def send_turn(self, line: bytes, written: Callable[[int], None] | None = None) -> TurnWrite:
         self.session.sent("turn")
@@ -549,7 +552,7 @@ class LateWriter(BotChannel):
 
         async def write_later() -> None:
             await trio.sleep(self._delay)
-            turn.start_ns = self.now_ns()
+            turn.start_ns, turn.write_ns = self.now_ns(), self._write_ns
             await self._write(line)
             turn.sent = len(line)
 
@@ -581,3 +584,25 @@ async def test_a_move_s_time_starts_when_the_turn_is_written_not_when_it_is_hand
         assert record.moves == []
         # The first turn: handed over at about `started`, written 0.2 s later, given up at its deadline then.
         assert trio.current_time() - started == pytest.approx(0.5, abs=0.05)
+
+
+@pytest.mark.parametrize("write_ms", [0, 30])
+async def test_a_turn_whose_write_took_long_voids_a_loss_by_less(
+    autojump_clock: trio.testing.MockClock, write_ms: int
+) -> None:
+    # The writer was preempted between the start and its write call (30 ms there, say): the bot may have got its
+    # turn that much later, so a move 20 ms over is the host's doing (void); with a prompt write it is a loss.
+    settings = GameSettings(width=3, height=3, time_control=parse_time_control("movetime:0.3"))
+    async with trio.open_nursery() as nursery:
+        channels = []
+        for name in ("black-bot", "white-bot"):
+            referee_end, bot_end = trio.testing.memory_stream_pair()
+            nursery.start_soon(FakeBot(lambda n: 0.32).serve, bot_end)
+            channels.append(LateWriter(name, referee_end, nursery, delay=0, write_ns=write_ms * 1_000_000))
+        record = await run_game("g1", channels[0], channels[1], settings)
+        nursery.cancel_scope.cancel()
+    if write_ms:
+        assert record.termination is Termination.VOID, record.reason
+        assert "the referee measured 30 ms of its own lateness" in record.reason
+    else:
+        assert record.termination is Termination.TIME, record.reason

@@ -287,7 +287,7 @@ async def test_a_pinned_reader_writes_the_turn_itself_stamped_before_its_write_w
         with trio.fail_after(10):
             while not written:
                 await trio.sleep(0.001)
-        assert turn.start_ns is not None and before <= turn.start_ns <= after
+        assert turn.start_ns is not None and before <= turn.start_ns <= turn.start_ns + turn.write_ns <= after
         assert written == [("reader-pinned", turn.start_ns)] and turn.done and not turn.failed
 
         # The bot's input is full: the time starts at the first try, and the thread writes the rest as it reads.
