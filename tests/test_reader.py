@@ -283,11 +283,13 @@ async def test_a_pinned_reader_writes_the_turn_itself_stamped_before_its_write_w
         before = time.monotonic_ns()
         turn = reader.write(in_write, TURN, note)
         assert os.read(in_read, 1024) == TURN  # blocks until the thread has written it
-        after = time.monotonic_ns()
+        read_at = time.monotonic_ns()
         with trio.fail_after(10):
             while not written:
                 await trio.sleep(0.001)
-        assert turn.start_ns is not None and before <= turn.start_ns <= turn.start_ns + turn.write_ns <= after
+        after = time.monotonic_ns()
+        assert turn.start_ns is not None and before <= turn.start_ns <= read_at
+        assert turn.start_ns + turn.write_ns <= after  # the write call's duration is noted before `written`
         assert written == [("reader-pinned", turn.start_ns)] and turn.done and not turn.failed
 
         # The bot's input is full: the time starts at the first try, and the thread writes the rest as it reads.
