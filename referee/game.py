@@ -295,7 +295,7 @@ class _Game:
                 bot, turn, opened, limit_ns, window, infos, waited, cpu_from
             )
             # Known once the bot has replied, or its deadline passed: the write came before either.
-            start = opened if turn.start_ns is None else turn.start_ns
+            start = turn.start_ns or opened
             end = bot.last_line_ns if reply is not None else bot.now_ns()
             lag_ns = max(window.lag_ns(end), bot.last_line_delay_ns if reply is not None else 0, turn.write_ns)
             before_read_ns = window.wait_before_read_ns()
@@ -500,7 +500,7 @@ class _Game:
         """
         limits = self.limits
         interval_ns = round(limits.ping_interval_s * 1e9)
-        check_at = (opened if turn.start_ns is None else turn.start_ns) + interval_ns
+        check_at = (turn.start_ns or opened) + interval_ns
         pending: int | None = None  # the id of the ping waiting for its pong
         seen = 0
         grace = 0

@@ -560,22 +560,28 @@ class LateWriter(BotChannel):
         return turn
 
 
-@pytest.mark.parametrize("think", [0.25, 5.0], ids=["in-time", "late"])
-async def test_a_move_s_time_starts_when_the_turn_is_written_not_when_it_is_handed_over(
-    autojump_clock: trio.testing.MockClock, think: float
-) -> None:
-    # Handed over at t, written at t + 0.2: the bot answering at t + 0.45 took 0.25 s of its 0.3 s, in time,
-    # although 0.45 s passed since the hand-over; a bot that never answers in time loses at t + 0.5, not 0.3.
+async def late_writer_game(think: float, *, delay: float, write_ns: int = 0) -> GameRecord:
+    """A game at movetime 0.3 s between two fake bots that think `think` s, over `LateWriter` channels."""
     settings = GameSettings(width=3, height=3, time_control=parse_time_control("movetime:0.3"))
     async with trio.open_nursery() as nursery:
         channels = []
         for name in ("black-bot", "white-bot"):
             referee_end, bot_end = trio.testing.memory_stream_pair()
             nursery.start_soon(FakeBot(lambda n: think).serve, bot_end)
-            channels.append(LateWriter(name, referee_end, nursery, delay=0.2))
-        started = trio.current_time()
+            channels.append(LateWriter(name, referee_end, nursery, delay=delay, write_ns=write_ns))
         record = await run_game("g1", channels[0], channels[1], settings)
         nursery.cancel_scope.cancel()
+    return record
+
+
+@pytest.mark.parametrize("think", [0.25, 5.0], ids=["in-time", "late"])
+async def test_a_move_s_time_starts_when_the_turn_is_written_not_when_it_is_handed_over(
+    autojump_clock: trio.testing.MockClock, think: float
+) -> None:
+    # Handed over at t, written at t + 0.2: the bot answering at t + 0.45 took 0.25 s of its 0.3 s, in time,
+    # although 0.45 s passed since the hand-over; a bot that never answers in time loses at t + 0.5, not 0.3.
+    started = trio.current_time()
+    record = await late_writer_game(think, delay=0.2)
     if think < 0.3:
         assert record.termination is Termination.NORMAL, record.reason
         assert record.moves and all(m.elapsed_ms == pytest.approx(250, abs=1e-3) for m in record.moves)
@@ -592,15 +598,7 @@ async def test_a_turn_whose_write_took_long_voids_a_loss_by_less(
 ) -> None:
     # The writer was preempted between the start and its write call (30 ms there, say): the bot may have got its
     # turn that much later, so a move 20 ms over is the host's doing (void); with a prompt write it is a loss.
-    settings = GameSettings(width=3, height=3, time_control=parse_time_control("movetime:0.3"))
-    async with trio.open_nursery() as nursery:
-        channels = []
-        for name in ("black-bot", "white-bot"):
-            referee_end, bot_end = trio.testing.memory_stream_pair()
-            nursery.start_soon(FakeBot(lambda n: 0.32).serve, bot_end)
-            channels.append(LateWriter(name, referee_end, nursery, delay=0, write_ns=write_ms * 1_000_000))
-        record = await run_game("g1", channels[0], channels[1], settings)
-        nursery.cancel_scope.cancel()
+    record = await late_writer_game(0.32, delay=0, write_ns=write_ms * 1_000_000)
     if write_ms:
         assert record.termination is Termination.VOID, record.reason
         assert "the referee measured 30 ms of its own lateness" in record.reason
