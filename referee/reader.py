@@ -366,7 +366,8 @@ class PipeReader:
                 if unfinished is not None:
                     if unfinished.start_ns is None:
                         unfinished.write()
-                    unfinished.failed = not unfinished.done or unfinished.failed  # no one is left to write the rest
+                    if not unfinished.done:
+                        unfinished.failed = True  # no one is left to write the rest
                     self._end_write(unfinished)
             self._writes.clear()
             if stamped is not None:
