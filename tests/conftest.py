@@ -110,12 +110,18 @@ def reap_orphans(wait_s: float = 2.0) -> None:
         time.sleep(0.05)
 
 
-def _describe(pid: int) -> str:
+def describe_process(pid: int) -> str:
+    """A process's pid, state letter, parent pid and command line, for failure messages."""
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
     except FileNotFoundError:
         cmdline = "?"
-    return f"{pid} [{_proc_state(pid)}] {cmdline}"
+    try:
+        parent = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
+        wchan = Path(f"/proc/{pid}/wchan").read_text().strip() or "-"
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        parent = wchan = "?"
+    return f"{pid} [{_proc_state(pid)}, parent {parent}, waiting in {wchan}] {cmdline}"
 
 
 @pytest.fixture(autouse=True)
@@ -130,4 +136,4 @@ def no_child_processes() -> Iterator[None]:
             break
         time.sleep(0.02)
     if left:
-        pytest.fail("child processes left behind: " + "; ".join(_describe(pid) for pid in left), pytrace=False)
+        pytest.fail("child processes left behind: " + "; ".join(describe_process(pid) for pid in left), pytrace=False)

@@ -41,7 +41,7 @@ from referee.sandbox import (
     visible_paths,
 )
 from referee.store import DB_NAME, RunStore, StoreError
-from tests.conftest import live_pids, make_bot_spec, reap_orphans
+from tests.conftest import describe_process, live_pids, make_bot_spec, reap_orphans
 
 needs_bwrap = pytest.mark.skipif(
     shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed: apt-get install bubblewrap"
@@ -408,6 +408,14 @@ async def test_a_sandboxed_bot_plays_a_whole_game_but_cannot_reach_out(
     assert marked_processes(marker) == []
 
 
+def _is_the_sleeping_daemon(pid: int) -> bool:
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return b"time.sleep(60)" in cmdline and b"Popen" not in cmdline
+
+
 @needs_bwrap
 def test_a_sandboxed_bot_dies_with_a_referee_killed_by_sigkill(tmp_path: Path) -> None:
     """No quit, no killpg: only --die-with-parent and the process namespace stop the bot and its daemon."""
@@ -424,14 +432,19 @@ def test_a_sandboxed_bot_dies_with_a_referee_killed_by_sigkill(tmp_path: Path) -
     )
     sandboxed: list[int] = []
     try:
+        # Until the daemon runs (its command line holds the sleep, the middle process's also the Popen
+        # that starts it); then bwrap, its init, the bot and the daemon: every marked process but the referee.
         deadline = time.monotonic() + 20
-        while len(sandboxed) < 4 and time.monotonic() < deadline:  # bwrap, its init, the bot, the daemon
+        while time.monotonic() < deadline:
             time.sleep(0.05)
-            sandboxed = marked_processes(marker)
-        assert len(sandboxed) >= 4, f"the sandboxed bot did not start: {sandboxed}"
+            sandboxed = [pid for pid in marked_processes(marker) if pid != referee.pid]
+            if any(_is_the_sleeping_daemon(pid) for pid in sandboxed):
+                break
+        assert len(sandboxed) >= 4, "the sandboxed bot did not start: " + "; ".join(map(describe_process, sandboxed))
         referee.send_signal(signal.SIGKILL)
         referee.wait()
-        assert live_pids(sandboxed, wait_s=15) == []  # a bound for a loaded machine, not a timing
+        survivors = live_pids(sandboxed, wait_s=15)  # a bound for a loaded machine, not a timing
+        assert not survivors, "still running: " + "; ".join(describe_process(pid) for pid in survivors)
         # The dead are re-parented to this process (a subreaper) one by one as their parents die: on a loaded
         # machine the last can come a second or more after the others.
         reap_orphans(wait_s=3)
