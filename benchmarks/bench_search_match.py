@@ -17,7 +17,6 @@ Run it with `nice` on a shared machine; the figures need many games (about +-6 p
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import importlib.util
 import math
 import random
@@ -32,8 +31,8 @@ from types import ModuleType
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from protocol.rules import BLACK, Move, Position
-from sample_bots import strong
-from sample_bots.search import DEFAULT, Settings, Table, choose_move
+from sample_bots.search import Settings, Table, choose_move
+from sample_bots.tuning import settings_of
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -41,26 +40,15 @@ Chooser = Callable[[Position, float, Table], Move]
 """A side: (position, seconds, this game's table) -> its move."""
 
 
+def parse_settings(spec: str) -> Settings:
+    try:
+        return settings_of(spec)
+    except ValueError as error:
+        raise SystemExit(f"{spec!r}: {error} (or a side is commit:REV)") from error
+
+
 def settings_side(spec: str) -> Chooser:
-    """`alphabeta` or `strong`, with `,name=value` overrides of its Settings."""
-    base, *overrides = spec.split(",")
-    known = {"alphabeta": DEFAULT, "strong": strong.SETTINGS}
-    if base not in known:
-        raise SystemExit(f"{spec!r}: a side is alphabeta, strong or commit:REV, with ,name=value overrides")
-    fields = {f.name: f for f in dataclasses.fields(Settings)}
-    changes: dict[str, object] = {}
-    for override in overrides:
-        name, _, text = override.partition("=")
-        if name not in fields:
-            raise SystemExit(f"{override!r}: Settings has no {name!r} (it has {', '.join(fields)})")
-        current = getattr(DEFAULT, name)
-        if isinstance(current, bool):
-            changes[name] = text.lower() in ("1", "true", "yes")
-        elif isinstance(current, tuple):
-            changes[name] = tuple(float(x) for x in text.split("/"))
-        else:
-            changes[name] = type(current)(text)
-    settings = dataclasses.replace(known[base], **changes)  # type: ignore[arg-type]
+    settings = parse_settings(spec)
 
     def choose(position: Position, seconds: float, table: Table) -> Move:
         kept = table if settings.keep_table else None

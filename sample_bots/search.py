@@ -29,7 +29,7 @@ import gc
 import random
 import time
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -50,6 +50,56 @@ _EXACT, _LOWER, _UPPER = 0, 1, 2
 _NONE = -2  # no move
 _NULL_WINDOW = 1e-3
 _EXACT_DEPTH = 1 << 20  # the depth a proven table entry is stored with: good for any search depth
+
+
+@dataclass(frozen=True)
+class Weights:
+    """A horizon evaluation fitted to games: what each feature of a quiet position adds to the final margin
+    expected from the mover's side (see `Searcher.evaluate` and benchmarks/tune_evaluation.py).
+
+    A contested tree (one a neighbouring root no bigger than it may take) adds its size times a weight
+    chosen by whose it is (the mover's or the other side's), whether a strictly smaller root may take it
+    or only one of its own size, and its size bucket (`BUCKETS`): on top of the margin, which counts it
+    already.
+    """
+
+    BUCKETS: ClassVar[tuple[int, ...]] = (1, 2, 3, 5)
+    """The smallest size in each bucket: sizes 1, 2, 3-4 and 5 or more."""
+    GROUPS: ClassVar[tuple[str, ...]] = ("mine_smaller", "mine_equal", "theirs_smaller", "theirs_equal")
+
+    margin: float
+    mine_smaller: tuple[float, float, float, float]
+    mine_equal: tuple[float, float, float, float]
+    theirs_smaller: tuple[float, float, float, float]
+    theirs_equal: tuple[float, float, float, float]
+    biggest_mine: float
+    """Per unit of the mover's biggest contested tree."""
+    live: float
+    """Per live edge (a pair of adjacent roots: a placement still possible)."""
+    after_pass: float
+    """When the other side has just passed."""
+    tempo: float
+    """For being the one to move."""
+
+    def vector(self) -> tuple[float, ...]:
+        """The weights in one sequence: the margin, the four groups by bucket, then the rest in field order."""
+        groups = (self.mine_smaller, self.mine_equal, self.theirs_smaller, self.theirs_equal)
+        return (
+            self.margin,
+            *(w for group in groups for w in group),
+            self.biggest_mine,
+            self.live,
+            self.after_pass,
+            self.tempo,
+        )
+
+    @classmethod
+    def from_vector(cls, values: Sequence[float]) -> Weights:
+        k = len(cls.BUCKETS)
+        if len(values) != 1 + 4 * k + 4:
+            raise ValueError(f"{len(values)} weights: Weights has {1 + 4 * k + 4}")
+        groups = [tuple(values[1 + g * k : 1 + (g + 1) * k]) for g in range(4)]
+        return cls(values[0], *groups, *values[1 + 4 * k :])  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -92,6 +142,8 @@ class Settings:
     null_reduction: int = 0
     """Inside the tree, before the moves, a pass searched this many plies shallower (with a window at
     beta): if even that holds beta, the node fails high at once (0: never)."""
+    weights: Weights | None = None
+    """A fitted horizon evaluation; it replaces `contested` (see `Searcher.evaluate`)."""
     pass_early: bool = False
     """Inside the tree, try the pass (the one move that gives nothing away: every placement either takes
     a tree or gives one) right after the captures, not last."""
@@ -173,6 +225,9 @@ class Searcher:
         self.full_width = settings.full_width
         self.root_width = settings.root_width
         self.contested = settings.contested
+        self.weights = settings.weights
+        # The bare margin at the horizon: no size classes needed.
+        self.plain = settings.contested == 1.0 and settings.weights is None
         self.reduce_from = settings.reduce_from
         self.root_reduce_from = settings.root_reduce_from
         self.root_reduce_twice_from = settings.root_reduce_twice_from
@@ -181,6 +236,8 @@ class Searcher:
         n = self.n = width * height
         self.width = width
         self.komi = position.komi
+        if settings.weights is not None:
+            self._fit = _fitted_tables(settings.weights, n)
         board = _Board.of(width, height)
         self.dark = board.dark
         self.nbrs = board.nbrs
@@ -277,9 +334,11 @@ class Searcher:
         and change hands; otherwise it can never be taken (a root only grows), and it counts whole.
         Which side holds a contested tree at the horizon depends mostly on where the search stopped.
         """
-        lam = self.contested
-        if lam == 1.0:
+        if self.plain:
             return self.stm * (self.margin - self.komi)
+        if self.weights is not None:
+            return self._fitted(self._classes() if classes is None else classes)
+        lam = self.contested
         sizes, sets, unions = self._classes() if classes is None else classes
         w, full, not_first, not_last, dark = self.width, self.full, self.not_first, self.not_last, self.dark_bits
         contested = 0  # the contested trees' sizes, Black's less White's
@@ -292,6 +351,41 @@ class Searcher:
                 black = taken & dark
                 contested += size * (black.bit_count() - (taken ^ black).bit_count())
         return self.stm * (self.margin - (1.0 - lam) * contested - self.komi)
+
+    def _fitted(self, classes: tuple[list[int], list[int], list[int]]) -> float:
+        """`Weights`' evaluation: the margin, and each contested tree by whose it is, what may take it and
+        its size."""
+        weights = self.weights
+        assert weights is not None
+        mine_smaller, mine_equal, theirs_smaller, theirs_equal = self._fit
+        sizes, sets, unions = classes
+        w, full, not_first, not_last = self.width, self.full, self.not_first, self.not_last
+        mine_bits = self.dark_bits if self.stm > 0 else self.light_bits
+        value = 0.0
+        biggest = 0
+        below = 0  # the cells beside a root of a smaller size than this class's
+        for size, cells, smaller in zip(sizes, sets, unions, strict=True):
+            # The roots of this size with a root of this size or smaller beside them.
+            near = (smaller >> w) | ((smaller << w) & full) | ((smaller >> 1) & not_last) | ((smaller << 1) & not_first)
+            taken = cells & near
+            if taken:
+                by_smaller = taken & below
+                mine = taken & mine_bits
+                mine_by_smaller = by_smaller & mine_bits
+                if mine:
+                    biggest = size
+                value += (
+                    mine_smaller[size] * mine_by_smaller.bit_count()
+                    + mine_equal[size] * (mine ^ mine_by_smaller).bit_count()
+                    + theirs_smaller[size] * (by_smaller ^ mine_by_smaller).bit_count()
+                    + theirs_equal[size] * (taken ^ mine ^ by_smaller ^ mine_by_smaller).bit_count()
+                )
+            below = near
+        across, up = self._live_edges()
+        value += weights.biggest_mine * biggest + weights.live * (across.bit_count() + up.bit_count())
+        if self.passes:
+            value += weights.after_pass
+        return value + weights.margin * self.stm * (self.margin - self.komi) + weights.tempo
 
     def terminal(self) -> float:
         """The final margin of a finished game, from the mover's side; a proven value."""
@@ -557,7 +651,7 @@ class Searcher:
         # Standing pat needs no move list (the cheap, common case); it is never a proof.
         self.exact = False
         classes = None
-        if self.contested == 1.0:
+        if self.plain:
             stand = self.stm * (self.margin - self.komi)
             if stand >= beta:
                 return stand
@@ -849,6 +943,16 @@ class Searcher:
             time.perf_counter() - start,
             proven,
         )
+
+
+def _fitted_tables(weights: Weights, n: int) -> tuple[list[float], list[float], list[float], list[float]]:
+    """Each of `weights`' four contested-tree weights as a table by tree size, times the size: what one
+    such tree of each size adds."""
+    buckets = [bisect_right(Weights.BUCKETS, size) - 1 for size in range(n + 1)]
+    return tuple(  # type: ignore[return-value]
+        [table[max(b, 0)] * size for size, b in enumerate(buckets)]
+        for table in (weights.mine_smaller, weights.mine_equal, weights.theirs_smaller, weights.theirs_equal)
+    )
 
 
 def _first_ids(out: list[int], k: int, n: int, w: int, above: int, right: int, left: int, below: int) -> None:
