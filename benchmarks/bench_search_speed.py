@@ -16,7 +16,6 @@ Run it with `nice` on a shared machine and compare figures from one run only.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import importlib.util
 import sys
 import time
@@ -26,8 +25,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from protocol.rules import Position
-from sample_bots import strong
-from sample_bots.search import DEFAULT, Searcher, Settings
+from sample_bots.search import Searcher
+from sample_bots.tuning import settings_of
 
 POSITIONS = {
     "opening (4 plies)": "8/6w1/8/2w5/s7/8/4e3/8 b 0 3.5",
@@ -53,16 +52,10 @@ def searcher_factory(spec: str) -> Any:
     if spec.startswith("commit:"):
         module = _match_module().search_at(spec.removeprefix("commit:"))
         return lambda position: module.Searcher(position)
-    base, *overrides = spec.split(",")
-    known = {"alphabeta": DEFAULT, "strong": strong.SETTINGS}
-    if base not in known:
-        raise SystemExit(f"{spec!r}: a side is alphabeta, strong or commit:REV, with ,name=value overrides")
-    changes: dict[str, object] = {}
-    for override in overrides:
-        name, _, text = override.partition("=")
-        current = getattr(DEFAULT, name)
-        changes[name] = (text.lower() in ("1", "true")) if isinstance(current, bool) else type(current)(text)
-    settings: Settings = dataclasses.replace(known[base], **changes)  # type: ignore[arg-type]
+    try:
+        settings = settings_of(spec)
+    except ValueError as error:
+        raise SystemExit(f"{spec!r}: {error} (or a side is commit:REV)") from error
     return lambda position: Searcher(position, settings=settings)
 
 
