@@ -8,7 +8,8 @@ few roots are left in play it hands the position to the exact solver (sample_bot
 
 Scores are final margins from the mover's side, komi included: a finished game scores its margin and
 an unfinished line its margin so far (or, with `Settings.contested`, that margin with the trees that
-may still change hands counted in part), on one scale, so the search maximises the margin rather than
+may still change hands counted in part; with `Settings.weights`, a prediction of the final margin
+fitted to games), on one scale, so the search maximises the margin rather than
 settling for the first win it can prove. Whether a score is *proven* is tracked apart from its size:
 a node is exact only when every move there was searched (or a proven move refuted the window) and
 every child was exact, so a line that forward pruning, the horizon or the quiescence search cut
@@ -236,8 +237,8 @@ class Searcher:
         n = self.n = width * height
         self.width = width
         self.komi = position.komi
-        if settings.weights is not None:
-            self._fit = _fitted_tables(settings.weights, n)
+        # The fitted evaluation's weights by tree size (empty without one).
+        self._fit = _fitted_tables(settings.weights, n) if settings.weights is not None else ([], [], [], [])
         board = _Board.of(width, height)
         self.dark = board.dark
         self.nbrs = board.nbrs
@@ -333,6 +334,7 @@ class Searcher:
         A tree is contested when a neighbouring root is no bigger than it, so it may be attached there
         and change hands; otherwise it can never be taken (a root only grows), and it counts whole.
         Which side holds a contested tree at the horizon depends mostly on where the search stopped.
+        With `Settings.weights`, the value is instead the fitted prediction of the final margin (`_fitted`).
         """
         if self.plain:
             return self.stm * (self.margin - self.komi)
