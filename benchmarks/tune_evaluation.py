@@ -4,8 +4,8 @@
     python benchmarks/tune_evaluation.py fit games.jsonl [more.jsonl ...] [--side strong] [--ridge 1]
 
 `play` appends self-play games of a side (as in bench_search_match.py: `strong`, or with overrides such
-as `strong,weights=none`, strong as it was before its fitted evaluation) from random openings of 2 to 8
-plies, one JSON line each: the board, komi, moves and final margin. Run two at once (different seeds,
+as `strong,weights=none,q_width=2`, strong 1.2, before its fitted evaluation) from random openings of
+2 to 8 plies, one JSON line each: the board, komi, moves and final margin. Run two at once (different seeds,
 different files) to use both cores.
 
 `fit` resolves every position of those games to a quiet leaf with the side's quiescence search, fits the

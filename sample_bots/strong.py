@@ -62,8 +62,18 @@ VERSION = "1.3"
 # hand to the `smaller` ones. In one process: against strong 1.2 at 0.1 s, 53 of 80 (openings seed 11)
 # and 51 of 80 (seed 12), 65%, about +108 Elo; against the 0aff18e alphabeta at 0.2 s, 59 of 80 (seed 21,
 # Elo +179 [+100, +281]) and 57 of 80 (seed 22, +158 [+80, +255]): 116 of 160, 72.5%, +168 [+112, +235].
-# A second round (370 games, 164 of them by this evaluation, its own quiescence leaves) fitted little
-# better on held-out games (R² 0.540 against its 0.532).
+# A second round (370 games, 150 of them by this evaluation, its own quiescence leaves) fitted little
+# better on held-out games (R² 0.540 against its 0.532), and the same weights without the tempo and
+# after-pass terms took 40 of 80 from them at 0.2 s.
+# The fitted evaluation makes captures look better than standing pat more often, so the quiescence
+# search grew 2.4 times (64,000 nodes against 26,000 on bench_search_speed.py's positions at depth 4),
+# and at 0.16 s strong reached depth 2.5 on average where 1.2 reached 4.6. With one capture a node
+# there instead of two (q_width=1) it reaches 3.7, and took 45 of 80 from two captures at 0.2 s (Elo
+# +44 [-33, +125]); against 0aff18e, on the same openings as the two-capture figures, 60 of 80 at 0.2 s
+# (seed 21, +191 [+111, +295]) and at 1 s 26 of 40 (seed 23, +108 [+0, +240]) and 28 of 40 (seed 25, +147
+# [+39, +293]): 54 of 80, 67.5%, about +127.
+# (Two captures at 1 s: 28 of 40 on seed 23, 7 of 16 on seed 25, 6 of 11 on seed 24; the last two runs
+# were stopped.)
 FITTED = Weights(
     margin=1.034,
     mine_smaller=(0.0, 0.739, -0.813, -1.18),
@@ -76,7 +86,13 @@ FITTED = Weights(
     tempo=-1.463,
 )
 SETTINGS = Settings(
-    solve_live_roots=16, solve_reach=16.0, keep_table=True, contested=0.5, weights=FITTED, reserve=(0.03, 0.05)
+    q_width=1,
+    solve_live_roots=16,
+    solve_reach=16.0,
+    keep_table=True,
+    contested=0.5,  # with `weights=None` and `q_width=2`: strong 1.2
+    weights=FITTED,
+    reserve=(0.03, 0.05),
 )
 
 

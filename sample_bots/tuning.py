@@ -174,8 +174,8 @@ def _solve(matrix: list[list[float]]) -> list[float]:
 
 
 def settings_of(spec: str) -> Settings:
-    """The Settings of `alphabeta` or `strong`, with `,name=value` overrides (`weights=none` for strong as
-    1.2, its contested trees at half; `weights=fitted` for strong's fitted evaluation)."""
+    """The Settings of `alphabeta` or `strong`, with `,name=value` overrides (`strong,weights=none,q_width=2`
+    is strong 1.2, contested trees at half; `weights=fitted` is strong's fitted evaluation)."""
     base, *overrides = spec.split(",")
     known = {"alphabeta": DEFAULT, "strong": strong.SETTINGS}
     if base not in known:

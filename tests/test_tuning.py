@@ -156,8 +156,8 @@ def test_the_tuning_script_plays_and_fits(tmp_path: Path) -> None:
 
 
 def test_a_side_is_read_with_its_overrides() -> None:
-    settings = settings_of("strong,weights=none,q_width=1,reserve=0.01/0.02,keep_table=no")
-    assert settings.weights is None and settings.q_width == 1 and settings.reserve == (0.01, 0.02)
+    settings = settings_of("strong,weights=none,q_width=2,reserve=0.01/0.02,keep_table=no")
+    assert settings.weights is None and settings.q_width == 2 and settings.reserve == (0.01, 0.02)
     assert settings.keep_table is False and settings.solve_live_roots == strong.SETTINGS.solve_live_roots
     assert settings_of("strong").weights == strong.FITTED and settings_of("alphabeta") == Settings()
     for spec, words in [
