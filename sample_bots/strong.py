@@ -70,8 +70,10 @@ VERSION = "1.3"
 # and at 0.16 s strong reached depth 2.5 on average where 1.2 reached 4.6. With one capture a node
 # there instead of two (q_width=1) it reaches 3.7, and took 45 of 80 from two captures at 0.2 s (Elo
 # +44 [-33, +125]); against 0aff18e, on the same openings as the two-capture figures, 60 of 80 at 0.2 s
-# (seed 21, +191 [+111, +295]) and at 1 s 26 of 40 (seed 23, +108 [+0, +240]) and 28 of 40 (seed 25, +147
-# [+39, +293]): 54 of 80, 67.5%, about +127.
+# (seed 21, +191 [+111, +295]) and at 1 s 26 of 40 (seed 23, +108 [+0, +240]), 28 of 40 (seed 25, +147
+# [+39, +293]) and 27 of 40 (seed 26, +127 [+19, +266]): 81 of 120, 67.5%, +127 [+64, +200]. Through the
+# referee (bench_ladder.py --gauntlet strong, one game at a time): 66 of 80 at 0.2 s (+269 [+183, +399];
+# 49 of 80 on the same openings with two captures) and 15 of 20 at 1 s (+191 [+39, +493]).
 # (Two captures at 1 s: 28 of 40 on seed 23, 7 of 16 on seed 25, 6 of 11 on seed 24; the last two runs
 # were stopped.)
 FITTED = Weights(
