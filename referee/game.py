@@ -125,6 +125,15 @@ def _cpu_wait_since(bot: BotChannel, waited: int | None) -> int:
     return 0 if waited is None or now is None else now - waited
 
 
+def _write_lag(turn: TurnWrite, cpu_from: int | None) -> int:
+    """How much later than its start the turn may have reached the bot because its writer was preempted: the first
+    write call's time, less the bot's CPU time during it. A writer preempted after the line went in (on a shared
+    core, by the very bot it woke, which then thinks) is no lateness: the bot had its turn."""
+    if turn.write_cpu_ns is None or cpu_from is None:
+        return turn.write_ns
+    return max(0, turn.write_ns - max(0, turn.write_cpu_ns - cpu_from))
+
+
 def _host_kept_ns(bot: BotChannel, waited: int | None, cpu_from: int | None, wall_ns: int) -> int:
     """How long the host kept the bot off a CPU while it was ready to run, since its totals were `waited` (its
     main thread's run-queue wait) and `cpu_from` (its process's CPU time), `wall_ns` ago.
@@ -297,7 +306,9 @@ class _Game:
             # Known once the bot has replied, or its deadline passed: the write came before either.
             start = turn.start_ns or opened
             end = bot.last_line_ns if reply is not None else bot.now_ns()
-            lag_ns = max(window.lag_ns(end), bot.last_line_delay_ns if reply is not None else 0, turn.write_ns)
+            lag_ns = max(
+                window.lag_ns(end), bot.last_line_delay_ns if reply is not None else 0, _write_lag(turn, cpu_from)
+            )
             before_read_ns = window.wait_before_read_ns()
             before_write_ns = 0
             if watch is not None and reply is not None:
@@ -529,7 +540,7 @@ class _Game:
                 now = bot.now_ns()
                 if start is not None and deadline is not None and now >= deadline + grace:
                     kept = max(_host_kept_ns(bot, waited, cpu_from, now - start), window.wait_before_read_ns())
-                    lag = max(window.lag_ns(now), turn.write_ns) + kept
+                    lag = max(window.lag_ns(now), _write_lag(turn, cpu_from)) + kept
                     if now - deadline >= lag:
                         if held_from is None:
                             held_from = bot.cpu_clock_ns()

@@ -326,11 +326,11 @@ class BotChannel:
         else:
             fd = fileno()
             if self._reader is not None and self._reader.writes_turns:
-                turn = self._reader.write(fd, line, written)
+                turn = self._reader.write(fd, line, written, self.cpu_clock_ns)
                 if turn.handed:
                     return turn  # the thread writes it (and may be writing it now)
             else:
-                turn = TurnWrite(fd, line, written)
+                turn = TurnWrite(fd, line, written, self.cpu_clock_ns)
                 turn.write()
             if turn.failed:
                 self.session.gone("closed its input")

@@ -216,27 +216,53 @@ class InputClosedError(Exception):
     """A turn could not be written to the bot: it closed its input."""
 
 
+SLOW_WRITE_NS = 500_000
+"""A turn's first write call that took longer than this (the writer was preempted) reads the bot's CPU clock."""
+
+
 class TurnWrite:
     """A turn line on its way to a bot, and when its time started: `start_ns` (monotonic ns immediately before
     the first write call; None until that call is made). `written(start_ns)` is called once the whole line is
     in the pipe (in the thread that wrote its last byte); `failed` once a write failed (the bot closed its input).
     """
 
-    __slots__ = ("data", "failed", "fd", "handed", "sent", "start_ns", "write_ns", "written")
+    __slots__ = (
+        "cpu_clock",
+        "data",
+        "failed",
+        "fd",
+        "handed",
+        "sent",
+        "start_ns",
+        "write_cpu_ns",
+        "write_ns",
+        "written",
+    )
 
-    def __init__(self, fd: int, data: bytes, written: Callable[[int], None] | None = None) -> None:
+    def __init__(
+        self,
+        fd: int,
+        data: bytes,
+        written: Callable[[int], None] | None = None,
+        cpu_clock: Callable[[], int | None] | None = None,
+    ) -> None:
         self.fd = fd
         self.data = data
         self.written = written
+        self.cpu_clock = cpu_clock
+        """The bot's CPU clock (ns), read after a slow first write call (`write_cpu_ns`)."""
         self.start_ns: int | None = None
         self.sent = 0
         self.failed = False
         self.handed = False
         """Handed to a reader thread (`PipeReader.write`): the thread writes all of it, and no one else may."""
         self.write_ns = 0
-        """How long the first write call took from the start (microseconds, unless the writer was preempted
-        between the start and the write: then the bot may have got its turn that much later, the referee's
-        lateness)."""
+        """How long the first write call took from the start: microseconds, unless the writer was preempted. Before
+        the line went in, that is the referee's lateness (the bot got its turn that much later); after it, the
+        bot was running (on a shared core, the bot it woke takes the writer's CPU), which `write_cpu_ns` tells."""
+        self.write_cpu_ns: int | None = None
+        """After a first write call slower than `SLOW_WRITE_NS`: the bot's CPU clock as it returned (None: not
+        read, or not known). The bot's CPU time used during the call was time it had its turn."""
 
     @classmethod
     def made(cls, data: bytes, start_ns: int) -> TurnWrite:
@@ -265,6 +291,8 @@ class TurnWrite:
         finally:
             if first:
                 self.write_ns = time.monotonic_ns() - self.start_ns
+                if self.write_ns > SLOW_WRITE_NS and self.cpu_clock is not None:
+                    self.write_cpu_ns = self.cpu_clock()
         if self.sent >= len(self.data) and self.written is not None:
             self.written(self.start_ns)
 
@@ -390,7 +418,13 @@ class PipeReader:
         """Whether this reader writes its bot's turns (`write`): it is pinned to the bot's cores."""
         return bool(self._cores) and not self._closed
 
-    def write(self, fd: int, data: bytes, written: Callable[[int], None] | None = None) -> TurnWrite:
+    def write(
+        self,
+        fd: int,
+        data: bytes,
+        written: Callable[[int], None] | None = None,
+        cpu_clock: Callable[[], int | None] | None = None,
+    ) -> TurnWrite:
         """Have the thread write `data` to `fd` (non-blocking) and return at once; the bot's time starts in the
         thread immediately before its write call (`TurnWrite.start_ns`). Only for a reader that `writes_turns`.
 
@@ -403,7 +437,7 @@ class PipeReader:
         If the bot's pipe is full, the thread writes the rest as the bot reads; if the write fails, `receive`
         raises `InputClosedError`.
         """
-        request = TurnWrite(fd, data, written)
+        request = TurnWrite(fd, data, written, cpu_clock)
         with self._write_lock:
             if not self._stopped:
                 request.handed = True

@@ -604,3 +604,17 @@ async def test_a_turn_whose_write_took_long_voids_a_loss_by_less(
         assert "the referee measured 30 ms of its own lateness" in record.reason
     else:
         assert record.termination is Termination.TIME, record.reason
+
+
+def test_a_slow_turn_write_counts_as_lateness_only_for_the_time_the_bot_did_not_run() -> None:
+    from referee.game import _write_lag
+
+    turn = TurnWrite(-1, b"turn\n")
+    turn.write_ns = 160_000_000  # the writer came back 160 ms after its start
+    assert _write_lag(turn, cpu_from=None) == 160_000_000  # nothing known of the bot: all of it may be lateness
+    turn.write_cpu_ns = 1_000_000_000 + 157_000_000  # the bot used 157 ms of CPU meanwhile: it had its turn
+    assert _write_lag(turn, cpu_from=1_000_000_000) == 3_000_000
+    turn.write_cpu_ns = 1_000_000_000  # it did not run at all: the line may have gone in 160 ms late
+    assert _write_lag(turn, cpu_from=1_000_000_000) == 160_000_000
+    turn.write_cpu_ns = 1_000_000_000 + 900_000_000  # more CPU than wall time (other threads): no lateness
+    assert _write_lag(turn, cpu_from=1_000_000_000) == 0

@@ -362,8 +362,14 @@ async def test_a_turn_handed_to_the_reader_thread_is_never_written_again_by_the_
 
         writes_turns = True
 
-        def write(self, fd: int, data: bytes, written: Callable[[int], None] | None = None) -> TurnWrite:
-            turn = TurnWrite(fd, data, written)
+        def write(
+            self,
+            fd: int,
+            data: bytes,
+            written: Callable[[int], None] | None = None,
+            cpu_clock: Callable[[], int | None] | None = None,
+        ) -> TurnWrite:
+            turn = TurnWrite(fd, data, written, cpu_clock)
             turn.handed, turn.start_ns = True, 123
             return turn
 
@@ -381,3 +387,38 @@ async def test_a_turn_handed_to_the_reader_thread_is_never_written_again_by_the_
     finally:
         await send_stream.aclose()
         os.close(read_fd)
+
+
+@pytest.mark.parametrize("slow", [False, True])
+def test_a_slow_turn_write_reads_the_bot_s_cpu_clock(monkeypatch: pytest.MonkeyPatch, slow: bool) -> None:
+    """A first write call over `SLOW_WRITE_NS` (its writer preempted) notes the bot's CPU clock as it returns, so that
+    the game can tell a writer preempted by the bot it woke (the bot ran: no lateness) from one preempted before."""
+    from referee import reader
+
+    real_write = os.write
+
+    def write(fd: int, data: bytes) -> int:
+        written = real_write(fd, data)
+        if slow:
+            time.sleep(2 * reader.SLOW_WRITE_NS / 1e9)  # preempted after the line went in
+        return written
+
+    monkeypatch.setattr(os, "write", write)  # the module reader.py writes with
+    clock_reads: list[int] = []
+
+    def cpu_clock() -> int:
+        clock_reads.append(1)
+        return 123_456_789
+
+    r, w = os.pipe()
+    try:
+        turn = TurnWrite(w, b"turn\n", cpu_clock=cpu_clock)
+        turn.write()
+        assert turn.done and os.read(r, 64) == b"turn\n"
+        if slow:
+            assert turn.write_ns > reader.SLOW_WRITE_NS and turn.write_cpu_ns == 123_456_789 and clock_reads == [1]
+        else:
+            assert turn.write_ns < reader.SLOW_WRITE_NS and turn.write_cpu_ns is None and clock_reads == []
+    finally:
+        os.close(r)
+        os.close(w)
