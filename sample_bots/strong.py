@@ -21,7 +21,8 @@ from sample_bots.alphabeta import run_search_bot
 from sample_bots.search import Settings, Weights
 
 NAME = "strong"
-# 1.3: the horizon evaluation fitted to self-play games (Weights) instead of contested trees at half;
+# 1.3: the horizon evaluation fitted to self-play games (Weights) instead of contested trees at half, and
+# one capture a quiescence node;
 # 1.2: move generation from bitboards (2-3x the nodes a second, the same tree);
 # 1.1: contested trees count half at the horizon; a smaller time reserve.
 VERSION = "1.3"
@@ -69,7 +70,7 @@ VERSION = "1.3"
 # search grew 2.4 times (64,000 nodes against 26,000 on bench_search_speed.py's positions at depth 4),
 # and at 0.16 s strong reached depth 2.5 on average where 1.2 reached 4.6. With one capture a node
 # there instead of two (q_width=1) it reaches 3.7, and took 45 of 80 from two captures at 0.2 s (Elo
-# +44 [-33, +125]); against 0aff18e, on the same openings as the two-capture figures, 60 of 80 at 0.2 s
+# +44 [-33, +125]); against 0aff18e (seeds 21, 23 and 25 are the two-capture figures' openings), 60 of 80 at 0.2 s
 # (seed 21, +191 [+111, +295]) and at 1 s 26 of 40 (seed 23, +108 [+0, +240]), 28 of 40 (seed 25, +147
 # [+39, +293]) and 27 of 40 (seed 26, +127 [+19, +266]): 81 of 120, 67.5%, +127 [+64, +200]. Through the
 # referee (bench_ladder.py --gauntlet strong, one game at a time): 66 of 80 at 0.2 s (+269 [+183, +399];
