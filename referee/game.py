@@ -306,9 +306,10 @@ class _Game:
             # Known once the bot has replied, or its deadline passed: the write came before either.
             start = turn.start_ns or opened
             end = bot.last_line_ns if reply is not None else bot.now_ns()
-            lag_ns = max(
-                window.lag_ns(end), bot.last_line_delay_ns if reply is not None else 0, _write_lag(turn, cpu_from)
-            )
+            # The monitor's stalls matter where the reply was timed at its read; a reply the kernel stamped at the
+            # bot's write, from a turn stamped at its own write, is timed exactly however late the referee ran.
+            monitor_ns = 0 if reply is not None and bot.replies_stamped else window.lag_ns(end)
+            lag_ns = max(monitor_ns, bot.last_line_delay_ns if reply is not None else 0, _write_lag(turn, cpu_from))
             before_read_ns = window.wait_before_read_ns()
             before_write_ns = 0
             if watch is not None and reply is not None:

@@ -364,6 +364,12 @@ class BotChannel:
 
     # -- receiving ------------------------------------------------------------------------------------
 
+    @property
+    def replies_stamped(self) -> bool:
+        """Whether the bot's lines are timed by the kernel at its own write (a stamped socket, `referee.reader`):
+        then how late the referee ran while the bot thought changes no move's time."""
+        return self._reader is not None and self._reader.stamped
+
     async def receive_line(self) -> bytes:
         """The next complete line, without its newline. BotFault on end of output or an over-long line."""
         while not self._lines:

@@ -320,6 +320,9 @@ class PipeReader:
         self._stopped = False
         """The thread has ended (or is ending): `write` writes itself."""
         _lower_switch_interval()
+        self.stamped = False
+        """The bot's writes come stamped by the kernel (`stdout_pair`): each chunk's time is the bot's write, however
+        late this thread or the referee ran. Set as the thread starts, before its first read."""
         self._thread = threading.Thread(target=self._run, name=f"reader-{name}", daemon=True)
         self._thread.start()
 
@@ -328,6 +331,7 @@ class PipeReader:
     def _run(self) -> None:
         _pin(self._cores)
         stamped = _stamped_socket(self._fd)
+        self.stamped = stamped is not None
         # Stamped reads need no run-queue wait: how late this thread reads costs nobody anything.
         schedstat = _run_delay_reader()[0] if stamped is None else None
         buffer = memoryview(bytearray(_RECORD_BYTES)) if stamped is not None else None

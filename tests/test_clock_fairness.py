@@ -511,12 +511,31 @@ def test_a_match_reports_the_referee_latency(tmp_path: Path, capsys: pytest.Capt
     assert all(move["latency_ms"] is not None and move["latency_ms"] >= 0 for game in moves for move in game)
 
 
+@pytest.mark.skipif(not stamped_stdout(), reason="no socket that stamps each write here: stdout is a pipe")
+def test_a_stamped_reply_over_its_time_loses_whatever_lateness_the_referee_measured(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The same slow bot and the same 10 s of "lateness" as below, over the stamped socket: the kernel timed the
+    # reply at the bot's write, the turn was timed at the referee's, so the 50 ms over is the bot's own: a loss.
+    monkeypatch.setattr(process, "host_lag_monitor", lambda: ConstantLag(10_000 * MS))
+    slow = f"name=slow cmd='python3 {TESTBOT} slow 150'"
+    out = tmp_path / "m"
+    argv = ["match", "--black", slow, "--white", "random", "--movetime", "0.1", "--size", "3x3", "--games", "1"]
+    main([*argv, "--out", str(out), "-j1"])
+    records = [GameRecord.model_validate_json(line) for line in (out / "games.jsonl").read_text().splitlines()]
+    assert len(records) == 1
+    assert records[0].termination is Termination.TIME and records[0].loser == "black", records[0].reason
+    assert records[0].moves == [] or all(m.latency_ms is not None and m.latency_ms < 10_000 for m in records[0].moves)
+
+
 def test_games_voided_for_the_host_are_replayed_then_the_run_stops_about_the_machine(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Every move of the slow bot is 50 ms or more over its 100 ms, and the referee "measured" 10 s of its own
-    # lateness in every move: every game is void, replayed, and the run stops at the bound.
+    # lateness in every move: every game is void, replayed, and the run stops at the bound. Over plain pipes: a
+    # reply the kernel stamps at the bot's write is timed exactly, and no stall of the referee excuses it.
     monkeypatch.setattr(process, "host_lag_monitor", lambda: ConstantLag(10_000 * MS))
+    monkeypatch.setattr(process, "stdout_pair", os.pipe)
     slow = f"name=slow cmd='python3 {TESTBOT} slow 150'"
     out = tmp_path / "m"
     argv = ["match", "--black", slow, "--white", "random", "--movetime", "0.1", "--size", "3x3", "--games", "2"]
