@@ -373,9 +373,12 @@ def _mirrored_with_colours_swapped(position: Position) -> Position:
     return Position.from_string(f"{board} {'w' if turn == 'b' else 'b'} {passes} {komi}")
 
 
-@pytest.mark.parametrize("contested", [1.0, 0.5, 0.0])
-def test_the_evaluation_is_symmetric_under_a_colour_swap(contested: float) -> None:
-    settings = search_module.Settings(contested=contested)
+@pytest.mark.parametrize(
+    "settings",
+    [search_module.Settings(contested=c) for c in (1.0, 0.5, 0.0)] + [search_module.Settings(weights=strong.FITTED)],
+    ids=["contested=1.0", "contested=0.5", "contested=0.0", "fitted"],
+)
+def test_the_evaluation_is_symmetric_under_a_colour_swap(settings: search_module.Settings) -> None:
     rng = random.Random(5)
     for _ in range(60):
         width, height = rng.choice([(2, 3), (4, 4), (6, 5), (8, 8)])

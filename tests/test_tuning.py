@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import random
 import subprocess
 import sys
 from pathlib import Path
@@ -63,23 +62,6 @@ def test_the_features_of_a_small_position_by_hand() -> None:
     values = dict(zip(FEATURES, features(position), strict=True))
     expected.update({"margin": -2.5, "mine_smaller[2]": 0, "theirs_smaller[2]": 2, "biggest_mine": 1, "after_pass": 1})
     assert values == {name: expected.get(name, 0) for name in FEATURES}
-
-
-def test_the_fitted_evaluation_is_symmetric_under_a_colour_swap() -> None:
-    from tests.test_alphabeta import _mirrored_with_colours_swapped
-
-    rng = random.Random(7)
-    for _ in range(60):
-        width, height = rng.choice([(2, 3), (4, 4), (6, 5), (8, 8)])
-        position = Position(width, height, 0.0)
-        for _ in range(rng.randint(1, width * height // 2)):
-            placements = position.legal_placements()
-            if not placements:
-                break
-            position.push(rng.choice(placements))
-        value = Searcher(position, settings=FITTED).evaluate()
-        swapped = _mirrored_with_colours_swapped(position)
-        assert Searcher(swapped, settings=FITTED).evaluate() == pytest.approx(value), position.to_string()
 
 
 def test_the_fit_reproduces_targets_made_by_known_weights() -> None:
