@@ -216,6 +216,9 @@ class InputClosedError(Exception):
     """A turn could not be written to the bot: it closed its input."""
 
 
+CpuClock = Callable[[], int | None]
+"""A bot's CPU clock: its process's CPU time so far, ns (None if unknown)."""
+
 SLOW_WRITE_NS = 500_000
 """A turn's first write call that took longer than this (the writer was preempted) reads the bot's CPU clock."""
 
@@ -244,7 +247,7 @@ class TurnWrite:
         fd: int,
         data: bytes,
         written: Callable[[int], None] | None = None,
-        cpu_clock: Callable[[], int | None] | None = None,
+        cpu_clock: CpuClock | None = None,
     ) -> None:
         self.fd = fd
         self.data = data
@@ -427,7 +430,7 @@ class PipeReader:
         fd: int,
         data: bytes,
         written: Callable[[int], None] | None = None,
-        cpu_clock: Callable[[], int | None] | None = None,
+        cpu_clock: CpuClock | None = None,
     ) -> TurnWrite:
         """Have the thread write `data` to `fd` (non-blocking) and return at once; the bot's time starts in the
         thread immediately before its write call (`TurnWrite.start_ns`). Only for a reader that `writes_turns`.

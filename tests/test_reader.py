@@ -24,7 +24,7 @@ from protocol.framing import MAX_LINE_BYTES
 from protocol.session import State
 from referee import process
 from referee.process import BotChannel
-from referee.reader import InputClosedError, PipeReader, StderrCopier, TurnWrite, stamped_stdout, stdout_pair
+from referee.reader import CpuClock, InputClosedError, PipeReader, StderrCopier, TurnWrite, stamped_stdout, stdout_pair
 from tests.test_session import session_in
 
 TURN = b'{"type":"turn","game_id":"g","moves":[],"clock":{}}\n'
@@ -363,11 +363,7 @@ async def test_a_turn_handed_to_the_reader_thread_is_never_written_again_by_the_
         writes_turns = True
 
         def write(
-            self,
-            fd: int,
-            data: bytes,
-            written: Callable[[int], None] | None = None,
-            cpu_clock: Callable[[], int | None] | None = None,
+            self, fd: int, data: bytes, written: Callable[[int], None] | None = None, cpu_clock: CpuClock | None = None
         ) -> TurnWrite:
             turn = TurnWrite(fd, data, written, cpu_clock)
             turn.handed, turn.start_ns = True, 123
