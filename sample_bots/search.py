@@ -662,8 +662,9 @@ class Searcher:
             stand = self.evaluate(classes)
             if stand >= beta:
                 return stand
-        if not self._any_placement():
-            # Nobody can place any more: the game is decided as it stands.
+        # Nobody can place any more (no root has a root beside it: the size classes are empty): the game is
+        # decided as it stands.
+        if not (classes[0] if classes is not None else self._any_placement()):
             return self.terminal()
         if qdepth <= 0:
             return stand
