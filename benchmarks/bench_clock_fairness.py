@@ -67,6 +67,10 @@ from referee.process import open_bot  # noqa: E402
 from referee.record import GameRecord, GameSettings, Termination  # noqa: E402
 from referee.standings import compute_standings  # noqa: E402
 
+try:  # each slot's games in a loop of their own (since referee.play); older checkouts play in the main loop
+    from referee.play import PlayLoop, ProcessPlayLoop
+except ImportError:  # pragma: no cover
+    PlayLoop = ProcessPlayLoop = None  # type: ignore[assignment,misc]
 try:  # the standings' game type was renamed; the old name lets this script run against older checkouts
     from referee.standings import ScoredGame
 except ImportError:  # pragma: no cover
@@ -234,29 +238,50 @@ async def play_games(
     tally: Tally,
     pinned: bool = False,
 ) -> None:
-    """`concurrency` game loops at once until `moves` bot moves are made; fresh bot processes every game.
+    """`concurrency` game slots at once until `moves` bot moves are made; fresh bot processes every game.
 
-    `pinned`: each loop's bots (and their reader threads) on cores of their own, as `--cpu-affinity` does.
+    Each slot plays in a loop of its own (`referee.play.PlayLoop`), as the runner's slots do. `pinned`: each
+    slot's loop and bots on cores of their own, as `--cpu-affinity` does.
     """
     slots = CpuSlots(concurrency) if pinned else None
     settings = GameSettings(width=8, height=8, time_control=parse_time_control(control))
     spec = BotSpec(name="spender", command=[*bot_command(bot_file), str(fraction)], dir=ROOT)
     counter = 0
 
+    async def one_game(game_id: str, first: BotSpec, second: BotSpec, cores: list[int] | None) -> GameRecord:
+        async with (
+            open_bot(first, log_dir, cores=cores) as black,
+            open_bot(second, log_dir, cores=cores) as white,
+        ):
+            return await run_game(game_id, black, white, settings)
+
     async def loop(slot: int) -> None:
         nonlocal counter
-        while tally.moves < moves:
-            counter += 1
-            game_id = f"g{slot}-{counter}"
-            first = spec.model_copy(update={"name": f"spender-{slot}a"})
-            second = spec.model_copy(update={"name": f"spender-{slot}b"})
-            cores = None if slots is None else slots.sets[slot % len(slots.sets)]
-            async with (
-                open_bot(first, log_dir, cores=cores) as black,
-                open_bot(second, log_dir, cores=cores) as white,
-            ):
-                record = await run_game(game_id, black, white, settings)
-            tally.add(record)  # after the bots have exited: their stderr logs are complete
+        cores = None if slots is None else slots.sets[slot % len(slots.sets)]
+        # As the runner plays: a thread's loop for one game at a time, a worker process each for more.
+        worker = (
+            ProcessPlayLoop(f"play-{slot}", log_dir, cores) if ProcessPlayLoop is not None and concurrency > 1 else None
+        )
+        play = None if PlayLoop is None or worker is not None else PlayLoop(f"play-{slot}", cores)
+        try:
+            while tally.moves < moves:
+                counter += 1
+                game_id = f"g{slot}-{counter}"
+                first = spec.model_copy(update={"name": f"spender-{slot}a"})
+                second = spec.model_copy(update={"name": f"spender-{slot}b"})
+                if worker is not None:  # fresh processes every game: keys never seen before
+                    sides = (f"{game_id}-a", first), (f"{game_id}-b", second)
+                    record, _ = await worker.play(game_id, *sides, settings, None)
+                elif play is None:
+                    record = await one_game(game_id, first, second, cores)
+                else:
+                    record = await play.run(one_game, game_id, first, second, cores)
+                tally.add(record)  # after the bots have exited: their stderr logs are complete
+        finally:
+            if play is not None:
+                await play.aclose()
+            if worker is not None:
+                await worker.aclose()
 
     async with trio.open_nursery() as nursery:
         for slot in range(concurrency):

@@ -1,6 +1,7 @@
 """How much time the referee adds to each move, against the raw round trip to the same bot processes.
 
     python benchmarks/bench_referee_overhead.py [--games 10] [--size 8] [--rounds 5] [--profile] [--breakdown]
+        [--pinned CORE]
 
 Two instant bots (a minimal one defined here: it keeps its position incrementally and plays the first
 legal placement) play `--games` games under `run_game`. Then, with the same processes, the very same
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
+import os
 import pstats
 import statistics
 import sys
@@ -200,9 +202,10 @@ async def bench(args: argparse.Namespace, log_dir: Path, bot_file: Path) -> None
     settings = GameSettings(
         width=args.size, height=args.size, komi=3.5, time_control=TimeControl(base_ms=600_000, increment_ms=0)
     )
+    cores = [args.pinned] if args.pinned is not None else None
     async with (
-        open_bot(spec.model_copy(update={"name": "instant-a"}), log_dir) as a,
-        open_bot(spec.model_copy(update={"name": "instant-b"}), log_dir) as b,
+        open_bot(spec.model_copy(update={"name": "instant-a"}), log_dir, cores=cores) as a,
+        open_bot(spec.model_copy(update={"name": "instant-b"}), log_dir, cores=cores) as b,
     ):
         bots = (a, b)
         # Warm up: handshakes, imports, caches.
@@ -255,6 +258,12 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument(
+        "--pinned",
+        type=int,
+        metavar="CORE",
+        help="the referee and both bots on this core, as a slot under --cpu-affinity plays (no lag monitor)",
+    )
     parser.add_argument("--breakdown", action="store_true", help="also time the referee's per-move steps alone")
     args = parser.parse_args()
     if args.breakdown:
@@ -262,6 +271,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-referee-") as folder:
         bot_file = Path(folder) / "instant_bot.py"
         bot_file.write_text(INSTANT_BOT)
+        if args.pinned is not None:
+            os.sched_setaffinity(0, [args.pinned])  # the loop beside its bots, as a slot's play loop runs
         trio.run(bench, args, Path(folder), bot_file)
 
 

@@ -5,9 +5,10 @@
 For each size, a round robin of four bots is synthesised with the rules engine (random legal games with
 times, clocks, infos and one forfeit in ten; tests/report_games.py), not by running bots. Then:
 
-    read        load_run: games.jsonl parsed and validated (baseline: bare json.loads of every line, GC paused
-                as load_run pauses it)
-    summary     standings, crosstable, LOS, progress (Elo refitted at 40 points), the list of games
+    read        every record of games.jsonl read and validated through the one reader (referee.rundir), one at a
+                time (baseline: bare json.loads of every line, GC paused as the report pauses it)
+    summary     the records read again and counted: standings, crosstable, LOS, progress (Elo refitted at 40
+                points), the head-to-head, the list of games
     page        the whole page built and written (read + summary + each game's compact line)
     size        the page's size, against games.jsonl's
     usable      headless Chromium: from navigation start to the page drawn and its script done, by the page's
@@ -95,8 +96,8 @@ def main() -> None:
             lines = (out / "games.jsonl").read_bytes().splitlines()
             with gc_paused():  # as load_run does
                 t_json, _ = timed(lambda: [json.loads(line) for line in lines], args.rounds)  # noqa: B023
-            t_read, run = timed(lambda: load_run(out), args.rounds)  # noqa: B023
-            t_summary, _ = timed(lambda: summary_data(run), args.rounds)  # noqa: B023
+            t_read, _ = timed(lambda: sum(1 for _ in load_run(out).records()), args.rounds)  # noqa: B023
+            t_summary, _ = timed(lambda: summary_data(load_run(out)), args.rounds)  # noqa: B023
 
             def whole(out: Path = out) -> int:
                 page = build_report(load_run(out))

@@ -4,7 +4,10 @@ Each seeded random opening is played twice, colours swapped, and both sides sear
 in turn (no referee, no subprocesses, no clock overheads), so a match measures the searches alone at
 equal search time. A side is `alphabeta` or `strong`, optionally with settings changed
 (`strong,contested=0.25,quiet_width=1`; see `Settings` in sample_bots/search.py), or `commit:REV`:
-the search of an earlier commit (its sample_bots/search.py read from git), such as `commit:0aff18e`.
+the search of an earlier commit (its sample_bots/search.py and sample_bots/solver.py read from git)
+with that commit's alphabeta settings, such as `commit:0aff18e`, or `commit:REV:strong` with that
+commit's strong settings (its sample_bots/strong.py). Each side keeps its table and its solver from
+move to move of a game when its settings say so, as the bots do.
 Prints each game, then the first side's score (W-D-L), its Elo difference with a 95% interval, its
 points as Black and as White, and its mean margin over each opening's two games (finer than the
 score: a stronger side gains points even where the colour decides the winner).
@@ -17,6 +20,7 @@ Run it with `nice` on a shared machine; the figures need many games (about +-6 p
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import math
 import random
@@ -24,20 +28,30 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from protocol.rules import BLACK, Move, Position
-from sample_bots.search import Settings, Table, choose_move
+from sample_bots.search import KeptSolver, Settings, Table, choose_move
 from sample_bots.tuning import settings_of
 
 ROOT = Path(__file__).resolve().parent.parent
 
-Chooser = Callable[[Position, float, Table], Move]
-"""A side: (position, seconds, this game's table) -> its move."""
+
+@dataclass
+class Memory:
+    """What one side keeps from move to move of one game: the search's table and the solver."""
+
+    table: Table = field(default_factory=dict)
+    kept: KeptSolver = field(default_factory=KeptSolver)
+
+
+Chooser = Callable[[Position, float, Memory], Move]
+"""A side: (position, seconds, what it keeps this game) -> its move."""
 
 
 def parse_settings(spec: str) -> Settings:
@@ -50,35 +64,78 @@ def parse_settings(spec: str) -> Settings:
 def settings_side(spec: str) -> Chooser:
     settings = parse_settings(spec)
 
-    def choose(position: Position, seconds: float, table: Table) -> Move:
-        kept = table if settings.keep_table else None
-        return choose_move(position, seconds, use_all=True, settings=settings, table=kept).move
+    def choose(position: Position, seconds: float, memory: Memory) -> Move:
+        table = memory.table if settings.keep_table else None
+        return choose_move(position, seconds, use_all=True, settings=settings, table=table, kept=memory.kept).move
 
     return choose
 
 
-def search_at(revision: str) -> ModuleType:
-    """sample_bots/search.py as it was at `revision` (read from git), loaded as a module of its own."""
-    source = subprocess.run(
-        ["git", "show", f"{revision}:sample_bots/search.py"], cwd=ROOT, check=True, capture_output=True, text=True
-    ).stdout
-    path = Path(tempfile.mkdtemp(prefix="bench-search-")) / f"search_{revision}.py"
-    path.write_text(source, encoding="utf-8")
-    name = f"search_at_{revision}"
-    spec = importlib.util.spec_from_file_location(name, path)
+@contextlib.contextmanager
+def modules_as(replacements: dict[str, ModuleType]) -> Iterator[None]:
+    """While loading an old module: its imports of these names get these modules instead."""
+    saved = {name: sys.modules.get(name) for name in replacements}
+    sys.modules.update(replacements)
+    try:
+        yield
+    finally:
+        for name, module in saved.items():
+            if module is None:
+                del sys.modules[name]
+            else:
+                sys.modules[name] = module
+
+
+def module_at(revision: str, path: str, replacements: dict[str, ModuleType] | None = None) -> ModuleType | None:
+    """The file `path` as it was at `revision` (read from git), loaded as a module of its own with
+    `replacements` for its imports; None when the file did not exist then."""
+    shown = subprocess.run(["git", "show", f"{revision}:{path}"], cwd=ROOT, capture_output=True, text=True)
+    if shown.returncode != 0:
+        return None
+    stem = Path(path).stem
+    file = Path(tempfile.mkdtemp(prefix="bench-search-")) / f"{stem}_{revision}.py"
+    file.write_text(shown.stdout, encoding="utf-8")
+    name = f"{stem}_at_{revision}"
+    spec = importlib.util.spec_from_file_location(name, file)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # dataclasses look their module up while the class is made
-    spec.loader.exec_module(module)
+    with modules_as(replacements or {}):
+        spec.loader.exec_module(module)
     return module
 
 
-def commit_side(revision: str) -> Chooser:
-    """The `choose_move` of sample_bots/search.py at `revision`."""
-    old_choose = search_at(revision).choose_move
+def search_at(revision: str) -> ModuleType:
+    """sample_bots/search.py as it was at `revision`, with the solver of that revision."""
+    solver = module_at(revision, "sample_bots/solver.py")
+    search = module_at(revision, "sample_bots/search.py", {"sample_bots.solver": solver} if solver else None)
+    if search is None:
+        raise SystemExit(f"commit:{revision}: sample_bots/search.py is not in that commit")
+    return search
 
-    def choose(position: Position, seconds: float, table: Table) -> Move:
-        move: Move = old_choose(position, seconds, use_all=True).move
+
+def commit_side(spec: str) -> Chooser:
+    """`REV` (the alphabeta of that commit) or `REV:strong` (its strong): its search with its settings."""
+    revision, _, bot = spec.partition(":")
+    search = search_at(revision)
+    settings = search.DEFAULT
+    if bot == "strong":
+        # strong.py imports the search and the bot loop of its commit: give it the old search.
+        stub = ModuleType("alphabeta_stub")
+        stub.run_search_bot = None  # type: ignore[attr-defined]
+        strong = module_at(
+            revision, "sample_bots/strong.py", {"sample_bots.search": search, "sample_bots.alphabeta": stub}
+        )
+        if strong is None:
+            raise SystemExit(f"commit:{spec}: sample_bots/strong.py is not in that commit")
+        settings = strong.SETTINGS
+    elif bot:
+        raise SystemExit(f"commit:{spec}: after the revision only ':strong' is understood")
+    old_choose = search.choose_move
+
+    def choose(position: Position, seconds: float, memory: Memory) -> Move:
+        table = memory.table if settings.keep_table else None
+        move: Move = old_choose(position, seconds, use_all=True, settings=settings, table=table).move
         return move
 
     return choose
@@ -104,11 +161,11 @@ def interval(values: list[float]) -> tuple[float, float]:
 def play(opening: Position, first: Chooser, second: Chooser, first_is_black: bool, seconds: float) -> float:
     """One game from `opening`; returns the first side's margin (its score minus the other's, komi included)."""
     position = opening.copy()
-    tables: dict[bool, Table] = {True: {}, False: {}}
+    memories = {True: Memory(), False: Memory()}
     while not position.is_over():
         first_to_move = (position.turn is BLACK) == first_is_black
         chooser = first if first_to_move else second
-        position.push(chooser(position, seconds, tables[first_to_move]))
+        position.push(chooser(position, seconds, memories[first_to_move]))
     outcome = position.outcome()
     assert outcome is not None
     margin = outcome.black_score - outcome.white_score

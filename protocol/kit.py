@@ -32,10 +32,11 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from protocol.framing import MAX_LINE_BYTES, FramingError, LineBuffer
+from protocol.options import Option, OptionValue
 from protocol.rules import BLACK, WHITE, Color, Move, Position
 from protocol.version import PROTOCOL_VERSION
 
@@ -45,6 +46,7 @@ __all__ = [
     "Clock",
     "Game",
     "GameResult",
+    "Option",
     "TimeControl",
     "log",
     "run_bot",
@@ -80,6 +82,14 @@ class Game:
     komi: float
     time_control: TimeControl
     opponent: str
+    opponent_time_control: TimeControl | None = None
+    """The opponent's time control when it differs from this bot's (time odds); None: the same."""
+    options: dict[str, OptionValue] = field(default_factory=dict)
+    """Every option the bot declared (`run_bot(options=...)`), with its value for this game."""
+    nodes: int | None = None
+    """Search at most this many nodes per move (None: no limit)."""
+    depth: int | None = None
+    """Search at most this many plies deep per move (None: no limit)."""
 
 
 @dataclass(frozen=True)
@@ -114,6 +124,10 @@ class Clock:
     moves_to_go: int | None
     """Moves until my clock is filled up again, this one included (periods only)."""
     received_at: float
+    nodes: int | None = None
+    """The game's node limit per move (None: none): stop searching after this many nodes."""
+    depth: int | None = None
+    """The game's depth limit per move (None: none): search no deeper than this many plies."""
 
     def elapsed_ms(self) -> int:
         """Milliseconds since the turn was received."""
@@ -347,21 +361,40 @@ def _color(text: Any) -> Color:
     return BLACK if text == "black" else WHITE
 
 
-def _game(message: dict[str, Any]) -> Game:
-    tc = message.get("time_control") or {}
+def _time_control(tc: dict[str, Any]) -> TimeControl:
+    return TimeControl(
+        base_ms=tc.get("base_ms"),
+        increment_ms=int(tc.get("increment_ms") or 0),
+        moves_per_period=tc.get("moves_per_period"),
+        move_time_ms=tc.get("move_time_ms"),
+    )
+
+
+def _limit(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
+
+
+def _game(message: dict[str, Any], declared: Sequence[Option] = ()) -> Game:
+    own = _time_control(message.get("time_control") or {})
+    theirs = message.get("opponent_time_control")
+    opponent_tc = _time_control(theirs) if isinstance(theirs, dict) else None
+    # Defaults first: a referee that sends no `options` (an older one) still gives every declared option a value.
+    options: dict[str, OptionValue] = {option.name: option.default for option in declared}
+    sent = message.get("options")
+    if isinstance(sent, dict):
+        options.update({k: v for k, v in sent.items() if k in options and isinstance(v, bool | int | float | str)})
     return Game(
         game_id=str(message["game_id"]),
         color=_color(message["color"]),
         width=int(message["width"]),
         height=int(message["height"]),
         komi=float(message["komi"]),
-        time_control=TimeControl(
-            base_ms=tc.get("base_ms"),
-            increment_ms=int(tc.get("increment_ms") or 0),
-            moves_per_period=tc.get("moves_per_period"),
-            move_time_ms=tc.get("move_time_ms"),
-        ),
+        time_control=own,
         opponent=str(message.get("opponent", "")),
+        opponent_time_control=None if opponent_tc == own else opponent_tc,
+        options=options,
+        nodes=_limit(message.get("nodes")),
+        depth=_limit(message.get("depth")),
     )
 
 
@@ -375,6 +408,8 @@ def _clock(game: Game, clock: dict[str, Any], received_at: float) -> Clock:
         move_limit_ms=clock.get("move_limit_ms"),
         moves_to_go=clock.get("moves_to_go"),
         received_at=received_at,
+        nodes=game.nodes,
+        depth=game.depth,
     )
 
 
@@ -395,6 +430,7 @@ def _serve(
     hello: dict[str, Any],
     on_new_game: Callable[[Game], None] | None,
     on_game_over: Callable[[Game, GameResult], None] | None,
+    declared: Sequence[Option] = (),
 ) -> int:
     game: Game | None = None
     position: Position | None = None
@@ -412,7 +448,7 @@ def _serve(
                 )
             session.send(hello)
         elif kind == "new_game":
-            game = _game(message)
+            game = _game(message, declared)
             position = Position(game.width, game.height, game.komi)
             if on_new_game is not None:
                 on_new_game(game)
@@ -506,19 +542,32 @@ def run_bot(
     on_game_over: Callable[[Game, GameResult], None] | None = None,
     stdin: TextIO | None = None,
     stdout: TextIO | None = None,
+    options: Sequence[Option] = (),
 ) -> int:
     """Play as a bot until `quit` or the end of input.
 
     `choose(position, clock)` returns the move (a `Move` or its text) for the side to move in
     `position`, a copy the function may change freely. `on_new_game(game)` runs before `ready`;
-    `on_game_over(game, result)` after each game. With the real stdin and stdout (no streams given),
-    this ends the process with its exit status: 0 after `quit` or end of input, 1 after an exception.
-    Given text streams (tests), it returns the status instead.
+    `on_game_over(game, result)` after each game. `options` are declared in the hello; each game's values
+    are in `game.options` (the declared default where the referee sent none). With the real stdin and
+    stdout (no streams given), this ends the process with its exit status: 0 after `quit` or end of
+    input, 1 after an exception. Given text streams (tests), it returns the status instead.
     """
     global _active
     if not 1 <= len(name) <= 64 or len(author) > 128 or len(version) > 64:
         raise ValueError("run_bot: name must be 1-64 characters, author at most 128 and version at most 64")
-    hello = {"type": "hello", "protocol": PROTOCOL_VERSION, "name": name, "author": author, "version": version}
+    hello: dict[str, Any] = {
+        "type": "hello",
+        "protocol": PROTOCOL_VERSION,
+        "name": name,
+        "author": author,
+        "version": version,
+    }
+    if options:
+        names = [option.name for option in options]
+        if len(set(names)) != len(names):
+            raise ValueError(f"run_bot: an option name is given twice ({', '.join(names)})")
+        hello["options"] = [option.declaration() for option in options]
     if stdin is None and stdout is None:
         read_chunk, write = _real_stdio()
     elif stdin is not None and stdout is not None:
@@ -529,7 +578,7 @@ def run_bot(
     _active = session
     session.start()
     try:
-        status = _serve(session, choose, hello, on_new_game, on_game_over)
+        status = _serve(session, choose, hello, on_new_game, on_game_over, options)
     except Exception:
         import traceback
 

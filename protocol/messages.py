@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from protocol.framing import MAX_LINE_BYTES
+from protocol.options import OPTION_NAME_PATTERN, Option, OptionError, OptionType
 from protocol.rules import Color, Result
 from protocol.version import PROTOCOL_VERSION
 
@@ -31,6 +32,7 @@ __all__ = [
     "Info",
     "MoveReply",
     "NewGame",
+    "OptionDeclaration",
     "Ping",
     "Pong",
     "Quit",
@@ -132,8 +134,28 @@ class NewGame(_FromReferee):
     width: int = Field(ge=2, le=26, description="Board files (a, b, ...).")
     height: int = Field(ge=2, le=26, description="Board ranks (1, 2, ...).")
     komi: float = Field(description="Points added to White's score.")
-    time_control: TimeControl = Field(description="The time control of this game, the same for both sides.")
+    time_control: TimeControl = Field(
+        description="This bot's own time control (the clock in `turn` follows it; with time odds the opponent's"
+        " may differ: `opponent_time_control`)."
+    )
     opponent: str = Field(description="The opponent's name.")
+    opponent_time_control: TimeControl | None = Field(
+        default=None, description="The opponent's time control (null: the same as `time_control`)."
+    )
+    options: dict[str, bool | int | float | str] | None = Field(
+        default=None,
+        description="The value of every option the bot declared in its hello, for this game: the one the user"
+        " chose, else the declared default (null when the bot declared none).",
+    )
+    nodes: int | None = Field(
+        default=None,
+        ge=1,
+        description="Search at most this many nodes per move (null: no node limit). A bot that honours it plays"
+        " the same moves however fast the machine is.",
+    )
+    depth: int | None = Field(
+        default=None, ge=1, description="Search at most this many plies deep per move (null: no depth limit)."
+    )
 
 
 class Turn(_FromReferee):
@@ -180,6 +202,36 @@ class Quit(_FromReferee):
 # -- bot -> referee -------------------------------------------------------------------------------
 
 
+class OptionDeclaration(_FromBot):
+    """One option a bot offers (like UCI's `option`): the referee checks the user's value against it."""
+
+    name: Annotated[str, Field(pattern=OPTION_NAME_PATTERN)] = Field(
+        description="The option's name: a letter, then up to 63 letters, digits, `_`, `.` or `-`."
+    )
+    type: OptionType = Field(description="int, float, bool, string, or choice (one of `choices`).")
+    default: bool | int | float | Annotated[str, Field(max_length=1024)] = Field(
+        description="The value used when the user chooses none; must fit the type, bounds and choices."
+    )
+    min: float | None = Field(default=None, description="int and float options: the smallest value allowed.")
+    max: float | None = Field(default=None, description="int and float options: the largest value allowed.")
+    choices: list[Annotated[str, Field(max_length=256)]] | None = Field(
+        default=None, max_length=256, description="choice options: the values allowed."
+    )
+    description: Annotated[str, Field(max_length=512)] = Field(default="", description="What it does, for people.")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> OptionDeclaration:
+        self.option()  # a declaration that does not hold together is the bot's protocol error
+        return self
+
+    def option(self) -> Option:
+        """The declaration as the `protocol.options.Option` the referee checks values with (ValueError if bad)."""
+        try:
+            return Option.from_declaration(self.model_dump(exclude_none=True))
+        except OptionError as error:
+            raise ValueError(str(error)) from None
+
+
 class BotHello(_FromBot):
     """The bot's answer to `hello`: who it is and which protocol version it speaks."""
 
@@ -188,6 +240,22 @@ class BotHello(_FromBot):
     name: Annotated[str, Field(min_length=1, max_length=64)] = Field(description="The bot's name, for people.")
     author: Annotated[str, Field(max_length=128)] = Field(default="", description="Who wrote the bot.")
     version: Annotated[str, Field(max_length=64)] = Field(default="", description="The bot's own version.")
+    options: list[OptionDeclaration] | None = Field(
+        default=None,
+        max_length=64,
+        description="The options the bot offers (null or absent: none); their values come in `new_game`.",
+    )
+
+    @model_validator(mode="after")
+    def _unique_options(self) -> BotHello:
+        names = [option.name for option in self.options or ()]
+        if len(names) != len(set(names)):
+            raise ValueError(f"options: a name is declared twice ({', '.join(sorted(names))})")
+        return self
+
+    def declared_options(self) -> list[Option]:
+        """The bot's options as `protocol.options.Option`s (empty when it declared none)."""
+        return [declaration.option() for declaration in self.options or ()]
 
 
 class Ready(_FromBot):

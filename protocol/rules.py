@@ -43,6 +43,7 @@ __all__ = [
     "parse_size",
     "perft",
     "result_for",
+    "roots_in_play",
 ]
 
 MIN_SIZE = 2
@@ -147,6 +148,18 @@ PASS = Move(None, None)
 
 Result = Literal["1-0", "0-1", "1/2-1/2", "*"]
 """A game's result as chess writes it: 1-0 Black won, 0-1 White won, 1/2-1/2 a draw, * no result (void, aborted)."""
+
+
+def result_points(result: str) -> float:
+    """The points Black scores by `result`: 1 (1-0), 0 (0-1), 1/2 (1/2-1/2); White scores the rest. The one
+    place a result becomes points; ValueError for * (a void or aborted game scores nothing)."""
+    try:
+        return _BLACK_POINTS[result]
+    except KeyError:
+        raise ValueError(f"result {result!r} scores no points; only 1-0, 0-1 and 1/2-1/2 are scored") from None
+
+
+_BLACK_POINTS = {"1-0": 1.0, "0-1": 0.0, "1/2-1/2": 0.5}
 
 
 def result_for(winner: Color | None) -> Result:
@@ -822,6 +835,26 @@ class Position:
         )
 
     __hash__ = None  # type: ignore[assignment]
+
+
+def roots_in_play(position: Position) -> int:
+    """How many roots still have a root beside them: the only cells a placement can still use (the solver's and
+    the adjudicator's measure of how much of a game is left)."""
+    parent = position.parent
+    width, height = position.width, position.height
+    count = 0
+    for i in range(width * height):
+        if parent[i] >= 0:
+            continue
+        f, r = i % width, i // width
+        if (
+            (f > 0 and parent[i - 1] < 0)
+            or (f + 1 < width and parent[i + 1] < 0)
+            or (r > 0 and parent[i - width] < 0)
+            or (r + 1 < height and parent[i + width] < 0)
+        ):
+            count += 1
+    return count
 
 
 def parse_size(text: str) -> tuple[int, int]:

@@ -22,6 +22,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
+from protocol.messages import TimeControl
 from referee.files import InputFileError, read_input_text
 from referee.limits import MAX_BOT_FILE_BYTES
 
@@ -42,7 +43,22 @@ def check_bot_name(name: str) -> str:
 BotName = Annotated[str, AfterValidator(check_bot_name)]
 """A bot's name, checked by `check_bot_name` (pydantic field type)."""
 
-BOT_FILE_FIELDS = {"name", "command", "dir", "env", "sandbox", "memory_mb", "max_processes", "cpu_limit_s", "ponder"}
+BOT_FILE_FIELDS = {
+    "name",
+    "command",
+    "dir",
+    "env",
+    "sandbox",
+    "memory_mb",
+    "max_processes",
+    "cpu_limit_s",
+    "ponder",
+    "tc",
+    "nodes",
+    "depth",
+    "options",
+}
+OptionValue = bool | int | float | str
 DEFAULT_MAX_PROCESSES = 128
 """Processes and threads a bot may have at once (a fork bomb stops there); threads count, so not too few."""
 
@@ -84,6 +100,15 @@ class BotSpec(BaseModel):
         description="Whether the bot may run during its opponent's turn. False (--no-ponder): it is frozen"
         " (cgroup freezer, else SIGSTOP to all its processes) from the end of its move to the start of its next turn.",
     )
+    time_control: TimeControl | None = Field(
+        default=None, description="This bot's own time control (time odds; null: the run's)."
+    )
+    nodes: int | None = Field(default=None, ge=1, description="Nodes per move it may search (null: the run's limit).")
+    depth: int | None = Field(default=None, ge=1, description="Plies per move it may search (null: the run's limit).")
+    options: dict[str, OptionValue] = Field(
+        default_factory=dict,
+        description="Values for options the bot declares in its hello (checked against them before the first game).",
+    )
 
 
 class BotSpecError(ValueError):
@@ -91,8 +116,12 @@ class BotSpecError(ValueError):
 
 
 _FIELD_RE = re.compile(
-    r"^(name|cmd|dir|sandbox|memory_mb|max_processes|cpu_limit_s|ponder|env\.[A-Za-z_][A-Za-z0-9_]*)=", re.DOTALL
+    r"^(name|cmd|dir|sandbox|memory_mb|max_processes|cpu_limit_s|ponder|tc|nodes|depth"
+    r"|env\.[A-Za-z_][A-Za-z0-9_]*|option\.[A-Za-z][A-Za-z0-9_.-]*)=",
+    re.DOTALL,
 )
+# The controls that may also follow a plain command line: `alphabeta option.depth=5 tc=20+0.2`.
+_CONTROL_RE = re.compile(r"^(tc|nodes|depth|option\.[A-Za-z][A-Za-z0-9_.-]*)=", re.DOTALL)
 _TRUE_WORDS = ("1", "true", "yes", "on")
 _FALSE_WORDS = ("0", "false", "no", "off")
 _NAME_RE = re.compile(r"[^A-Za-z0-9._+-]+")
@@ -217,7 +246,29 @@ def parse_bot_arg(text: str, *, base_dir: Path | None = None) -> BotSpec:
     words = _split(stripped, what)
     if _FIELD_RE.match(words[0]):
         return _parse_fields(words, what, base_dir)
-    return _make_spec(name=None, command=words, dir=None, env={}, what=what)
+    controls: dict[str, Any] = {}
+    while len(words) > 1 and _CONTROL_RE.match(words[-1]):
+        key, value = words.pop().split("=", 1)
+        _parse_control(key, value, what, controls)
+    return _make_spec(name=None, command=words, dir=None, env={}, what=what, limits=controls)
+
+
+def _parse_control(key: str, value: str, what: str, into: dict[str, Any]) -> None:
+    """One control word (tc=, nodes=, depth=, option.NAME=) into the BotSpec keys `into`."""
+    if key == "tc":
+        from referee.clock import parse_time_control
+
+        try:
+            into["time_control"] = parse_time_control(value)
+        except ValueError as error:
+            raise BotSpecError(f"{what}: tc={value!r}: {error}") from None
+    elif key in ("nodes", "depth"):
+        if not value.isdigit() or int(value) < 1:
+            example = "nodes=20000" if key == "nodes" else "depth=6"
+            raise BotSpecError(f"{what}: {key}={value!r}: give a whole number, at least 1, e.g. {example}")
+        into[key] = int(value)
+    else:
+        into.setdefault("options", {})[key.removeprefix("option.")] = value
 
 
 def _split_name(text: str) -> tuple[str, str] | None:
@@ -254,8 +305,8 @@ def _parse_fields(words: list[str], what: str, base_dir: Path | None) -> BotSpec
         if not _FIELD_RE.match(word):
             raise BotSpecError(
                 f'{what}: {word!r} is not a field; use name=NAME cmd="COMMAND LINE" dir=DIR env.KEY=VALUE'
-                " sandbox=1 memory_mb=N max_processes=N cpu_limit_s=S ponder=0 (quote the command line so it stays"
-                " one field)"
+                " sandbox=1 memory_mb=N max_processes=N cpu_limit_s=S ponder=0 tc=TC nodes=N depth=N"
+                " option.NAME=VALUE (quote the command line so it stays one field)"
             )
         key, value = word.split("=", 1)
         if key == "name":
@@ -287,6 +338,8 @@ def _parse_fields(words: list[str], what: str, base_dir: Path | None) -> BotSpec
                     f"{what}: ponder={value!r}: write ponder=0 (frozen on the opponent's turn) or ponder=1"
                 )
             limits["ponder"] = value.lower() in _TRUE_WORDS
+        elif _CONTROL_RE.match(word):
+            _parse_control(key, value, what, limits)
         else:
             env[key.removeprefix("env.")] = value
     if command is None:
@@ -310,13 +363,11 @@ def load_bot_file(path: Path) -> BotSpec:
         raise BotSpecError(str(error)) from None
     except tomllib.TOMLDecodeError as error:
         raise BotSpecError(f"{what} is not valid TOML: {error}") from None
-    unknown = sorted(
-        set(data) - {"name", "command", "dir", "env", "sandbox", "memory_mb", "max_processes", "cpu_limit_s", "ponder"}
-    )
+    unknown = sorted(set(data) - BOT_FILE_FIELDS)
     if unknown:
         raise BotSpecError(
             f"{what}: unknown field(s) {', '.join(unknown)}; the fields are name, command, dir, env, sandbox,"
-            " memory_mb, max_processes, cpu_limit_s, ponder"
+            " memory_mb, max_processes, cpu_limit_s, ponder, tc, nodes, depth, options"
         )
     raw_command = data.get("command")
     if isinstance(raw_command, str):
@@ -357,7 +408,27 @@ def load_bot_file(path: Path) -> BotSpec:
         if not isinstance(data["ponder"], bool):
             raise BotSpecError(f"{what}: `ponder` must be true or false")
         limits["ponder"] = data["ponder"]
+    _file_controls(data, what, limits)
     return _make_spec(name=name, command=command, dir=dir, env=dict(raw_env), what=what, limits=limits)
+
+
+def _file_controls(data: dict[str, Any], what: str, into: dict[str, Any]) -> None:
+    """A bot file's (or config entry's) `tc`, `nodes`, `depth` and `[options]` into the BotSpec keys `into`."""
+    if "tc" in data:
+        if not isinstance(data["tc"], str | int | float) or isinstance(data["tc"], bool):
+            raise BotSpecError(f'{what}: `tc` must be a time control like "10+0.1"')
+        _parse_control("tc", str(data["tc"]), what, into)
+    for key in ("nodes", "depth"):
+        if key in data:
+            value = data[key]
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise BotSpecError(f"{what}: `{key}` must be a whole number, at least 1")
+            into[key] = value
+    if "options" in data:
+        options = data["options"]
+        if not isinstance(options, dict) or not all(isinstance(v, bool | int | float | str) for v in options.values()):
+            raise BotSpecError(f"{what}: `options` must be a table of values, e.g. [options] depth = 5")
+        into["options"] = dict(options)
 
 
 def check_bot_command(spec: BotSpec) -> None:

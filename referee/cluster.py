@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import logging
 import math
 import os
@@ -37,18 +38,19 @@ import uuid
 from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import trio
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from protocol.options import OptionError, resolve_options
 from referee import __version__
 from referee.botspec import BotSpec
 from referee.game import run_game
-from referee.process import BotFault, BotHost, BotProcess, BotStartError, open_bot
-from referee.record import BotInfo, GameRecord, GameSettings, Termination
+from referee.play import BotPool, MoveBatches, decode_move, encode_move, void_record
+from referee.process import BotFault, BotProcess, BotStartError, open_bot
+from referee.record import GameRecord, GameSettings, MoveRecord, Termination
 from referee.schedule import ScheduledGame
 
 if TYPE_CHECKING:
@@ -65,12 +67,12 @@ WATCH_INTERVAL_S = 1.0
 """While waiting for a game: how often the coordinator checks that the scheduler still has workers."""
 PROBE_TIMEOUT_S = 20.0
 """The preflight: how long one worker may take to start and handshake every bot."""
+MOVES_WAIT_S = 2.0
+"""After a game's record: how long the coordinator waits for its last moves, which travel apart from it."""
 WORKER_FAILURE_LIMIT = 3
 """A worker whose last this many games all failed on the referee's side (void) is taken out of the run."""
 IDLE_CLOSE_S = 60.0
 """On a worker: bot processes unused for this long are stopped (a run ended, or its bots changed)."""
-MAX_OPEN_PER_SLOT = 4
-"""On a worker: bot processes one slot keeps open; the least recently used is closed to make room."""
 PYTHON_WORD = "{python}"
 """In a job's bot commands: the Python running the referee, which on a worker is the worker's own."""
 
@@ -170,6 +172,11 @@ class GameJob:
     black: BotSpec
     white: BotSpec
     settings: GameSettings
+    moves_topic: str | None = None
+    """Where the worker publishes the game's moves as it plays (Dask's events, `Cluster.play`); None: nowhere."""
+    attempt: int = 1
+    start_timeout_s: float = PROBE_TIMEOUT_S
+    """How long a bot the worker starts for this game may take to answer hello (`--start-timeout`)."""
 
 
 @dataclass(frozen=True)
@@ -180,6 +187,8 @@ class WorkerReply:
     record_json: str | None
     failure: str | None = None
     duration_s: float = 0.0
+    moves: int = 0
+    """The moves in the record (the coordinator waits for as many streamed ones)."""
 
 
 @dataclass(frozen=True)
@@ -191,17 +200,6 @@ class ProbeResult:
     failure: str | None
     announced: str | None = None
     version: str = __version__  # the arena's version on the worker
-
-
-@dataclass
-class _Slot:
-    """One game at a time; its bot processes by spec (the same name may mean another bot in another run)."""
-
-    hosts: dict[str, BotHost] = field(default_factory=dict)
-    last_used: float = 0.0
-
-    def running(self) -> set[str]:
-        return {key for key, host in self.hosts.items() if host.process is not None}
 
 
 def _spec_keys(job: GameJob) -> tuple[str, str]:
@@ -218,8 +216,10 @@ class _WorkerGames:
 
     def __init__(self, log_dir: Path) -> None:
         self.log_dir = log_dir
-        self._idle: list[_Slot] = []
-        self._slots: list[_Slot] = []
+        self._bot_dirs: set[Path] = set()
+        """Every bot folder this worker has been given a game of: each sandbox hides the others'."""
+        self._idle: list[BotPool] = []
+        self._slots: list[BotPool] = []
         self._token: trio.lowlevel.TrioToken | None = None
         self._closing: trio.Event | None = None
         self._nursery: trio.Nursery | None = None
@@ -253,69 +253,85 @@ class _WorkerGames:
     async def _sweep(self) -> None:
         while True:
             await trio.sleep(IDLE_CLOSE_S / 4)
-            for slot in self._idle:
-                if slot.hosts and time.monotonic() - slot.last_used > IDLE_CLOSE_S:
-                    for host in slot.hosts.values():
-                        host.close_soon()
-                    slot.hosts.clear()
+            for pool in self._idle:
+                if pool.hosts and time.monotonic() - pool.last_used > IDLE_CLOSE_S:
+                    pool.close_all()
 
-    def _take_slot(self, keys: tuple[str, str]) -> _Slot:
+    def _take_slot(self, keys: tuple[str, str]) -> BotPool:
         """The idle slot with most of this game's bots running, or a new one."""
         if not self._idle:
-            slot = _Slot()
-            self._slots.append(slot)
-            return slot
+            assert self._nursery is not None
+            pool = BotPool(self.log_dir, self._nursery, hidden=self._bot_dirs)
+            self._slots.append(pool)
+            return pool
         best = max(range(len(self._idle)), key=lambda i: len(self._idle[i].running() & set(keys)))
         return self._idle.pop(best)
 
-    async def _process(self, slot: _Slot, key: str, spec: BotSpec) -> BotProcess:
+    async def _process(self, pool: BotPool, key: str, spec: BotSpec, timeout_s: float = PROBE_TIMEOUT_S) -> BotProcess:
         """The slot's process for this bot, started and handshaken if new; BotStartError when it cannot be.
 
         A new process is handshaken here, not in `run_game`: every worker started every bot in the
         preflight, so one that fails now says something about this worker, not the bot (no forfeit).
         """
-        assert self._nursery is not None
-        host = slot.hosts.pop(key, None)
-        if host is None:
-            while len(slot.hosts) >= MAX_OPEN_PER_SLOT:
-                await slot.hosts.pop(next(iter(slot.hosts))).close()
-            host = BotHost(spec, self.log_dir, self._nursery)
-        slot.hosts[key] = host  # most recently used last
-        process = await host.ready()
+        process = await pool.process(key, spec)
         if process.hello is None:
-            failure = await _handshake(process)
+            failure = await _handshake(process, timeout_s)
             if failure is not None:
-                await slot.hosts.pop(key).close()
+                await pool.close(key)
                 raise BotStartError(f"bot {spec.name!r} {failure}")
         return process
 
-    async def play(self, job: GameJob, worker: str) -> WorkerReply:
+    async def play(
+        self, job: GameJob, worker: str, publish: Callable[[dict[str, Any]], None] | None = None
+    ) -> WorkerReply:
+        """Play `job` with this worker's bot processes; `publish` (if given) gets its moves in batches."""
         keys = _spec_keys(job)
+        batches = None
+        if publish is not None:
+            report = publish  # bound for the closure: a batch of moves as one event of the run's topic
+
+            def send(moves: list[tuple[MoveRecord, int]]) -> None:
+                rows = [encode_move(move, ply) for move, ply in moves]
+                report({"game": job.game_id, "attempt": job.attempt, "moves": rows})
+
+            batches = MoveBatches(send)
         black_spec, white_spec = _local_spec(job.black), _local_spec(job.white)
-        slot = self._take_slot(keys)
+        self._bot_dirs.update(spec.dir for spec in (black_spec, white_spec) if spec.dir is not None)
+        pool = self._take_slot(keys)
         started = time.monotonic()
         try:
             try:
-                black = await self._process(slot, keys[0], black_spec)
-                white = await self._process(slot, keys[1], white_spec)
+                black = await self._process(pool, keys[0], black_spec, job.start_timeout_s)
+                white = await self._process(pool, keys[1], white_spec, job.start_timeout_s)
             except BotStartError as error:
                 return WorkerReply(worker, None, failure=str(error), duration_s=time.monotonic() - started)
-            record = await run_game(job.game_id, black, white, job.settings)
-            for key, process in zip(keys, (black, white), strict=True):
-                if record.termination is Termination.VOID or process.broken:
-                    await slot.hosts.pop(key).close()
+            record = await run_game(
+                job.game_id, black, white, job.settings, on_move=None if batches is None else batches.push
+            )
+            if batches is not None:
+                batches.flush()
+            await pool.after_game(record, ((keys[0], black), (keys[1], white)))
             record = record.model_copy(update={"worker": worker})
-            return WorkerReply(worker, record.model_dump_json(), duration_s=time.monotonic() - started)
+            duration = time.monotonic() - started
+            return WorkerReply(worker, record.model_dump_json(), duration_s=duration, moves=len(record.moves))
         finally:
-            slot.last_used = time.monotonic()
-            self._idle.append(slot)
+            pool.last_used = time.monotonic()
+            self._idle.append(pool)
 
-    async def probe(self, specs: Sequence[BotSpec], worker: str) -> list[ProbeResult]:
+    async def probe(
+        self, specs: Sequence[BotSpec], worker: str, timeout_s: float = PROBE_TIMEOUT_S
+    ) -> list[ProbeResult]:
         async def one(spec: BotSpec, results: list[ProbeResult]) -> None:
             failure = None
             try:
                 async with open_bot(_local_spec(spec), self.log_dir) as process:
-                    failure = await _handshake(process)
+                    failure = await _handshake(process, timeout_s)
+                    if failure is None and spec.options and process.hello is not None:
+                        # The option values, checked against what the bot declares, as a local run does first.
+                        try:
+                            resolve_options(process.hello.declared_options(), spec.options, bot=spec.name)
+                        except OptionError as error:
+                            failure = f"{error}; fix the option.NAME=VALUE words (or [bots.options])"
             except BotStartError as error:
                 failure = str(error)
             announced = None if failure is not None or process.hello is None else process.hello.name
@@ -328,17 +344,17 @@ class _WorkerGames:
         return sorted(results, key=lambda result: result.bot)
 
 
-async def _handshake(process: BotProcess) -> str | None:
+async def _handshake(process: BotProcess, timeout_s: float = PROBE_TIMEOUT_S) -> str | None:
     """Handshake a new process: None, or what went wrong (with its last stderr lines)."""
     try:
-        with trio.fail_after(PROBE_TIMEOUT_S):
+        with trio.fail_after(timeout_s):
             await process.handshake()
     except BotFault as error:
         await process.settle()
         tail = " | ".join(process.stderr_tail(3))
         return f"started but its handshake failed: it {error.reason}" + (f" (stderr: {tail})" if tail else "")
     except trio.TooSlowError:
-        return f"started but did not answer hello within {PROBE_TIMEOUT_S:g} s"
+        return f"started but did not answer hello within {timeout_s:g} s"
     return None
 
 
@@ -373,19 +389,26 @@ def play_game(job: GameJob) -> WorkerReply:
     take that worker out of the run (an exception would not say which worker raised it).
     """
     address = _worker_address()
+    publish = None
+    if job.moves_topic is not None:
+        with contextlib.suppress(ValueError):  # not in a Dask worker (a test calling the task directly)
+            from distributed import get_worker
+
+            publish = functools.partial(get_worker().log_event, job.moves_topic)
     try:
         games = _worker_games()
-        reply: WorkerReply = games.run(games.play, job, address)
+        reply: WorkerReply = games.run(games.play, job, address, publish)
     except Exception as error:
         log.exception("game %s: the worker failed", job.game_id)
         return WorkerReply(address, None, failure=f"the worker failed ({type(error).__name__}: {error})")
     return reply
 
 
-def probe_bots(specs: list[BotSpec]) -> list[ProbeResult]:
-    """The Dask task of the preflight: start and handshake every bot on this worker, then stop them."""
+def probe_bots(specs: list[BotSpec], timeout_s: float = PROBE_TIMEOUT_S) -> list[ProbeResult]:
+    """The Dask task of the preflight: start and handshake every bot on this worker (and check the option values
+    it is given), then stop them."""
     games = _worker_games()
-    results: list[ProbeResult] = games.run(games.probe, specs, _worker_address())
+    results: list[ProbeResult] = games.run(games.probe, specs, _worker_address(), timeout_s)
     return results
 
 
@@ -523,6 +546,25 @@ class Cluster:
         self._workers_lock = threading.Lock()
         """How long games may wait for a worker when the scheduler has none before the run stops."""
         self._lost = False
+        self.moves_topic = f"alternator-moves-{self._run}"
+        self._listeners: dict[tuple[str, int], Callable[[MoveRecord, int], None]] = {}
+        self._moves_seen: dict[tuple[str, int], int] = {}
+        self._token = trio.lowlevel.current_trio_token()
+        client.subscribe_topic(self.moves_topic, self._moves_event)  # type: ignore[no-untyped-call]
+
+    def _moves_event(self, event: tuple[float, dict[str, Any]]) -> None:
+        """A batch of moves published by a worker (on the Dask client's thread): to the trio loop."""
+        with contextlib.suppress(trio.RunFinishedError):
+            self._token.run_sync_soon(self._deliver_moves, event[1])
+
+    def _deliver_moves(self, batch: dict[str, Any]) -> None:
+        key = (batch["game"], batch["attempt"])
+        listener = self._listeners.get(key)
+        if listener is None:
+            return  # an earlier attempt, or a game nobody follows
+        for fields in batch["moves"]:
+            listener(*decode_move(fields))
+        self._moves_seen[key] = self._moves_seen.get(key, 0) + len(batch["moves"])
 
     @classmethod
     async def connect(cls, config: ClusterConfig, *, on_message: Callable[[str], None] | None = None) -> Cluster:
@@ -585,10 +627,14 @@ class Cluster:
                 " workers and run the same command again to resume"
             )
 
-    async def preflight(self, specs: Sequence[BotSpec]) -> None:
-        """Every worker starts and handshakes every bot; ClusterError names each worker, bot and failure."""
+    async def preflight(self, specs: Sequence[BotSpec], start_timeout_s: float = PROBE_TIMEOUT_S) -> None:
+        """Every worker starts and handshakes every bot (within `start_timeout_s`, at least `PROBE_TIMEOUT_S`) and
+        checks its option values; ClusterError names each worker, bot and failure."""
         portable = [portable_spec(spec) for spec in specs]
-        results: list[ProbeResult] = await trio.to_thread.run_sync(self._probe_all, portable, abandon_on_cancel=True)
+        timeout = max(PROBE_TIMEOUT_S, start_timeout_s)
+        results: list[ProbeResult] = await trio.to_thread.run_sync(
+            self._probe_all, portable, timeout, abandon_on_cancel=True
+        )
         failures = [r for r in results if r.failure is not None]
         lines = [f"worker {r.worker}: bot {r.bot!r}: {r.failure}" for r in failures]
         versions = {r.worker: r.version for r in results if r.version != __version__}
@@ -604,11 +650,12 @@ class Cluster:
                 " a shared filesystem or the same checkout, see README):\n  " + "\n  ".join(lines)
             )
 
-    def _probe_all(self, specs: list[BotSpec]) -> list[ProbeResult]:
+    def _probe_all(self, specs: list[BotSpec], timeout_s: float = PROBE_TIMEOUT_S) -> list[ProbeResult]:
         futures = {
             address: self.client.submit(
                 probe_bots,
                 specs,
+                timeout_s,
                 key=f"alternator-probe-{self._run}-{index}",
                 workers=[address],
                 allow_other_workers=False,
@@ -616,37 +663,59 @@ class Cluster:
             )
             for index, address in enumerate(self._workers())
         }
-        deadline = time.monotonic() + PROBE_TIMEOUT_S * 2
+        deadline = time.monotonic() + timeout_s * 2
         results: list[ProbeResult] = []
         for address, future in futures.items():
             try:
                 results.extend(future.result(timeout=max(0.1, deadline - time.monotonic())))
             except TimeoutError:
                 future.cancel()  # type: ignore[no-untyped-call]
-                results.append(ProbeResult(address, "*", f"no answer within {PROBE_TIMEOUT_S * 2:g} s"))
+                results.append(ProbeResult(address, "*", f"no answer within {timeout_s * 2:g} s"))
             except Exception as error:
                 results.append(ProbeResult(address, "*", f"the probe task failed: {type(error).__name__}: {error}"))
         return results
 
     # -- games -------------------------------------------------------------------------------------
 
-    async def play(self, game_id: str, black: BotSpec, white: BotSpec, settings: GameSettings) -> GameRecord:
+    async def play(
+        self,
+        game_id: str,
+        black: BotSpec,
+        white: BotSpec,
+        settings: GameSettings,
+        on_move: Callable[[MoveRecord, int], None] | None = None,
+        start_timeout_s: float = PROBE_TIMEOUT_S,
+    ) -> GameRecord:
         """Play a game on some healthy worker and return its record (a void one when no worker could play it).
+        `on_move` gets its moves as the worker plays them (Dask's events), all of them before the record.
 
         ClusterLostError when the scheduler is gone; ClusterError when no worker is left in the run.
         """
         if self._lost:
             raise ClusterLostError(self._lost_message())
         attempt = self._attempts[game_id] = self._attempts.get(game_id, 0) + 1
-        job = GameJob(game_id, portable_spec(black), portable_spec(white), settings)
+        topic = None if on_move is None else self.moves_topic
+        job = GameJob(game_id, portable_spec(black), portable_spec(white), settings, topic, attempt, start_timeout_s)
+        key = (game_id, attempt)
+        if on_move is not None:
+            self._listeners[key] = on_move
         submitted = time.monotonic()
-        future = await trio.to_thread.run_sync(self._submit, job, attempt)
         try:
-            reply = await trio.to_thread.run_sync(self._wait, future, abandon_on_cancel=True, limiter=self._limiter)
-        except BaseException:
-            with trio.CancelScope(shield=True):
-                await trio.to_thread.run_sync(self._cancel, future)
-            raise
+            future = await trio.to_thread.run_sync(self._submit, job, attempt)
+            try:
+                reply = await trio.to_thread.run_sync(self._wait, future, abandon_on_cancel=True, limiter=self._limiter)
+            except BaseException:
+                with trio.CancelScope(shield=True):
+                    await trio.to_thread.run_sync(self._cancel, future)
+                raise
+            if on_move is not None and not isinstance(reply, str) and reply.record_json is not None:
+                # The events travel apart from the result: wait (briefly) for the last moves to come in first.
+                with trio.move_on_after(MOVES_WAIT_S):
+                    while self._moves_seen.get(key, 0) < reply.moves:
+                        await trio.sleep(0.01)
+        finally:
+            self._listeners.pop(key, None)
+            self._moves_seen.pop(key, None)
         if isinstance(reply, str):
             return _void_record(game_id, black, white, settings, reply)
         stat = self._stat(reply.worker)
@@ -738,21 +807,27 @@ class Cluster:
 
 class ClusterSlot:
     """A runner's worker slot whose games are played on the cluster: the interface of a local slot (`index`,
-    `running`, `play`, `close_all`), with no processes of its own."""
+    `running`, `play`, `aclose`), with no processes of its own."""
 
-    def __init__(self, index: int, cluster: Cluster, bots: Sequence[BotSpec]) -> None:
+    def __init__(
+        self, index: int, cluster: Cluster, bots: Sequence[BotSpec], start_timeout_s: float = PROBE_TIMEOUT_S
+    ) -> None:
         self.index = index
         self.cluster = cluster
         self._specs = {spec.name: spec for spec in bots}
+        self._start_timeout_s = start_timeout_s
 
     def running(self) -> set[str]:
         return set()  # the bots run on the workers, which choose their own slots
 
-    async def play(self, game: ScheduledGame, settings: GameSettings, on_move: object = None) -> GameRecord:
-        """Play `game` on the cluster. Moves are not streamed back (`on_move` is not called): the record is."""
-        return await self.cluster.play(game.game_id, self._specs[game.black], self._specs[game.white], settings)
+    async def play(
+        self, game: ScheduledGame, settings: GameSettings, on_move: Callable[[MoveRecord, int], None] | None = None
+    ) -> GameRecord:
+        """Play `game` on the cluster; its moves stream back to `on_move` as the worker plays them."""
+        black, white = self._specs[game.black], self._specs[game.white]
+        return await self.cluster.play(game.game_id, black, white, settings, on_move, self._start_timeout_s)
 
-    def close_all(self) -> None:
+    async def aclose(self) -> None:
         """Nothing to close here: each worker stops its idle bots itself."""
 
 
@@ -760,20 +835,5 @@ def _void_record(
     game_id: str, black: BotSpec, white: BotSpec, settings: GameSettings, why: str, worker: str | None = None
 ) -> GameRecord:
     """The record of a game no worker could play: void, never scored, played again."""
-    at = datetime.now(UTC)
-    return GameRecord(
-        game_id=game_id,
-        black=BotInfo(name=black.name, command=list(black.command)),
-        white=BotInfo(name=white.name, command=list(white.command)),
-        settings=settings,
-        result="*",
-        winner=None,
-        termination=Termination.VOID,
-        reason=f"void: not played on the cluster: {why}; the game is not scored",
-        black_score=None,
-        white_score=None,
-        final_position="",
-        started_at=at,
-        finished_at=at,
-        worker=worker,
-    )
+    reason = f"void: not played on the cluster: {why}; the game is not scored"
+    return void_record(game_id, black, white, settings, reason, worker=worker)

@@ -29,10 +29,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from protocol.messages import TimeControl
 from protocol.rules import IllegalMoveError, InvalidMoveError, Position, parse_size
+from referee.adjudication import Adjudication
 from referee.botspec import BotName, BotSpec, BotSpecError, resolve_command
 from referee.cluster import ClusterConfig
 from referee.files import InputFileError, read_input_text
 from referee.limits import MAX_BOTS, MAX_CONFIG_BYTES, MAX_GAMES_PER_PAIRING
+from referee.openings import arrange
 from referee.schedule import Format, OpeningsFileError, random_openings, read_openings_file
 from referee.sprt import SprtParameters
 
@@ -41,6 +43,8 @@ Kind = Literal["match", "tournament"]
 DEMO_BOTS = ("random", "greedy", "alphabeta")
 DEFAULT_GAMES = 2
 DEFAULT_TIME_CONTROL = "10+0.1"
+DEFAULT_START_TIMEOUT_S = 10.0
+OptionValue = bool | int | float | str
 
 
 class ConfigError(ValueError):
@@ -78,6 +82,26 @@ class BotConfig(BaseModel):
     cpu_limit_s: float | None = Field(
         None, gt=0, description="This bot's CPU seconds per game (default: the top-level `cpu_limit_s`)."
     )
+    tc: str | None = Field(
+        None, description="This bot's own time control, like the top-level `time_control` (time odds)."
+    )
+    nodes: int | None = Field(None, ge=1, description="This bot's node limit per move (default: the top-level one).")
+    depth: int | None = Field(None, ge=1, description="This bot's depth limit per move (default: the top-level one).")
+    options: dict[str, OptionValue] = Field(
+        default_factory=dict,
+        description="Values for options the bot declares (a [bots.options] table); checked before the first game.",
+    )
+
+    @field_validator("tc", mode="before")
+    @classmethod
+    def _tc(cls, value: object) -> object:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            value = str(value)
+        if isinstance(value, str):
+            from referee.clock import parse_time_control
+
+            parse_time_control(value)
+        return value
 
     @field_validator("command", mode="before")
     @classmethod
@@ -105,6 +129,10 @@ class OpeningsConfig(BaseModel):
         description="A file with one opening per line (moves separated by spaces); replaces the random openings."
         " Relative to the config file's folder.",
     )
+    order: Literal["sequential", "random"] = Field(
+        "sequential", description="The file's openings in file order, or shuffled by `seed`."
+    )
+    start: int = Field(1, ge=1, description="Start from this opening (1: the first); the ones before it come last.")
 
 
 class SprtConfig(BaseModel):
@@ -142,6 +170,13 @@ class RunConfig(BaseModel):
     sprt: SprtConfig | None = Field(None, description="Run the SPRT (two bots only); see referee/sprt.py.")
     concurrency: int | None = Field(None, ge=1, le=256, description="Games at once (default: number of cores).")
     out: str | None = Field(None, description="Output directory, relative to the config file's folder.")
+    title: str | None = Field(
+        None,
+        min_length=1,
+        max_length=200,
+        description="The event's title, shown by the terminal, the standings, the report and the live page (it may"
+        " change on a resume).",
+    )
     sandbox: bool = Field(
         False,
         description="Run every bot in a bubblewrap sandbox: no network, a read-only filesystem apart from a private"
@@ -179,6 +214,16 @@ class RunConfig(BaseModel):
         None,
         description="Play the games on a Dask cluster: its scheduler's address (tcp://host:8786), or a"
         " [cluster] table with address, ca_file, cert and key for a tls:// scheduler (see README).",
+    )
+    nodes: int | None = Field(None, ge=1, description="Every bot's node limit per move (a bot's own overrides).")
+    depth: int | None = Field(None, ge=1, description="Every bot's depth limit per move (a bot's own overrides).")
+    start_timeout: float = Field(
+        DEFAULT_START_TIMEOUT_S,
+        gt=0,
+        description="Seconds a bot may take to start and answer hello (raise it for bots that load large tables).",
+    )
+    adjudication: Adjudication | None = Field(
+        None, description="End games early: [adjudication] solver = true, resign_moves/resign_score, draw_*."
     )
 
     @field_validator("cluster", mode="before")
@@ -230,6 +275,7 @@ _KNOWN_KEYS = {
     "openings": sorted(OpeningsConfig.model_fields),
     "sprt": sorted(SprtConfig.model_fields),
     "cluster": sorted(ClusterConfig.model_fields),
+    "adjudication": sorted(Adjudication.model_fields),
 }
 
 
@@ -239,12 +285,17 @@ def _message(error: Any) -> str:
     if kind == "missing":
         return "field required"
     if kind == "extra_forbidden":
-        tables = (("openings",), ("sprt",), ("cluster",))
+        tables = (("openings",), ("sprt",), ("cluster",), ("adjudication",))
         parent = "bots" if loc[:1] == ("bots",) and len(loc) == 3 else (str(loc[0]) if loc[:1] in tables else "")
         hint = ""
         if parent and str(loc[-1]) in _KNOWN_KEYS[""]:
             # A TOML trap: a key written after a [table] belongs to that table.
             hint = f" ({loc[-1]} is a top-level key: move it above the first [table] or [[bots]])"
+            if parent == "bots" and loc[-1] in ("time_control", "movetime"):
+                hint = (
+                    f' (for this bot\'s own time control, time odds, write tc = "..."; for every bot, {loc[-1]}'
+                    " is a top-level key: move it above the first [table] or [[bots]])"
+                )
         return f"unknown key; the keys here are {', '.join(_KNOWN_KEYS[parent])}{hint}"
     if kind == "too_short" and loc == ("bots",):
         return "a tournament needs at least two bots: add another (one --bot or [[bots]] entry per bot)"
@@ -287,6 +338,11 @@ def parse_config(data: dict[str, Any], *, source: str, key_sources: dict[str, st
         raise ConfigError(
             f"{sources.get('openings', source)}: openings: give one of moves (one fixed opening), plies (random"
             " openings) or file (an openings file)"
+        )
+    if (openings.order, openings.start) != ("sequential", 1) and openings.file is None:
+        raise ConfigError(
+            f"{sources.get('openings', source)}: openings.order and openings.start: they apply to an openings file;"
+            " give file too (random openings are in random order already)"
         )
     if config.sprt is not None:
         where = sources.get("sprt", source)
@@ -358,6 +414,9 @@ class RunPlan:
     openings_source: dict[str, Any] | None = None  # how the openings were made, for match.json
     cpu_affinity: bool = False
     cluster: ClusterConfig | None = None  # where the games are played; not in the fingerprint (resume anywhere)
+    start_timeout_s: float = DEFAULT_START_TIMEOUT_S
+    adjudication: Adjudication | None = None
+    title: str | None = None  # the event's title (--title, config `title`)
 
     @property
     def bot_names(self) -> list[str]:
@@ -365,6 +424,8 @@ class RunPlan:
 
 
 def _bot_spec(bot: BotConfig, index: int, base_dir: Path, source: str, config: RunConfig) -> BotSpec:
+    from referee.clock import parse_time_control
+
     try:
         command = resolve_command(bot.command)
     except BotSpecError as error:
@@ -383,6 +444,10 @@ def _bot_spec(bot: BotConfig, index: int, base_dir: Path, source: str, config: R
         **({"max_processes": limit} if (limit := _first(bot.max_processes, config.max_processes)) else {}),
         ponder=config.ponder if bot.ponder is None else bot.ponder,
         cpu_limit_s=config.cpu_limit_s if bot.cpu_limit_s is None else bot.cpu_limit_s,
+        time_control=None if bot.tc is None else parse_time_control(bot.tc),
+        nodes=_first(bot.nodes, config.nodes),
+        depth=_first(bot.depth, config.depth),
+        options=bot.options,
     )
 
 
@@ -444,6 +509,15 @@ def resolve_plan(
         # A digest, not the lines: an error message that says what changed must stay readable.
         digest = hashlib.sha256(json.dumps([list(o) for o in openings]).encode()).hexdigest()[:16]
         openings_key = {"file_openings": len(openings), "file_sha256": digest}
+        order, start = config.openings.order, config.openings.start
+        try:
+            openings = arrange(openings, order, start, config.openings.seed)
+        except ValueError as error:
+            raise ConfigError(f"{source}: openings.start: {error}") from None
+        if (order, start) != ("sequential", 1):
+            openings_key.update(
+                {"order": order, "start": start, **({"seed": config.openings.seed} if order == "random" else {})}
+            )
     else:
         capacity = config.width * config.height - 1
         if config.openings.plies >= capacity:
@@ -472,6 +546,10 @@ def resolve_plan(
                 **({"memory_mb": s.memory_mb} if s.memory_mb is not None else {}),
                 **({"ponder": False} if not s.ponder else {}),
                 **({"cpu_limit_s": s.cpu_limit_s} if s.cpu_limit_s is not None else {}),
+                **({"time_control": s.time_control.model_dump()} if s.time_control is not None else {}),
+                **({"nodes": s.nodes} if s.nodes is not None else {}),
+                **({"depth": s.depth} if s.depth is not None else {}),
+                **({"options": s.options} if s.options else {}),
             }
             for s in specs
         ],
@@ -482,6 +560,9 @@ def resolve_plan(
         "margin_ms": config.margin_ms,
         "openings": openings_key,
         **({"sprt": config.sprt.model_dump()} if config.sprt is not None else {}),
+        **({"adjudication": config.adjudication.model_dump()} if config.adjudication is not None else {}),
+        # Not compared on resume (referee.store keeps it apart): a run may be renamed.
+        **({"title": config.title} if config.title else {}),
     }
     return RunPlan(
         kind=kind,
@@ -501,6 +582,9 @@ def resolve_plan(
         openings_source=openings_key,
         cpu_affinity=config.cpu_affinity if config.cpu_affinity is not None else auto_cpu_affinity(concurrency),
         cluster=config.cluster.resolved(base_dir) if config.cluster is not None else None,
+        start_timeout_s=config.start_timeout,
+        adjudication=config.adjudication if config.adjudication is not None and config.adjudication.active else None,
+        title=config.title,
     )
 
 

@@ -32,6 +32,7 @@ import logging
 import os
 import queue
 import secrets
+import shutil
 import signal
 import threading
 import time
@@ -49,14 +50,14 @@ __all__ = [
     "CpuSlots",
     "HostSupport",
     "ProcessTree",
-    "cpu_slots",
+    "die_with_parent",
     "end_leftovers",
     "host_support",
     "process_cpu_ns",
     "process_start_time",
+    "reap_lost_sessions",
     "reap_session",
     "run_in_spawner",
-    "use_cpu_affinity",
 ]
 
 log = logging.getLogger(__name__)
@@ -99,6 +100,11 @@ def _prctl(option: int, value: int) -> bool:
         return int(_libc().prctl(option, value, 0, 0, 0)) == 0
     except (OSError, AttributeError):
         return False
+
+
+def die_with_parent() -> bool:
+    """This process gets SIGKILL when the thread that started it ends (its parent referee's spawner)."""
+    return _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 @dataclass(frozen=True)
@@ -200,6 +206,16 @@ def host_support() -> HostSupport:
     atexit.register(_remove_bases, list(cgroups.values()))
     log.info("bot containment: %s", support.describe())
     return support
+
+
+_SHELL = shutil.which("sh")
+_SETPRIV = shutil.which("setpriv")
+"""util-linux's setpriv: sets the death signal (`--pdeathsig`) and execs, so no Python runs in a bot's child."""
+_TRAMPOLINE = (
+    'referee=$1; shift; while [ "$1" != -- ]; do echo $$ >"$1" || { echo "alternator: cannot join the cgroup'
+    ' $1" >&2; exit 126; }; shift; done; shift; [ "$PPID" = "$referee" ] || exit 1; exec "$@"'
+)
+"""`sh -c` with: the referee's pid, the cgroup.procs files to join, `--`, the command (see `ProcessTree.launch`)."""
 
 
 # -- the spawner thread --------------------------------------------------------------------------------
@@ -319,6 +335,46 @@ def _reap(pid: int, start: int | None) -> None:
         return
     with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
+
+
+def _referee_children() -> list[int] | None:
+    """The referee's own children, from each of its threads' `children` file; None where the kernel has none."""
+    pids: list[int] = []
+    try:
+        tasks = list(os.scandir("/proc/self/task"))
+    except OSError:
+        return None
+    for task in tasks:
+        try:
+            with open(os.path.join(task.path, "children"), "rb") as children:
+                pids.extend(int(pid) for pid in children.read().split())
+        except FileNotFoundError:
+            if os.path.isdir(task.path):
+                return None  # a kernel without the file (a thread that has just ended is simply skipped)
+        except OSError:
+            return None
+    return pids
+
+
+def reap_lost_sessions(keep: Iterable[int] = (), wait_s: float = 0.5) -> None:
+    """Reap zombie children of the referee that lead sessions of their own (bots: re-parented to the subreaper when
+    the play worker that started them was lost), except `keep` (processes someone else waits for)."""
+    kept = set(keep)
+    deadline = time.monotonic() + wait_s
+    while True:
+        waiting = False
+        for pid in _referee_children() or []:
+            fields = _stat_fields(pid)
+            if pid in kept or fields is None or int(fields[3]) != pid:
+                continue
+            if fields[0] == "Z":
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, os.WNOHANG)
+            else:
+                waiting = True  # still dying (killed by its death signal)
+        if not waiting or time.monotonic() >= deadline:
+            return
+        time.sleep(0.01)
 
 
 def _reap_killed(killed: dict[int, int | None], wait_s: float = 0.5) -> None:
@@ -451,16 +507,40 @@ class ProcessTree:
     def environment(self) -> dict[str, str]:
         return {ENV_TOKEN: self.token}
 
+    def launch(self, command: list[str]) -> tuple[list[str], Callable[[], None] | None]:
+        """The command line that runs `command` contained, and what the child must still run between fork and
+        exec (None: nothing).
+
+        A function to run in the child forces a fork of the whole referee (a hundred megabytes of page tables)
+        and Python in the child, whose every touched page is then copied: about 20 ms a start, measured. So
+        where it can, the child does its part through a trampoline instead: `sh` joins the bot's cgroups
+        (`echo $$ >cgroup.procs`, before anything of the bot runs), checks that the referee still lives, and
+        execs `setpriv --pdeathsig KILL`, which sets the death signal and execs the bot. The spawn itself
+        then forks nothing of the referee's (vfork), and the cores come from the spawning thread's affinity.
+        """
+        setpriv = _SETPRIV if self.support.pdeathsig else None
+        if self._nproc_limit() is not None or (self.support.pdeathsig and setpriv is None) or _SHELL is None:
+            return command, self.preexec()
+        procs = [str(path / "cgroup.procs") for path in self.cgroups.values()]
+        death = [setpriv, "--pdeathsig", "KILL", "--"] if setpriv is not None else []
+        return [_SHELL, "-c", _TRAMPOLINE, "sh", str(os.getpid()), *procs, "--", *death, *command], None
+
+    def _nproc_limit(self) -> int | None:
+        """The process limit to set as RLIMIT_NPROC in the child, if any.
+
+        Without cgroups, RLIMIT_NPROC only in the sandbox's user namespace: outside, it counts every process of
+        the referee's user and would make starts fail at random. It does not bind root at all."""
+        if not self.cgroups and self.max_processes is not None and self.sandboxed and os.geteuid() != 0:
+            return self.max_processes
+        return None
+
     def preexec(self) -> Callable[[], None]:
         """What the child runs between fork and exec: death signal, cgroups, cores, process limit."""
         referee = os.getpid()
         procs = [str(path / "cgroup.procs") for path in self.cgroups.values()]
         cores = self._cores
-        # Without cgroups, RLIMIT_NPROC only in the sandbox's user namespace: outside, it counts every process
-        # of the referee's user and would make starts fail at random. It does not bind root at all.
-        nproc = None
-        if not self.cgroups and self.max_processes is not None and self.sandboxed and os.geteuid() != 0:
-            nproc = self.max_processes
+        nproc = self._nproc_limit()
+        if nproc is not None:
             self.limit_in_force = f"RLIMIT_NPROC={nproc} (in the sandbox's user namespace)"
         prctl = _libc().prctl if self.support.pdeathsig else None
 
@@ -630,11 +710,15 @@ class ProcessTree:
         """SIGKILL every process of the bot still alive, reap those re-parented to the referee; how many."""
         killed: dict[int, int | None] = {}
         freezer = self.cgroups.get("freezer")
+        froze = False
         for _ in range(KILL_ROUNDS):
             if self.cgroups:
+                # An empty cgroup (the bot quit and started nothing) needs no freeze, kill or wait.
+                if not self._cgroup_pids():
+                    break
                 # Frozen, the tree cannot fork while it is being killed.
                 if freezer is not None:
-                    _set_freezer(freezer, "FROZEN")
+                    froze = _set_freezer(freezer, "FROZEN") or froze
                 pids = [(pid, process_start_time(pid)) for pid in self._cgroup_pids()]
             else:
                 pids = [(pid, start) for pid, start in self.sample()]
@@ -646,7 +730,7 @@ class ProcessTree:
             if freezer is not None:
                 _set_freezer(freezer, "THAWED")
             time.sleep(0.002)
-        if freezer is not None:
+        if freezer is not None and (froze or self.frozen):
             _set_freezer(freezer, "THAWED")
         self.frozen = False
         self._reap(killed)
@@ -672,10 +756,13 @@ class ProcessTree:
         ours = {pid for pid, _ in self._seen}
         if self.pid is not None:
             ours.add(self.pid)
-        for entry in os.scandir("/proc"):
-            if not entry.name.isdigit():
-                continue
-            pid = int(entry.name)
+        # In cgroups nothing of the bot escaped its net: what is left of it can only be the referee's children
+        # (re-parented to the subreaper), a handful of files to read rather than every process on the host.
+        children = _referee_children() if self.cgroups else None
+        candidates = (
+            children if children is not None else [int(e.name) for e in os.scandir("/proc") if e.name.isdigit()]
+        )
+        for pid in candidates:
             if pid == self.pid:
                 continue
             fields = _stat_fields(pid)
@@ -814,9 +901,8 @@ def end_leftovers(log_dir: Path) -> int:
 class CpuSlots:
     """`--cpu-affinity`: the cores split among `slots` concurrency slots (as fastchess's -use-affinity).
 
-    A slot is whatever owns the bots of one game at a time: a tournament's worker slot, a match. It is
-    known by the nursery its bots are hosted in (`referee.process.BotHost`); each new one takes the next
-    set of cores, round robin when there are more slots than sets.
+    Slot i of a run (its play loop and the bots it hosts, `referee.play`) runs on `sets[i % len(sets)]`: with
+    more slots than sets, slots share. The runner keeps the split for its own run; nothing here is global.
     """
 
     def __init__(self, slots: int, cores: list[int] | None = None) -> None:
@@ -824,26 +910,3 @@ class CpuSlots:
         slots = max(1, min(slots, len(available)))
         per = len(available) // slots
         self.sets = [available[i * per : (i + 1) * per] for i in range(slots)]
-        self._owners: dict[int, list[int]] = {}
-
-    def cores_for(self, owner: object) -> list[int]:
-        """The cores of the slot `owner` stands for (the same ones every time it asks)."""
-        key = id(owner)
-        if key not in self._owners:
-            self._owners[key] = self.sets[len(self._owners) % len(self.sets)]
-        return self._owners[key]
-
-
-_cpu_slots: CpuSlots | None = None
-
-
-def use_cpu_affinity(slots: int | None) -> CpuSlots | None:
-    """Turn --cpu-affinity on for this referee, for `slots` games at once (None: off)."""
-    global _cpu_slots
-    _cpu_slots = None if slots is None else CpuSlots(slots)
-    return _cpu_slots
-
-
-def cpu_slots() -> CpuSlots | None:
-    """The cores per concurrency slot when --cpu-affinity is on, else None."""
-    return _cpu_slots

@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO
 
-from protocol.rules import WHITE, Position
+from protocol.rules import WHITE
 from referee.match import HeadToHead, SprtSummary
 from referee.record import GameRecord, MoveRecord, Termination
 from referee.sprt import EloEstimate
@@ -66,6 +66,8 @@ def describe_result(record: GameRecord) -> str:
     `1-0 random (black) wins: greedy (white) lost on time: took 0.612s, limit 0.500s`.
     """
     how = _TERMINATION_WORDS[record.termination]
+    if record.adjudicated is not None:  # scored normally, but not played out
+        how = f"adjudicated: {record.adjudicated}"
     if record.termination in (Termination.VOID, Termination.ABORTED):
         return f"{record.result} {how}: {record.reason}"
     scores = ""
@@ -106,9 +108,14 @@ def format_info(info: dict[str, object]) -> str:
     for key, value in info.items():
         if key == "type" or value is None:
             continue
-        shown = " ".join(str(v) for v in value) if isinstance(value, list) else str(value)
+        shown = " ".join(_value(v) for v in value) if isinstance(value, list) else _value(value)
         parts.append(f"{key} {shown}")
     return " ".join(parts)
+
+
+def _value(value: object) -> str:
+    """A value of a bot's info for people: floats rounded (no 7.955999999999997)."""
+    return f"{round(value, 2):g}" if isinstance(value, float) else str(value)
 
 
 def format_infos(move: MoveRecord) -> list[str]:
@@ -141,6 +148,8 @@ def format_elo(estimate: EloEstimate) -> str:
         low = "-inf" if lower is None else _signed(lower)
         high = "+inf" if upper is None else _signed(upper)
         return f"{_signed(estimate.elo)} (95%: {low} to {high})"
+    if round(margin, 1) == 0:  # every pair scored the same: no spread to measure yet, not a certainty
+        return f"{_signed(estimate.elo)} (no margin yet: every pair scored the same)"
     return f"{_signed(estimate.elo)} ± {margin:.1f} (95%)"
 
 
@@ -157,17 +166,52 @@ def format_sprt(sprt: SprtSummary) -> str:
     )
 
 
-def format_verdict(sprt: SprtSummary, first: str, second: str, games: int) -> str:
-    """What the SPRT concluded, in words: which hypothesis the data favour, never an Elo it did not measure."""
+def _elo(value: float) -> str:
+    """An Elo bound as people write it: +5, -20, 0."""
+    return "0" if value == 0 else f"{value:+g}"
+
+
+def verdict_claim(sprt: SprtSummary, first: str, second: str) -> str | None:
+    """What an accepted hypothesis says, naming the bounds tested, for any bounds: a regression test (0, 5), a
+    non-regression test (-20, 0), a symmetric one (-5, 5). Never "stronger" where the claim is "not weaker"."""
+    elo0, elo1 = sprt.elo0, sprt.elo1
+    if sprt.verdict == "H1":
+        if elo0 >= 0:
+            return f"{first} is stronger than {second}: nearer {_elo(elo1)} Elo (H1) than {_elo(elo0)} (H0)"
+        if elo1 <= 0:
+            return (
+                f"{first} is not weaker than {second} by {_elo(-elo0).lstrip('+')} Elo or more (not weaker than"
+                f" {_elo(elo0)} Elo): nearer {_elo(elo1)} Elo (H1) than {_elo(elo0)} (H0); it is not shown to be"
+                " stronger"
+            )
+        return f"{first} is stronger than {second}: nearer {_elo(elo1)} Elo (H1) than {_elo(elo0)} (H0)"
+    if sprt.verdict == "H0":
+        if elo1 <= 0 or elo0 < 0:
+            return f"{first} is weaker than {second}: nearer {_elo(elo0)} Elo (H0) than {_elo(elo1)} (H1)"
+        return f"{first} is not shown to be stronger than {second}: nearer {_elo(elo0)} Elo (H0) than {_elo(elo1)} (H1)"
+    return None
+
+
+def format_verdict(sprt: SprtSummary, first: str, second: str, games: int, *, ended: str = "completed") -> str:
+    """What the SPRT concluded, in words: which hypothesis the data favour, never an Elo it did not measure.
+
+    Without a verdict, what to do depends on how the run ended: stopped (Ctrl-C) it resumes with the same
+    command; with every game played, more games (--games) let the test go on."""
     hypotheses = (
-        f"H0: {first} is at most {format_number(sprt.elo0)} Elo stronger, H1: {format_number(sprt.elo1)} Elo;"
+        f"H0: {_elo(sprt.elo0)} Elo, H1: {_elo(sprt.elo1)} Elo for {first};"
         f" alpha {format_number(sprt.alpha)}, beta {format_number(sprt.beta)}"
     )
-    if sprt.verdict == "H1":
-        return f"SPRT: H1 accepted after {games} games ({hypotheses}): {first} is stronger than {second}"
-    if sprt.verdict == "H0":
-        return f"SPRT: H0 accepted after {games} games ({hypotheses}): {first} is not shown to be stronger"
-    return f"SPRT: no verdict after {games} games ({hypotheses}): play more games (--games) for one"
+    claim = verdict_claim(sprt, first, second)
+    if claim is not None:
+        return f"SPRT: {sprt.verdict} accepted after {games} games ({hypotheses}): {claim}"
+    if ended == "running":
+        return f"SPRT: no verdict yet after {games} games ({hypotheses})"
+    if ended in ("interrupted", "error", "incomplete"):
+        return f"SPRT: no verdict yet after {games} games ({hypotheses}): the test goes on when the run is resumed"
+    return (
+        f"SPRT: no verdict after {games} games ({hypotheses}): every game was played; raise --games and run the"
+        " same command to let the test go on"
+    )
 
 
 def format_score(h: HeadToHead) -> str:
@@ -203,6 +247,17 @@ def _duration(seconds: float) -> str:
 
 SUMMARY_INTERVAL_S = 30.0
 """Output to a file or a pipe (no status line redrawn in place) gets a progress line this often."""
+REPORTS_PER_RUN = 50
+"""By default a two-bot run prints its statistics about this many times (every pair up to 100 games): a
+4,000-game SPRT prints ~50 blocks, not 2,000 (cutechess's -ratinginterval, fastchess's -ratinginterval)."""
+LINE_PER_GAME_UP_TO = 200
+"""Runs of up to this many games print a line per game; longer ones only the games worth a look (forfeits, void
+games), the progress riding on the statistics blocks and the status line."""
+
+
+def report_interval(games_total: int) -> int:
+    """The default of --report-every: the statistics every N game pairs, about REPORTS_PER_RUN times a run."""
+    return max(1, round(games_total / 2 / REPORTS_PER_RUN))
 
 
 class RunDisplay:
@@ -210,10 +265,22 @@ class RunDisplay:
     two-bot run, and on a terminal a status line (games done, elapsed and remaining time, the leader) redrawn
     in place below them. With `show_moves`, every move of every game, prefixed by its game id."""
 
-    def __init__(self, out: TextIO, *, live: bool | None = None, show_moves: bool = False) -> None:
+    def __init__(
+        self,
+        out: TextIO,
+        *,
+        live: bool | None = None,
+        show_moves: bool = False,
+        report_every: int | None = None,
+        quiet: bool = False,
+        title: str | None = None,
+    ) -> None:
         self.out = out
         self.live = out.isatty() if live is None else live
         self.show_moves = show_moves
+        self.report_every = report_every  # None: report_interval(the run's games)
+        self.quiet = quiet
+        self.title = title
         self._start = time.monotonic()
         self._done_at_start = 0
         self._done = 0
@@ -233,8 +300,11 @@ class RunDisplay:
             size = f"{event.width}x{event.height}"
             resumed = f", {event.games_done} already played" if event.games_done else ""
             what = f"{event.format}, " if event.kind == "tournament" else ""
+            if self.report_every is None:
+                self.report_every = report_interval(event.games_total)
+            title = f"{self.title} — " if self.title else ""
             self._line(
-                f"{event.kind}: {', '.join(event.bots)}; {what}{event.games_total} games{resumed}; {size} board,"
+                f"{title}{event.kind}: {', '.join(event.bots)}; {what}{event.games_total} games{resumed}; {size} board,"
                 f" komi {format_number(event.komi)}, time control {describe_time_control(event.time_control)};"
                 f" {event.concurrency} at once; output in {event.out_dir}"
             )
@@ -245,20 +315,27 @@ class RunDisplay:
             self._playing.pop(event.number, None)
             self._done = event.games_done
             text = f"game {event.number} {event.black} (black) - {event.white} (white): {event.result} {event.reason}"
-            if not event.scored:
-                self._line(f"{text} [not scored: it is played again]")
-            else:
-                self._line(f"[{event.games_done}/{event.games_total}] {text}")
-            if event.stderr_tail:
-                self._line("  the offender's last lines of stderr:")
-                for line in event.stderr_tail:
-                    self._line(f"    {line}")
-            if event.stderr_log:
-                self._line(f"  its log: {event.stderr_log}")
+            notable = not event.scored or event.termination.is_forfeit
+            if notable or (not self.quiet and self._total <= LINE_PER_GAME_UP_TO):
+                if not event.scored:
+                    self._line(f"{text} [not scored: it is played again]")
+                else:
+                    self._line(f"[{event.games_done}/{event.games_total}] {text}")
+                if event.stderr_tail:
+                    self._line("  the offender's last lines of stderr:")
+                    for line in event.stderr_tail:
+                        self._line(f"    {line}")
+                if event.stderr_log:
+                    self._line(f"  its log: {event.stderr_log}")
             self._status()
         elif event.type == "statistics_updated":
-            for line in format_statistics(event.statistics):
-                self._line(f"  {line}")
+            pairs = sum(event.statistics.pentanomial)
+            decided = event.statistics.sprt is not None and event.statistics.sprt.verdict is not None
+            if not self.quiet and (decided or pairs % (self.report_every or 1) == 0):
+                if self._total > LINE_PER_GAME_UP_TO:  # no line per game: say where the run is
+                    self._line(f"[{event.games_done}/{self._total}] after {pairs} game pairs:")
+                for line in format_statistics(event.statistics):
+                    self._line(f"  {line}")
         elif event.type == "standings_updated" and event.standings:
             top = event.standings[0]
             score = f" ({100 * top.points / top.games:.1f}%)" if top.games else ""
@@ -268,11 +345,11 @@ class RunDisplay:
             self._total = 0  # no more status lines
             self._clear()
 
-    def move_played(self, game: ScheduledGame, move: MoveRecord, position: Position) -> None:
-        """`--show-moves`: one line per move (and its infos), prefixed by the game id."""
+    def move_played(self, game: ScheduledGame, move: MoveRecord, ply: int) -> None:
+        """`--show-moves`: one line per move (and its infos), prefixed by the game id; `ply` is the move's number."""
         if not self.show_moves:
             return
-        self._line(f"{game.game_id} {format_move(len(position.history), move)}")
+        self._line(f"{game.game_id} {format_move(ply, move)}")
         for line in format_infos(move):
             self._line(f"{game.game_id} {line}")
 

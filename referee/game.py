@@ -1,8 +1,8 @@
 """One game between two bot channels: handshake, new game, turns on the clock, adjudication, the record.
 
-`run_game` measures every move itself: from immediately before the turn line is written to the moment the
-read of the reply line's last byte returned (`BotChannel.last_line_ns`, stamped by the bot's reader thread,
-not when the event loop got round to it), and charges exactly that (`referee.clock`). A move past its
+`run_game` measures every move itself: from immediately before the turn line is written to the bot's write of
+the reply line's last byte (`BotChannel.last_line_ns`: the kernel's stamp on a stamped socket, else when the
+read returned), and charges exactly that (`referee.clock`). A move past its
 deadline loses on time only if the bot's overrun is larger than the referee's own measured lateness during
 that move (`referee.latency`); otherwise the game is VOID, with a reason naming the referee's lag. The handshake and the
 new-game exchange have their own limits (`Limits`) and are not charged. While a bot thinks it is pinged, so a
@@ -28,8 +28,11 @@ from typing import Any, NoReturn
 import trio
 
 from protocol.messages import GameOver, Info, MoveReply, NewGame, Pong, Ready
+from protocol.options import OptionError
 from protocol.rules import BLACK, WHITE, Color, IllegalMoveError, InvalidMoveError, Move, Position, Result, result_for
-from referee.clock import NS_PER_MS, Charge, GameClock
+from referee.adjudication import Adjudicator, Verdict
+from referee.clock import NS_PER_MS, Charge
+from referee.controls import new_game_fields, nodes_over_limit
 from referee.hints import with_hint
 from referee.latency import LagWindow, ReadWatch, cpu_pressure
 from referee.process import (
@@ -41,7 +44,10 @@ from referee.process import (
     BotUnresponsive,
 )
 from referee.reader import TurnWrite
-from referee.record import GameRecord, GameSettings, MoveRecord, Termination
+from referee.record import GameRecord, GameSettings, MoveRecord, OptionValue, Termination
+from referee.solver_worker import solve_elsewhere
+from referee.time_odds import SideClocks
+from referee.timing import HELD_CPU_NS, GiveUp, Overrun, host_kept, judge, past_deadline, write_lag
 
 __all__ = ["Limits", "run_game"]
 
@@ -53,15 +59,6 @@ MAX_INFOS_PER_MOVE = 16
 """Info messages kept per move: the last ones (the deepest search); the earlier ones are only counted."""
 INFO_BUDGET_CHARS = 1 << 20
 """Info kept per side per game, in characters (roughly; see `_info_chars`): bounds a record whatever a bot sends."""
-WRITE_CHECK_NS = 1_000_000
-"""How often a move's wait looks again for its start while a reader thread has not yet written the turn."""
-HELD_CHECK_NS = 500_000
-"""Past its deadline, how often a bot held off a CPU by the host (`HELD_CPU_NS`) is looked at again."""
-HELD_CPU_NS = 1_000_000
-"""Past its deadline, a bot ready to run that has used less CPU than this since is taken as held by the host (what
-it does after its clock stopped, writing its move, takes far less); one that uses more is thinking on."""
-HELD_MAX_NS = 1_000_000_000
-"""How long past its deadline a bot held off a CPU is waited for (or its time per move, if longer)."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +87,12 @@ class _HostLate(Exception):
         self.lag_ms = lag_ms
 
 
+class _Adjudicated(Exception):
+    def __init__(self, verdict: Verdict) -> None:
+        super().__init__(verdict.reason)
+        self.verdict = verdict
+
+
 class _Forfeit(Exception):
     def __init__(self, color: Color, fault: BotFault) -> None:
         super().__init__(f"{color}: {fault.reason}")
@@ -106,11 +109,6 @@ def _info_chars(info: Info) -> int:
     return 64 + len(info.text or "") + 8 * len(info.pv or ())
 
 
-def _fmt_ms(ns: int) -> str:
-    ms = ns / NS_PER_MS
-    return f"{ms:.1f} ms" if ms < 10 else f"{ms:.0f} ms"
-
-
 def _held_off_cpu(bot: BotChannel, cpu_from: int | None) -> bool:
     """Whether the host, not the bot, may be what is late: its main thread is ready to run and its process has
     used less than `HELD_CPU_NS` of CPU since `cpu_from` (its CPU time when its deadline was first judged).
@@ -119,35 +117,18 @@ def _held_off_cpu(bot: BotChannel, cpu_from: int | None) -> bool:
     return sample is not None and cpu_from is not None and sample[0] and sample[1] - cpu_from < HELD_CPU_NS
 
 
-def _cpu_wait_since(bot: BotChannel, waited: int | None) -> int:
-    """How long the bot has waited for a CPU since its total was `waited` (0 when unknown)."""
-    now = bot.cpu_wait_ns()
-    return 0 if waited is None or now is None else now - waited
+def _host_kept_ns(bot: BotChannel, waited: int | None, cpu_from: int | None, wall_ns: int) -> int:
+    """`timing.host_kept` over the bot's run-queue wait and CPU time since its totals were `waited` and `cpu_from`
+    (sampled at the move's start, `wall_ns` ago)."""
+    now_wait = None if waited is None else bot.cpu_wait_ns()
+    wait = None if waited is None or now_wait is None else now_wait - waited
+    cpu_now = None if cpu_from is None else bot.cpu_clock_ns()
+    cpu = None if cpu_from is None or cpu_now is None else cpu_now - cpu_from
+    return host_kept(wait, cpu, wall_ns)
 
 
 def _write_lag(turn: TurnWrite, cpu_from: int | None) -> int:
-    """How much later than its start the turn may have reached the bot because its writer was preempted: the first
-    write call's time, less the bot's CPU time during it. A writer preempted after the line went in (on a shared
-    core, by the very bot it woke, which then thinks) is no lateness: the bot had its turn."""
-    if turn.write_cpu_ns is None or cpu_from is None:
-        return turn.write_ns
-    return max(0, turn.write_ns - max(0, turn.write_cpu_ns - cpu_from))
-
-
-def _host_kept_ns(bot: BotChannel, waited: int | None, cpu_from: int | None, wall_ns: int) -> int:
-    """How long the host kept the bot off a CPU while it was ready to run, since its totals were `waited` (its
-    main thread's run-queue wait) and `cpu_from` (its process's CPU time), `wall_ns` ago.
-
-    A bot whose process used more than one CPU's worth of time meanwhile was not starved by the host: its own
-    threads compete with each other, so its waits are not the host's doing and count for nothing.
-    """
-    kept = _cpu_wait_since(bot, waited)
-    if kept <= 0:
-        return 0
-    cpu_now = bot.cpu_clock_ns()
-    if cpu_from is not None and cpu_now is not None and cpu_now - cpu_from > wall_ns:
-        return 0
-    return kept
+    return write_lag(turn.write_ns, turn.write_cpu_ns, cpu_from)
 
 
 class _Game:
@@ -173,7 +154,13 @@ class _Game:
                 raise ValueError(f"the opening of game {game_id!r} is not playable: {error}") from None
         if self.position.is_over():
             raise ValueError(f"the opening of game {game_id!r} ends the game (two passes); leave moves for the bots")
-        self.clock = GameClock(settings.time_control, settings.margin_ms)
+        self.clock = SideClocks(settings.time_control_for(BLACK), settings.time_control_for(WHITE), settings.margin_ms)
+        rules = settings.adjudication
+        self.adjudicator = Adjudicator(rules) if rules is not None and rules.active else None
+        self.notes: list[str] = []
+        self._node_limits = {color: settings.controls(color).nodes for color in COLORS}
+        """Each side's node limit, looked up once a game (an info over it is noted, `_after_move`)."""
+        self._options_sent: dict[Color, dict[str, OptionValue] | None] = dict.fromkeys(COLORS)
         self.moves: list[MoveRecord] = []
         # The turn line is built by hand from pieces kept up to date: on the per-move path, pydantic's
         # construct-and-dump of the whole history costs more than everything else the referee does.
@@ -183,6 +170,11 @@ class _Game:
         self._bot_names = {color: self.bots[color].name for color in COLORS}
         self._info_budget = dict.fromkeys(COLORS, INFO_BUDGET_CHARS)
         self._cpu_game_ms = dict.fromkeys(COLORS, 0.0)
+        self._cpu_mark: dict[Color, int | None] = {}
+        """Each bot's CPU time (ns) at the end of its last move: what it uses from then to its next turn is its
+        CPU on the opponent's move, known at its next turn (one read of its CPU a turn, not two)."""
+        self._unpublished: MoveRecord | None = None
+        """The last move, not yet given to `on_move`: its opponent's CPU during it is known only at the next turn."""
 
     # -- setup: handshake and new_game, both bots at once, not charged --------------------------------
 
@@ -218,6 +210,15 @@ class _Game:
                 bot.give_up(reason)
                 raise BotProtocolError(reason)
         settings = self.settings
+        assert bot.hello is not None
+        try:
+            fields, self._options_sent[color] = new_game_fields(
+                settings, color, bot.hello.declared_options(), self._bot_names[color]
+            )
+        except OptionError as error:
+            # Checked before the first game (referee.preflight): a bot that changed its options since is a set-up
+            # problem, not the bot's fault, so the game is void (and the run stops if it keeps happening).
+            raise RuntimeError(str(error)) from None
         new_game = NewGame(
             type="new_game",
             game_id=self.game_id,
@@ -225,8 +226,8 @@ class _Game:
             width=settings.width,
             height=settings.height,
             komi=settings.komi,
-            time_control=settings.time_control,
             opponent=self._bot_names[color.other],
+            **fields,
         )
         try:
             with trio.move_on_after(limits.ready_s) as scope:
@@ -247,6 +248,8 @@ class _Game:
 
     async def play(self) -> None:
         position = self.position
+        for color in COLORS:
+            self._cpu_mark[color] = self.bots[color].cpu_ns()
         while not position.is_over():
             color = position.turn
             try:
@@ -257,7 +260,7 @@ class _Game:
     def _turn_line(self, color: Color) -> bytes:
         """The `Turn` message as a line (the same JSON `encode(Turn(...))` gives; a test checks it)."""
         clock = self.clock
-        control = clock.control
+        control = clock.control_for(color)
         return b"%s%s],%s}\n" % (
             self._turn_prefix,
             b",".join(self._history),
@@ -276,12 +279,13 @@ class _Game:
         clock = self.clock
         line = self._turn_line(color)
         limit_ns = clock.deadline_ns(color)
-        await bot.check_idle()
+        bot.check_idle()
         cpu_before = self._before_turn(color)
+        self._off_turn(color, cpu_before)
         waited = bot.cpu_wait_ns()
         cpu_from = None if waited is None else bot.cpu_clock_ns()
         watch = None
-        if waited is not None and bot.input_unread() is not None:
+        if waited is not None and bot.lag_source.monitors and bot.input_unread() is not None:
             # The monitor notes how long the host kept the bot from reading this turn (its wait for a CPU).
             watch = ReadWatch(lambda: bot.input_unread() or 0, bot.cpu_wait_ns, waited)
         # The bot's time runs from immediately before the write (`send_turn` says when): a bot may answer before
@@ -291,7 +295,7 @@ class _Game:
         window = bot.lag_source.open(opened, watch)
 
         def written(start: int) -> None:
-            # Called where the turn's last byte went in: in a reader thread that writes the bot's turns.
+            # Called once the turn's last byte went in.
             if watch is not None:
                 watch.deadline_ns = None if limit_ns is None else start + limit_ns
                 watch.asleep_from_ns = start if asleep else None
@@ -303,13 +307,12 @@ class _Game:
             reply, infos_seen, held_since = await self._await_move(
                 bot, turn, opened, limit_ns, window, infos, waited, cpu_from
             )
-            # Known once the bot has replied, or its deadline passed: the write came before either.
             start = turn.start_ns or opened
             end = bot.last_line_ns if reply is not None else bot.now_ns()
             # The monitor's stalls matter where the reply was timed at its read; a reply the kernel stamped at the
             # bot's write, from a turn stamped at its own write, is timed exactly however late the referee ran.
             monitor_ns = 0 if reply is not None and bot.replies_stamped else window.lag_ns(end)
-            lag_ns = max(monitor_ns, bot.last_line_delay_ns if reply is not None else 0, _write_lag(turn, cpu_from))
+            lag_ns = max(monitor_ns, _write_lag(turn, cpu_from))
             before_read_ns = window.wait_before_read_ns()
             before_write_ns = 0
             if watch is not None and reply is not None:
@@ -319,17 +322,22 @@ class _Game:
             window.close()
         charge = clock.charge(color, end - start, timed_out=reply is None)
         if not charge.in_time:
-            bot_wait_ns = _host_kept_ns(bot, waited, cpu_from, end - start)
             self._late(
                 color,
                 charge,
-                limit_ns or 0,
-                lag_ns,
-                before_read_ns,
-                bot_wait_ns,
-                answered=reply is not None,
-                held_since_ns=held_since,
-                before_write_ns=before_write_ns,
+                Overrun(
+                    elapsed_ns=charge.elapsed_ns,
+                    overrun_ns=charge.overrun_ns,
+                    allowed_ns=charge.allowed_ns or 0,
+                    limit_ns=limit_ns or 0,
+                    margin_ns=clock.margin_ns,
+                    answered=reply is not None,
+                    lag_ns=lag_ns,
+                    before_read_ns=before_read_ns,
+                    before_write_ns=before_write_ns,
+                    bot_wait_ns=_host_kept_ns(bot, waited, cpu_from, end - start),
+                    held_ns=bot.now_ns() - held_since if held_since else 0,
+                ),
             )
         assert reply is not None
         text = reply.move
@@ -346,7 +354,9 @@ class _Game:
         except IllegalMoveError as error:
             raise BotIllegalMove(f"illegal move {error}") from None
         self._history.append(b'"%s"' % text.encode())
-        cpu_ms = self._cpu_used(color, cpu_before)
+        cpu_after = bot.cpu_ns()
+        self._cpu_mark[color] = cpu_after
+        cpu_ms = None if cpu_before is None or cpu_after is None else max(0, cpu_after - cpu_before) / NS_PER_MS
         remaining = charge.remaining_ns
         kept = self._keep_infos(color, infos) if infos else []
         record = MoveRecord.model_construct(
@@ -357,122 +367,100 @@ class _Game:
             latency_ms=lag_ns / NS_PER_MS,
             infos=kept,
             infos_dropped=infos_seen - len(kept),
-            cpu_ms=cpu_ms[0],
-            opponent_cpu_ms=cpu_ms[1],
+            cpu_ms=cpu_ms,
+            opponent_cpu_ms=None,  # known at the opponent's next turn (`_off_turn`)
         )
         self.moves.append(record)
-        if self.on_move is not None:
-            self.on_move(record, self.position)
-        self._check_cpu_limits(color, cpu_ms)
+        self._unpublished = record
+        self._check_cpu_limit(color, cpu_ms)
+        if self._node_limits[color] is not None or self.adjudicator is not None:
+            await self._after_move(color, kept)
 
-    def _before_turn(self, color: Color) -> tuple[int | None, int | None]:
-        """Freeze the waiting bot if it may not ponder, thaw the mover (both before its time starts), and
-        sample both bots' CPU time (`referee.containment`)."""
+    async def _after_move(self, color: Color, infos: list[dict[str, Any]]) -> None:
+        """Note an info over the bot's node limit; end the game if adjudication says so (`_Adjudicated`).
+        Between moves: no bot's clock runs while the solver works."""
+        who = f"{color} ({self._bot_names[color]})"
+        note = nodes_over_limit(self._node_limits[color], infos, who, len(self.position.history))
+        if note is not None:
+            self.notes.append(note)
+        adjudicator = self.adjudicator
+        if adjudicator is None:
+            return
+        adjudicator.record_scores(color, infos)
+        verdict = None
+        if adjudicator.wants_solver(self.position):
+            answer = await solve_elsewhere(self.position, adjudicator.rules.solver_nodes)
+            verdict = adjudicator.solver_verdict(self.position, answer)
+        verdict = verdict or adjudicator.score_verdict(self.position)
+        if verdict is not None:
+            raise _Adjudicated(verdict)
+
+    def _before_turn(self, color: Color) -> int | None:
+        """Freeze the waiting bot if it may not ponder, sample the mover's CPU time and thaw it (all before its time
+        starts; `referee.containment`)."""
         mover, waiting = self.bots[color], self.bots[color.other]
-        waiting.wait_for_turn()
+        if waiting.wait_for_turn():
+            # Frozen from now on: what it burned since its move, before the freeze, is nobody's turn.
+            self._cpu_mark[color.other] = waiting.cpu_ns()
+        cpu = mover.cpu_ns()  # before a frozen mover is thawed: the opponent's turn ends here
         mover.begin_turn()
-        return mover.cpu_ns(), waiting.cpu_ns()
+        return cpu
 
-    def _check_cpu_limits(self, color: Color, used: tuple[float | None, float | None]) -> None:
-        """Add this move's CPU to each bot's game total; a bot past its CPU limit for the game (on its turns and
-        off them) loses on time, whichever side is to move."""
-        for side, ms in ((color, used[0]), (color.other, used[1])):
-            total = self._cpu_game_ms[side] = self._cpu_game_ms[side] + (ms or 0.0)
-            limit_s = self.bots[side].cpu_limit_s()
-            if limit_s is not None and total > limit_s * 1000:
-                own = sum(m.cpu_ms or 0.0 for m in self.moves if m.color == side)
-                reason = (
-                    f"lost on CPU time: its processes used {total / 1000:.2f} s of CPU in this game"
-                    f" ({own / 1000:.2f} s on its turns, {(total - own) / 1000:.2f} s on its opponent's),"
-                    f" over its limit of {limit_s:g} s per game"
-                )
-                self.bots[side].give_up(reason)
-                raise _Forfeit(side, BotTimeout(reason, overrun_ms=total - limit_s * 1000))
+    def _off_turn(self, color: Color, cpu_now: int | None) -> None:
+        """At `color`'s turn (its CPU time now `cpu_now`): what it used since its last move was on its opponent's
+        move, the last one played. That move is complete now: it goes to `on_move`, and the CPU to the limit."""
+        mark = self._cpu_mark.get(color)
+        used = None if mark is None or cpu_now is None else max(0, cpu_now - mark) / NS_PER_MS
+        last = self._unpublished
+        if last is not None and last.color != color:
+            last.opponent_cpu_ms = used
+        self.publish()
+        self._check_cpu_limit(color, used)
 
-    def _cpu_used(self, color: Color, before: tuple[int | None, int | None]) -> tuple[float | None, float | None]:
-        """CPU milliseconds of the mover and of the waiting bot since `_before_turn`."""
-        after = (self.bots[color].cpu_ns(), self.bots[color.other].cpu_ns())
+    def publish(self) -> None:
+        """Give the last move to `on_move` (at the next turn, or once the game has ended)."""
+        last, self._unpublished = self._unpublished, None
+        if last is not None and self.on_move is not None:
+            self.on_move(last, self.position)
 
-        def used(start: int | None, end: int | None) -> float | None:
-            return None if start is None or end is None else max(0, end - start) / NS_PER_MS
+    def finish_moves(self) -> None:
+        """At the end of the game: the waiting bot's CPU during the last move, and that move to `on_move`."""
+        last = self._unpublished
+        if last is not None:
+            waiting = last.color.other
+            cpu_now = self.bots[waiting].cpu_ns()
+            mark = self._cpu_mark.get(waiting)
+            if mark is not None and cpu_now is not None:
+                last.opponent_cpu_ms = max(0, cpu_now - mark) / NS_PER_MS
+        self.publish()
 
-        return used(before[0], after[0]), used(before[1], after[1])
-
-    def _late(
-        self,
-        color: Color,
-        charge: Charge,
-        limit_ns: int,
-        lag_ns: int,
-        before_read_ns: int,
-        bot_wait_ns: int,
-        *,
-        answered: bool,
-        before_write_ns: int = 0,
-        held_since_ns: int = 0,
-    ) -> NoReturn:
-        """A move past its deadline: a loss on time, or a void game if the host was later than the bot.
-
-        `limit_ns` is the deadline the bot was judged by (its allowance plus the margin); the bot is over it by
-        `excess`. The host spoiled the move, and the game is void (never a forfeit for the host's delay), when
-        what the host took from the move is more than `excess`: the referee's own measured lateness
-        (`lag_ns`: its monitor's stalls, the reader thread's wait to run before it read the reply, or the turn's
-        write call taking long from the start: the writer preempted before it wrote), plus the
-        time the host kept the bot off a CPU while it was ready to run (`bot_wait_ns`, its run-queue wait over
-        the whole move; `before_read_ns` and `before_write_ns`, the parts of it just before it read its turn and
-        just before its move arrived, as the monitor saw them). A bot preempted while it thinks is counted too:
-        one preempted just before it looks at its clock cannot stop in time, whatever it budgets by. A bot
-        whose own threads used more than one CPU meanwhile is never taken as kept off a CPU (`_host_kept_ns`).
-        """
-        clock = self.clock
-        allowed = charge.allowed_ns or 0
-        excess = charge.elapsed_ns - limit_ns
-        margin = f" (a {_fmt_ms(clock.margin_ns)} margin was allowed)" if clock.margin_ns else ""
-        what = "no move after" if not answered else "took"
-        kept_ns = max(bot_wait_ns, before_read_ns + before_write_ns)  # the parts are disjoint: they add up
-        if answered and lag_ns + kept_ns > excess:
-            pressure = cpu_pressure()
-            host = "" if pressure is None else f"; CPU pressure on the host: {pressure:g}% over the last 10 s"
-            causes = []
-            if lag_ns:
-                causes.append(f"the referee measured {_fmt_ms(lag_ns)} of its own lateness during that move")
-            if before_read_ns:
-                causes.append(f"the host kept the bot from reading its turn for {_fmt_ms(before_read_ns)}")
-            if before_write_ns:
-                causes.append(
-                    f"the host kept the bot off a CPU for {_fmt_ms(before_write_ns)} between its deadline and its move"
-                )
-            if kept_ns > before_read_ns + before_write_ns:
-                causes.append(f"the bot waited {_fmt_ms(kept_ns)} for a CPU in all during the move")
-            raise _HostLate(
-                f"void, the host was late: {color} ({self._bot_names[color]}) {what}"
-                f" {_fmt_ms(charge.elapsed_ns)}, {_fmt_ms(charge.overrun_ns)} over its {_fmt_ms(allowed)}{margin},"
-                f" but {' and '.join(causes)}{host}; the game is not scored and is played again",
-                overrun_ms=charge.overrun_ns / NS_PER_MS,
-                lag_ms=(lag_ns + kept_ns) / NS_PER_MS,
-            )
-        bot = self.bots[color]
-        if held_since_ns:
-            # No move, but ready to run and hardly running since `held_since_ns` (see `_await_move`): not the bot.
-            held_ns = bot.now_ns() - held_since_ns
+    def _check_cpu_limit(self, side: Color, ms: float | None) -> None:
+        """Add CPU milliseconds to the side's game total; a bot past its CPU limit for the game (on its turns and
+        off them) loses on time."""
+        total = self._cpu_game_ms[side] = self._cpu_game_ms[side] + (ms or 0.0)
+        limit_s = self.bots[side].cpu_limit_s()
+        if limit_s is not None and total > limit_s * 1000:
+            own = sum(m.cpu_ms or 0.0 for m in self.moves if m.color == side)
             reason = (
-                f"void, the host was late: {color} ({self._bot_names[color]}) no move after"
-                f" {_fmt_ms(charge.elapsed_ns)}, {_fmt_ms(charge.overrun_ns)} over its {_fmt_ms(allowed)}{margin},"
-                f" but it was ready to run and the host gave it almost no CPU for {_fmt_ms(held_ns)} past its"
-                " deadline; the game is not scored and is played again"
+                f"lost on CPU time: its processes used {total / 1000:.2f} s of CPU in this game"
+                f" ({own / 1000:.2f} s on its turns, {(total - own) / 1000:.2f} s on its opponent's),"
+                f" over its limit of {limit_s:g} s per game"
             )
-            bot.give_up(reason)  # its move may still come: restart it before its next game
-            raise _HostLate(reason, overrun_ms=charge.overrun_ns / NS_PER_MS, lag_ms=(lag_ns + held_ns) / NS_PER_MS)
-        reason = (
-            f"lost on time: {what} {_fmt_ms(charge.elapsed_ns)}, {_fmt_ms(charge.overrun_ns)} over its "
-            f"{_fmt_ms(allowed)}{margin}"
+            self.bots[side].give_up(reason)
+            raise _Forfeit(side, BotTimeout(reason, overrun_ms=total - limit_s * 1000))
+
+    def _late(self, color: Color, charge: Charge, move: Overrun) -> NoReturn:
+        """A move past its deadline: a loss on time, or a void game if the host was later than the bot
+        (`referee.timing.judge`, which says what counts as the host's)."""
+        verdict = judge(
+            move, who=f"{color} ({self._bot_names[color]})", pressure=cpu_pressure() if move.answered else None
         )
-        if bot_wait_ns >= NS_PER_MS:
-            reason += f" (the host is busy: the bot waited {_fmt_ms(bot_wait_ns)} for a CPU during the move)"
-        # Restarted before its next game, as after every fault but an illegal move (PROTOCOL.md): without an
-        # answer, a late move would be read as the answer to the next message.
-        bot.give_up(reason)
-        raise BotTimeout(reason, overrun_ms=charge.overrun_ns / NS_PER_MS)
+        bot = self.bots[color]
+        if verdict.give_up:
+            bot.give_up(verdict.reason)
+        if verdict.void:
+            raise _HostLate(verdict.reason, overrun_ms=charge.overrun_ns / NS_PER_MS, lag_ms=verdict.host_ms)
+        raise BotTimeout(verdict.reason, overrun_ms=charge.overrun_ns / NS_PER_MS)
 
     def _keep_infos(self, color: Color, infos: deque[Info]) -> list[dict[str, Any]]:
         """The infos of a move for its record: the latest ones that fit in what is left of the side's budget."""
@@ -512,58 +500,66 @@ class _Game:
         """
         limits = self.limits
         interval_ns = round(limits.ping_interval_s * 1e9)
-        check_at = (turn.start_ns or opened) + interval_ns
+        start = turn.start_ns or opened
+        check_at = start + interval_ns
         pending: int | None = None  # the id of the ping waiting for its pong
         seen = 0
         grace = 0
         held_from: int | None = None  # the bot's CPU time when it was first found ready to run past its deadline
         held_since = 0  # when it was first found held off a CPU past its deadline (0: not yet)
+        deadline = None if limit_ns is None else start + limit_ns
         while True:
-            start = turn.start_ns
-            if start is None:
-                # A reader thread is to write the turn (`BotChannel.send_turn`) and has not yet: no time runs.
-                # The deadline can only be later than if it had started when handed over: wake then at the
-                # earliest (a move is mostly in by then: no wake-up on the bot's core while it thinks).
-                deadline = None
-                earliest = check_at if limit_ns is None else opened + limit_ns
-                wake_at = min(check_at, max(earliest, bot.now_ns() + WRITE_CHECK_NS))
+            wake_at = check_at if deadline is None else min(check_at, deadline + grace)
+            # In a loop that plays only this game, a blocking poll waits for the reply at a fraction of the cost
+            # of a wait through trio; it returns to trio for anything else the loop has to do.
+            waited_here = None if bot.has_news() else bot.wait_output(wake_at)
+            if waited_here == "interrupted":
+                await trio.lowlevel.checkpoint()
+                continue
+            if waited_here == "ready":
+                bot.catch_up()
+                if not bot.has_news():
+                    continue  # part of a line: wait again
+            if waited_here is None:
+                # One cancel scope per wait, for whichever comes first: a scope costs about as much as a round trip.
+                with trio.move_on_at(bot.to_trio_time(wake_at)) as scope:
+                    message = await bot.receive()
+                timed_out = scope.cancelled_caught
             else:
-                deadline = None if limit_ns is None else start + limit_ns
-                wake_at = check_at if deadline is None else min(check_at, deadline + grace)
-            # One cancel scope per wait, for whichever comes first: a scope costs about as much as a round trip.
-            with trio.move_on_at(bot.to_trio_time(wake_at)) as scope:
-                message = await bot.receive()
-            if scope.cancelled_caught:
+                timed_out = waited_here == "timeout"
+                if not timed_out:
+                    message = await bot.receive()  # a line is there: no wait
+            if timed_out:
                 # What had arrived by now counts, even if the loop was too busy to take it in.
-                await bot.catch_up()
+                bot.catch_up()
                 if bot.has_lines():
                     continue
                 now = bot.now_ns()
-                if start is not None and deadline is not None and now >= deadline + grace:
+                if deadline is not None and now >= deadline + grace:
                     kept = max(_host_kept_ns(bot, waited, cpu_from, now - start), window.wait_before_read_ns())
-                    lag = max(window.lag_ns(now), _write_lag(turn, cpu_from)) + kept
-                    if now - deadline >= lag:
+                    delay = max(window.lag_ns(now), _write_lag(turn, cpu_from)) + kept
+
+                    def held() -> bool:
+                        nonlocal held_from
                         if held_from is None:
                             held_from = bot.cpu_clock_ns()
-                        held = _held_off_cpu(bot, held_from)
-                        if held and now - deadline >= max(deadline - start, HELD_MAX_NS):
-                            # Ready to run all this time and hardly run: the host (a hypervisor that does not
-                            # run this CPU, say) is what is late. Waiting on would not tell more.
-                            return None, seen, held_since
-                        if not held:
-                            return None, seen, 0
+                        return _held_off_cpu(bot, held_from)
+
+                    decision = past_deadline(
+                        now_ns=now, deadline_ns=deadline, start_ns=start, delay_ns=delay, held=held
+                    )
+                    if isinstance(decision, GiveUp):
+                        return None, seen, held_since if decision.held else 0
+                    if decision.held_since:
                         held_since = held_since or now
-                        # Ready to run but hardly running: the host, not the bot, may be late (`_late` judges the
-                        # reply by the bot's wait for a CPU just before it). Listen a little longer.
-                        lag = bot.now_ns() - deadline + HELD_CHECK_NS
-                    grace = lag  # the referee was late itself: give the bot as long again
+                    grace = decision.grace_ns  # the host was late: give the bot as long again
                     continue
                 if now < check_at:
                     continue
                 if pending is not None:
                     reason = (
                         f"stopped answering pings: no pong to ping {pending} within {limits.ping_timeout_s:g} s"
-                        f" while thinking ({(now - (start or opened)) / 1e9:.1f} s into its move)"
+                        f" while thinking ({(now - start) / 1e9:.1f} s into its move)"
                     )
                     bot.give_up(reason)
                     raise BotUnresponsive(reason)
@@ -615,9 +611,12 @@ class _Game:
         overrun_ms: float | None = None,
         referee_lag_ms: float | None = None,
         stderr_tail: list[str] | None = None,
+        adjudicated: str | None = None,
     ) -> GameRecord:
+        self.finish_moves()
         sides = {color: self.bots[color].info() for color in COLORS}
         for color, info in sides.items():
+            info.options = self._options_sent[color]
             own = [m.cpu_ms for m in self.moves if m.color == color]
             off = [m.opponent_cpu_ms for m in self.moves if m.color != color]
             info.cpu_ms = None if not own or None in own else sum(own)  # type: ignore[arg-type]
@@ -641,6 +640,9 @@ class _Game:
             final_position=self.position.to_string(),
             started_at=started_at,
             finished_at=datetime.now(UTC),
+            limit_bound=self.settings.limit_bound,
+            adjudicated=adjudicated,
+            notes=self.notes,
         )
 
 
@@ -665,6 +667,17 @@ async def run_game(
         try:
             await game.setup()
             await game.play()
+        except _Adjudicated as adjudicated:
+            verdict = adjudicated.verdict
+            record = game.record(
+                result=result_for(verdict.winner),
+                winner=verdict.winner,
+                termination=Termination.NORMAL,
+                reason=verdict.reason,
+                scores=verdict.scores,
+                started_at=started_at,
+                adjudicated=verdict.kind,
+            )
         except _HostLate as late:
             record = game.record(
                 result="*",

@@ -1,16 +1,16 @@
 """The referee's own lateness: measured around every move, so that a bot is never charged for the host's delays.
 
-A bot's move is timed by the thread that reads its pipe (`referee.reader`), but that thread can itself be
-late: descheduled on a busy host, waiting for the interpreter lock, or the whole referee stopped. This
-module measures how late the referee was during each move, from three sources, and the game asks it before
-it forfeits a bot on time (`referee.game`): when the measured lag is larger than the bot's overrun, the
-referee cannot show that it was on time itself, and the game is void instead.
+A bot's move is timed by the loop that plays its game (`referee.play`), from the turn's write to the bot's
+write of its reply (stamped by the kernel on Linux). That loop can itself be late: descheduled on a busy host,
+or the whole referee stopped. This module measures how late the referee was during each move, and the game
+asks it before it forfeits a bot on time (`referee.game`): when the measured lag is larger than the bot's
+overrun, the referee cannot show that it was on time itself, and the game is void instead.
 
 - `HostLagMonitor`: one thread per referee process that sleeps a fixed period and notes how much later
-  than asked it woke (host scheduling and the interpreter lock both delay it, as they delay the readers).
+  than asked it woke (host scheduling and the interpreter lock both delay it, as they delay a read).
   A move's window collects the longest such stall overlapping it, and a stall still in progress counts.
-- The reader's scheduling delay: each chunk a reader thread reads carries the run-queue wait of that
-  thread since its previous read (`/proc/thread-self/schedstat`, where the kernel has it).
+  It runs only for bots it can help: not for a bot pinned beside its game's loop whose replies the kernel
+  stamps (`BotProcess`), whose moves are timed exactly and whose turns reach it on its own core.
 - CPU pressure (`/proc/pressure/cpu`, where the kernel has it) is not charged against anything, but it is
   named in the reason of a game voided for the host's lateness, to say what the host was doing.
 
@@ -144,6 +144,9 @@ class LagWindow(Protocol):
 class LagSource(Protocol):
     """Opens a `LagWindow` at a move's start (times in the channel's clock, nanoseconds)."""
 
+    monitors: bool
+    """Whether a window watches the bot read its turn (`ReadWatch`): only a monitor thread does."""
+
     def open(self, start_ns: int, watch: ReadWatch | None = None) -> LagWindow: ...
 
 
@@ -165,6 +168,8 @@ class _FixedWindow:
 
 class ConstantLag:
     """A lag source that reports the same lag for every move: for tests, and for channels without a host."""
+
+    monitors = False
 
     def __init__(self, lag_ns: int = 0) -> None:
         self._window = _FixedWindow(lag_ns)
@@ -210,6 +215,8 @@ class HostLagMonitor:
 
     Runs while it has users (`acquire`/`release`), so an idle referee spends nothing on it.
     """
+
+    monitors = True
 
     def __init__(self, period_ns: int = MONITOR_PERIOD_NS) -> None:
         self.period_ns = period_ns

@@ -2,8 +2,10 @@
 
 The referee appends, the live view (a separate process, referee/serve.py) follows the file: a game in
 progress can be watched move by move without the referee serving anything. Lines carry what the viewer
-needs in its own compact form (referee/report.py `game_detail`). Writing never stops a game: a failed
-write (a full disk) turns the feed off with one warning.
+needs in its own compact form (referee/report.py `game_detail`), with the time it was written (`at`, ms since
+the epoch: the page counts the mover's clock down from it), and a game's end carries its result and reason.
+The file stays short (`MAX_FEED_BYTES`). Writing never stops a game: a failed write (a full disk) turns the
+feed off with one warning.
 """
 
 from __future__ import annotations
@@ -11,42 +13,78 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
+import time
 from pathlib import Path
 from typing import IO, Any
 
 from protocol.messages import TimeControl
+from referee.clock import describe_time_control
+from referee.files import write_text_atomic
 from referee.record import GameSettings, MoveRecord
-from referee.report import describe_time_control
 
 LIVE_FILE = "live.jsonl"
+MAX_FEED_BYTES = 8 * 1024 * 1024
+"""Past this size the feed is rewritten with only the games in progress (a `continued` run_started first): a
+50,000-game run would otherwise leave ~450 MB of moves nobody follows any more. The reader sees a new file
+and reads it from its start (referee/serve.py)."""
+
+
+def _now_ms() -> int:
+    return round(time.time() * 1000)
 
 
 class LiveFeed:
     """Appends the live feed of one run to `out_dir/live.jsonl` (line-buffered: each line is one write)."""
 
-    def __init__(self, out_dir: Path) -> None:
+    def __init__(self, out_dir: Path, *, max_bytes: int = MAX_FEED_BYTES) -> None:
         self.path = out_dir / LIVE_FILE
+        self.max_bytes = max_bytes
         self._file: IO[str] | None = None
         self._failed = False
         self._board: dict[str, Any] = {}
         self._time_control: TimeControl | None = None
+        self._kind = "tournament"
+        self._size = 0
+        self._playing: dict[str, list[str]] = {}  # game id -> its lines so far (a rewrite keeps them)
 
     def _write(self, event: dict[str, Any], *, fresh: bool = False) -> None:
         if self._failed:
             return
+        line = json.dumps(event, separators=(",", ":")) + "\n"
+        game_id = str(event.get("id"))
+        if event["type"] == "game_started":
+            self._playing[game_id] = [line]
+        elif event["type"] == "move" and game_id in self._playing:
+            self._playing[game_id].append(line)
+        elif event["type"] == "game_finished":
+            self._playing.pop(game_id, None)
         try:
             if fresh:
                 self.close()
+                self._playing.clear()
             if self._file is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self._file = self.path.open("w" if fresh else "a", encoding="utf-8", buffering=1)
-            self._file.write(json.dumps(event, separators=(",", ":")) + "\n")
+                self._size = self.path.stat().st_size
+            self._file.write(line)
+            self._size += len(line)
+            if self._size > self.max_bytes:
+                self._rewrite()
         except OSError as error:
             self._failed = True
             print(f"warning: {self.path}: the live feed is off ({error.strerror})", file=sys.stderr)
 
+    def _rewrite(self) -> None:
+        """Start the file afresh with only the games in progress, replaced whole (readers see one or the other)."""
+        head = json.dumps({"type": "run_started", "kind": self._kind, "continued": True}, separators=(",", ":"))
+        lines = [head + "\n", *(line for game in self._playing.values() for line in game)]
+        self.close()
+        write_text_atomic(self.path, lines)
+        self._size = sum(len(line) for line in lines)
+
     def run_started(self, kind: str) -> None:
         """A run (or a resumed one) begins: the feed starts afresh, so it holds one run's moves at most."""
+        self._kind = kind
         self._write({"type": "run_started", "kind": kind}, fresh=True)
 
     def on_event(self, event: Any) -> None:
@@ -58,31 +96,42 @@ class LiveFeed:
             self.run_started(getattr(event, "kind", "tournament"))
         elif kind == "game_started" and self._time_control is not None:
             settings = GameSettings(time_control=self._time_control, opening=list(event.opening), **self._board)
-            self.game_started(event.game_id, event.black, event.white, settings)
+            self.game_started(event.game_id, event.black, event.white, settings, number=getattr(event, "number", None))
         elif kind == "game_finished":
-            self.game_finished(event.game_id)
+            self.game_finished(
+                event.game_id,
+                result=getattr(event, "result", None),
+                termination=str(getattr(event, "termination", "")) or None,
+                reason=getattr(event, "reason", None),
+                scored=getattr(event, "scored", None),
+            )
         elif kind == "tournament_finished":
-            self.run_finished()
+            self.run_finished(getattr(event, "ended", None))
 
-    def on_move(self, game: Any, move: MoveRecord, position: object) -> None:
+    def on_move(self, game: Any, move: MoveRecord, ply: int) -> None:
         """A runner's per-move callback: `game` is the scheduled game (it has a `game_id`)."""
         self.move(game.game_id, move)
 
-    def game_started(self, game_id: str, black: str, white: str, settings: GameSettings) -> None:
+    def game_started(
+        self, game_id: str, black: str, white: str, settings: GameSettings, *, number: int | None = None
+    ) -> None:
         control = settings.time_control
         self._write(
             {
                 "type": "game_started",
                 "id": game_id,
+                "n": number,
                 "b": black,
                 "w": white,
                 "W": settings.width,
                 "H": settings.height,
                 "k": settings.komi,
-                "tc": describe_time_control(control.model_dump()),
+                "tc": describe_time_control(control),
                 "base": control.base_ms,
+                "mt": control.move_time_ms,
                 "o": " ".join(settings.opening),
                 "clock": control.base_ms is not None,
+                "at": _now_ms(),
             }
         )
 
@@ -98,14 +147,25 @@ class LiveFeed:
                 "clock": move.clock_ms,
                 "info": info,
                 "count": len(move.infos) + move.infos_dropped,
+                "at": _now_ms(),
             }
         )
 
-    def game_finished(self, game_id: str) -> None:
-        self._write({"type": "game_finished", "id": game_id})
+    def game_finished(
+        self,
+        game_id: str,
+        *,
+        result: str | None = None,
+        termination: str | None = None,
+        reason: str | None = None,
+        scored: bool | None = None,
+    ) -> None:
+        self._write(
+            {"type": "game_finished", "id": game_id, "r": result, "x": termination, "why": reason, "scored": scored}
+        )
 
-    def run_finished(self) -> None:
-        self._write({"type": "run_finished"})
+    def run_finished(self, ended: str | None = None) -> None:
+        self._write({"type": "run_finished", "ended": ended})
 
     def close(self) -> None:
         if self._file is not None:

@@ -152,7 +152,9 @@ class MatchSummary(BaseModel):
         description="Per bot: CPU seconds all its processes used during its opponent's turns (pondering, or taking"
         " the opponent's CPU), over the games that measured it.",
     )
-    games_file: str = Field(description="The records of the counted games, one JSON line each, in game order.")
+    games_file: str = Field(
+        description="The records of the counted games, one JSON line each, in the order they finished (commit order)."
+    )
     latency: LatencySummary | None = Field(
         default=None,
         description="The referee's measured lateness per move over this run's games (p50, p99, max) and the games"

@@ -24,6 +24,7 @@ import os
 import platform
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -31,7 +32,7 @@ import termios
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -58,14 +59,13 @@ from referee.containment import (
     RUNNING_DIR,
     TRACK_INTERVAL_S,
     ProcessTree,
-    cpu_slots,
     end_leftovers,
     process_cpu_ns,
     run_in_spawner,
 )
 from referee.exceptions import single_exception
 from referee.latency import NO_LAG, HostLagMonitor, LagSource, host_lag_monitor
-from referee.reader import InputClosedError, PipeReader, StderrCopier, TurnWrite, stdout_pair
+from referee.reader import OutputReader, StderrCopier, TurnWrite, stdout_pair
 from referee.record import BotInfo, Termination
 from referee.sandbox import SandboxError, launch_command, sandbox_environment
 
@@ -93,9 +93,6 @@ CHUNK_BYTES = 65536
 YIELD_EVERY_LINES = 64
 """`receive_line` lets other tasks run after this many lines, even when they all came in one chunk."""
 CATCH_UP_CHUNKS = 16
-CATCH_UP_MAX_S = 1.0
-"""The longest catching up waits for bytes already in the reader thread's hands (a thread held off a CPU for
-longer than this shows as the referee's own lateness, which voids rather than forfeits)."""
 """`catch_up` takes at most this many chunks: a bot that writes without pause cannot hold the referee there."""
 EXIT_WAIT_S = 0.5
 """After a bot's output ends: how long to wait for it to exit, to report its exit code or signal."""
@@ -205,9 +202,9 @@ class BotChannel:
     Which message the bot may send when is the session's to say (`protocol.session`); the channel tells it
     what was written and read, and owns nothing else of the protocol. `receive` returns one allowed message
     and notes in `last_line_ns` when its line was complete, in the channel's clock (`now_ns`): for a real
-    process, the monotonic time at which the reader thread's read of the line's last byte returned
-    (`referee.reader`); over memory streams, trio's clock (so tests can use `autojump_clock`).
-    `lag_source` measures the referee's own lateness during a move (`referee.latency`).
+    process, the monotonic time of the bot's write that completed it (a stamped socket) or of the read that
+    returned it (`referee.reader`); over memory streams, trio's clock (so tests can use `autojump_clock`).
+    `lag_source` measures the referee's own lateness during a move where that matters (`referee.latency`).
     """
 
     def __init__(
@@ -217,7 +214,7 @@ class BotChannel:
         receive_stream: trio.abc.ReceiveStream,
         *,
         command: list[str] | None = None,
-        reader: PipeReader | None = None,
+        reader: OutputReader | None = None,
         lag_source: LagSource = NO_LAG,
     ) -> None:
         self.name = name
@@ -227,18 +224,16 @@ class BotChannel:
         self.lag_source = lag_source
         self.last_line_ns = 0
         """`now_ns()` when the last line returned by `receive` was complete (the read of its last byte returned)."""
-        self.last_line_delay_ns = 0
-        """The reader thread's run-queue wait before the read that completed the last line (0 without a reader)."""
         self._send_stream = send_stream
         self._receive_stream = receive_stream
         self._reader = reader
         self._monotonic = reader is not None  # the channel's clock, for good (the reader stops at shutdown)
         self._buffer = LineBuffer(MAX_LINE_BYTES)
-        self._lines: deque[tuple[bytes, int, int]] = deque()
+        self._lines: deque[tuple[bytes, int]] = deque()
         self._line_error: LineTooLongError | None = None
         self._eof = False
         self._served = 0
-        if reader is not None and isinstance(lag_source, HostLagMonitor):
+        if isinstance(lag_source, HostLagMonitor):
             lag_source.acquire()
 
     @property
@@ -252,7 +247,7 @@ class BotChannel:
         return self.session.closed
 
     def now_ns(self) -> int:
-        """The channel's clock, ns: monotonic time with a reader thread, trio's clock over memory streams."""
+        """The channel's clock, ns: monotonic time for a process, trio's clock over memory streams."""
         if self._monotonic:
             return time.monotonic_ns()
         return round(trio.current_time() * 1e9)
@@ -310,10 +305,7 @@ class BotChannel:
         `now_ns()`'s clock, and `written(start_ns)` is called once the whole line is in the pipe. A pipe is
         written at once, not after a trip through the scheduler (trio's `send_all` yields to the other tasks
         before it writes, and a bot may be answering by then), and only what the pipe cannot take yet is left
-        to `send_all`. A reader pinned to the bot's cores writes it instead (`PipeReader.write`), and this
-        returns before the write: `start_ns` is None until the thread has made it, at the latest when the
-        bot's reply is received (the same thread reads it, after the write); a write that fails there shows as
-        `BotCrashed` ("closed its input") from `receive`.
+        to `send_all`.
         """
         self.session.sent("turn")
         if self.session.closed:
@@ -324,14 +316,8 @@ class BotChannel:
             await self._write(line)
             turn = TurnWrite.made(line, start)
         else:
-            fd = fileno()
-            if self._reader is not None and self._reader.writes_turns:
-                turn = self._reader.write(fd, line, written, self.cpu_clock_ns)
-                if turn.handed:
-                    return turn  # the thread writes it (and may be writing it now)
-            else:
-                turn = TurnWrite(fd, line, written, self.cpu_clock_ns)
-                turn.write()
+            turn = TurnWrite(fileno(), line, written, self.cpu_clock_ns)
+            turn.write()
             if turn.failed:
                 self.session.gone("closed its input")
                 raise await self._gone_fault("closed its input") from None
@@ -385,26 +371,22 @@ class BotChannel:
             # A chunk can hold a thousand tiny lines (an info flood): let the other games' tasks run now and
             # then, so that no other bot's reply waits (and is charged) while this one's lines are parsed.
             await trio.lowlevel.checkpoint()
-        line, self.last_line_ns, self.last_line_delay_ns = self._lines.popleft()
+        line, self.last_line_ns = self._lines.popleft()
         return line
 
     async def _read_chunk(self) -> None:
         if self._reader is not None:
-            try:
-                data, stamp, delay = await self._reader.receive()
-            except InputClosedError:  # the reader thread could not write a turn (`send_turn`)
-                self.session.gone("closed its input")
-                raise await self._gone_fault("closed its input") from None
+            data, stamp = await self._reader.receive()
         else:
             try:
                 data = bytes(await self._receive_stream.receive_some(CHUNK_BYTES))
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 data = b""
-            stamp, delay = self.now_ns(), 0
+            stamp = self.now_ns()
         self._eof = not data
-        self._feed(data, stamp, delay)
+        self._feed(data, stamp)
 
-    def _feed(self, data: bytes | bytearray, stamp: int, delay: int) -> None:
+    def _feed(self, data: bytes | bytearray, stamp: int) -> None:
         try:
             lines = self._buffer.feed(data if isinstance(data, bytes) else bytes(data))
         except LineTooLongError as error:
@@ -412,14 +394,11 @@ class BotChannel:
             lines = error.lines
             self._line_error = error
         for line in lines:
-            self._lines.append((line, stamp, delay))
+            self._lines.append((line, stamp))
 
-    async def catch_up(self) -> None:
-        """Take in whatever the bot has already written (without waiting for more).
-
-        With a reader thread, bytes may sit in the pipe or in the thread's hands for a moment: wait for them,
-        so that a deadline is never judged on less than what had arrived by then.
-        """
+    def catch_up(self) -> None:
+        """Take in whatever the bot has already written, without waiting for more: a deadline is never judged on
+        less than what had arrived by then."""
         reader = self._reader
         if reader is None:
             fileno = getattr(self._receive_stream, "fileno", None)
@@ -429,34 +408,41 @@ class BotChannel:
                 except OSError:  # BlockingIOError: nothing waiting; anything else: the next receive reports it
                     return
                 self._eof = not data
-                self._feed(data, self.now_ns(), 0)
+                self._feed(data, self.now_ns())
             return
         for _ in range(CATCH_UP_CHUNKS):
             if self._eof or self._line_error is not None:
                 return
             chunk = reader.take_nowait()
             if chunk is None:
-                with trio.move_on_after(CATCH_UP_MAX_S):
-                    chunk = await reader.settle()
-                if chunk is None:
-                    return
-            data, stamp, delay = chunk
+                return
+            data, stamp = chunk
             self._eof = not data
-            self._feed(data, stamp, delay)
+            self._feed(data, stamp)
 
     def has_lines(self) -> bool:
         """Whether complete lines are waiting to be returned by `receive` (no read needed)."""
         return bool(self._lines) or self._line_error is not None
 
-    async def check_idle(self) -> None:
+    def has_news(self) -> bool:
+        """Whether `receive` would return (or fail) without a read: lines waiting, or the output's end."""
+        return self.has_lines() or self._eof
+
+    def wait_output(self, until_ns: int) -> str | None:
+        """In a loop that plays only this game (`referee.reader.sole_game_loop`): block until the bot has written
+        ("ready"), `until_ns` ("timeout") or the loop has other work ("interrupted"); None: wait through trio."""
+        reader = self._reader
+        return None if reader is None else reader.wait(until_ns)
+
+    def check_idle(self) -> None:
         """BotProtocolError if the bot has sent anything but `pong` or `info` since its last awaited reply.
 
         Catches a message sent out of turn (a `move` between turns would otherwise be taken as the answer to
         the next turn, charged nothing). Reads only what is already there, so it can run before every turn.
         """
-        await self.catch_up()
+        self.catch_up()
         while self._lines:
-            line, _, _ = self._lines.popleft()
+            line, _ = self._lines.popleft()
             self._parse(line)
 
     async def receive(self) -> BotMessage:
@@ -502,12 +488,13 @@ class BotChannel:
                 return (self.last_line_ns - start) / 1e9
 
     async def close_reading(self) -> None:
-        """Stop the reader thread (before the pipe is closed) and leave the host's lag monitor."""
+        """Stop reading (before the pipe is closed) and leave the host's lag monitor."""
         reader, self._reader = self._reader, None
         if reader is not None:
             await reader.close()
-            if isinstance(self.lag_source, HostLagMonitor):
-                self.lag_source.release()
+        lag_source, self.lag_source = self.lag_source, NO_LAG
+        if isinstance(lag_source, HostLagMonitor):
+            lag_source.release()
 
     # -- what the records need ------------------------------------------------------------------------
 
@@ -540,8 +527,10 @@ class BotChannel:
         """CPU time used so far by the bot and everything it started (None: not measurable)."""
         return None
 
-    def wait_for_turn(self) -> None:
-        """The opponent's turn begins: a bot that may not ponder (`BotSpec.ponder`) is frozen until its own."""
+    def wait_for_turn(self) -> bool:
+        """The opponent's turn begins: a bot that may not ponder (`BotSpec.ponder`) is frozen until its own.
+        Whether it was frozen."""
+        return False
 
     def begin_turn(self) -> None:
         """Its own turn is about to begin: thaw it if it was frozen."""
@@ -561,6 +550,11 @@ class ChildProcess:
     def __init__(self, popen: subprocess.Popen[bytes], stdin: int, stdout: int, stderr: int) -> None:
         self.popen = popen
         self.pid = popen.pid
+        try:
+            self.exit_fd = os.pidfd_open(self.pid) if hasattr(os, "pidfd_open") else -1
+            """Readable once the process has exited (a pidfd; -1: none, or closed once the exit was seen)."""
+        except OSError:
+            self.exit_fd = -1
         self.stdin: trio.abc.SendStream = trio.lowlevel.FdStream(stdin)
         self.stdout: trio.abc.ReceiveStream = trio.lowlevel.FdStream(stdout)
         self.stderr: trio.abc.ReceiveStream = trio.lowlevel.FdStream(stderr)
@@ -572,19 +566,18 @@ class ChildProcess:
 
     async def watch(self) -> None:
         """Return when the process has exited and been reaped (its return code then known)."""
+        pidfd = self.exit_fd
         try:
-            pidfd = os.pidfd_open(self.pid) if hasattr(os, "pidfd_open") else None
-        except OSError:
-            pidfd = None
-        try:
-            if pidfd is not None:
+            if pidfd >= 0:
                 await trio.lowlevel.wait_readable(pidfd)
                 self.popen.wait()
             else:  # no pidfd (Linux < 5.3, other systems): poll
                 while self.popen.poll() is None:
                     await trio.sleep(0.01)
         finally:
-            if pidfd is not None:
+            if pidfd >= 0:
+                self.exit_fd = -1
+                trio.lowlevel.notify_closing(pidfd)
                 os.close(pidfd)
             if self.popen.returncode is not None:
                 self.exited.set()
@@ -600,14 +593,30 @@ _READ_SYSCALLS = {"x86_64": (0, 17, 19), "aarch64": (63, 65, 67)}.get(platform.m
 """read, pread64 and readv on this machine (their numbers in /proc/PID/syscall); none known: never excused."""
 
 
+_SPAWNER_CORES: list[int] | None = None
+"""The spawner thread's own cores as it started (it pins itself to a bot's for each spawn; see `_spawn`)."""
+
+
 def _spawn(
-    command: list[str], cwd: Path | None, env: dict[str, str] | None, preexec: Callable[[], None]
+    command: list[str],
+    cwd: Path | None,
+    env: dict[str, str] | None,
+    preexec: Callable[[], None] | None,
+    cores: list[int] | None = None,
 ) -> tuple[subprocess.Popen[bytes], int, int, int]:
-    """Fork and exec the bot with fresh pipes; the referee's ends of them (stdin, stdout, stderr).
+    """Start the bot with fresh pipes (in the spawner thread); the referee's ends of them (stdin, stdout, stderr).
 
     stdout is a stamped socket where the OS has one (`referee.reader.stdout_pair`): the kernel stamps each of
     the bot's writes as it is made, so its move is timed to the write itself, not to the referee's read.
+    Without `preexec` the spawn forks nothing of the referee's (vfork); the child takes the spawning thread's
+    cores, so this thread takes `cores` (or its own again) first.
     """
+    global _SPAWNER_CORES
+    if hasattr(os, "sched_setaffinity"):
+        if _SPAWNER_CORES is None:
+            _SPAWNER_CORES = sorted(os.sched_getaffinity(0))
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(0, cores or _SPAWNER_CORES)
     stdin_r, stdin_w = os.pipe()
     stdout_r, stdout_w = stdout_pair()
     stderr_r, stderr_w = os.pipe()
@@ -644,17 +653,17 @@ class BotProcess(BotChannel):
         argv: list[str] | None = None,
         tree: ProcessTree | None = None,
     ) -> None:
+        reader = OutputReader(process.stdout.fileno(), lambda: process.exit_fd)  # type: ignore[attr-defined]
+        # A stamped reply is timed at the bot's write, and a turn written from the bot's own core (the game's
+        # loop pinned beside it) reaches it at once: the monitor has nothing to add. Elsewhere it watches.
+        pinned = tree is not None and bool(tree.cores)
         super().__init__(
             spec.name,
             process.stdin,
             process.stdout,
             command=list(spec.command),
-            reader=PipeReader(
-                process.stdout.fileno(),  # type: ignore[attr-defined]
-                spec.name,
-                cores=None if tree is None else tree.cores,
-            ),
-            lag_source=host_lag_monitor(),
+            reader=reader,
+            lag_source=NO_LAG if reader.stamped and pinned else host_lag_monitor(),
         )
         self.spec = spec
         self.argv = list(spec.command) if argv is None else argv
@@ -691,9 +700,11 @@ class BotProcess(BotChannel):
     def cpu_ns(self) -> int | None:
         return None if self.tree is None else self.tree.cpu_ns()
 
-    def wait_for_turn(self) -> None:
+    def wait_for_turn(self) -> bool:
         if self.tree is not None and not self.spec.ponder and self.process.returncode is None:
             self.tree.freeze()
+            return True
+        return False
 
     def begin_turn(self) -> None:
         if self.tree is not None:
@@ -870,10 +881,9 @@ class BotProcess(BotChannel):
         # Grandchildren share the group; the leader's pid is the group id (start_new_session=True).
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, signal.SIGKILL)
-        if self.tree is not None:
-            await trio.to_thread.run_sync(self.tree.kill_all)  # it waits for the kills: not on the event loop
         await process.wait()
         if self.tree is not None:
+            # Kills whatever is left of the tree (waiting for the kills: not on the event loop), then removes it.
             await trio.to_thread.run_sync(self.tree.close)
         self.session.gone("stopped")
         await self.close_reading()
@@ -881,13 +891,58 @@ class BotProcess(BotChannel):
             if fd >= 0:
                 os.close(fd)
             self._proc_fds[name] = -1
-        await self._stderr_done(STDERR_SETTLE_S)
         if self._stderr is not None:
-            # A process that escaped every net may still hold stderr open: stop copying rather than wait.
+            # Every process of the bot is gone: all it wrote to stderr is in the pipe, and stopping the copy takes
+            # it (the pipe holds no more than the copy takes on a stop) without waiting for a drain period. A
+            # process that escaped every net may still hold stderr open: stopping does not wait for it either.
             await self._stderr.stop()
         for stream in (self._send_stream, self._receive_stream, self.process.stderr):
             with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
                 await stream.aclose()
+
+
+def _check_program(spec: BotSpec, env: dict[str, str]) -> None:
+    """Raise what the system would for the bot's program (FileNotFoundError, PermissionError, ENOEXEC), before
+    the spawn: started through a trampoline (`ProcessTree.launch`), its own exec would fail out of sight."""
+    program = spec.command[0]
+    if os.sep not in program:
+        if shutil.which(program, path=env.get("PATH", os.defpath)) is None:
+            raise FileNotFoundError(errno.ENOENT, "not found", program)
+        return
+    path = Path(program)
+    if spec.dir is not None and not path.is_absolute():
+        path = spec.dir / path
+    if not path.exists():
+        raise FileNotFoundError(errno.ENOENT, "not found", program)
+    if path.is_dir() or not os.access(path, os.X_OK):
+        raise PermissionError(errno.EACCES, "not executable", program)
+    if script_start_problem(path) is not None:
+        raise OSError(errno.ENOEXEC, "cannot be started", program)
+
+
+def _start_error(spec: BotSpec, error: OSError | subprocess.SubprocessError) -> BotStartError:
+    """The start failure as the user reads it, with what to do."""
+    program, shown = spec.command[0], shlex.join(spec.command)  # the user's command, not the wrapper
+    if isinstance(error, FileNotFoundError):
+        problem = _script_problem(spec)
+        return BotStartError(
+            f"cannot start bot {spec.name!r}: {program!r} {problem} (command: {shown})"
+            if problem
+            else f"cannot start bot {spec.name!r}: program {program!r} not found (command: {shown});"
+            " give a path to an existing program, or put it on PATH"
+        )
+    if isinstance(error, PermissionError):
+        return BotStartError(
+            f"cannot start bot {spec.name!r}: {program!r} is not executable (command: {shown});"
+            f" run chmod +x on it, or start it through its interpreter (e.g. python3 {program})"
+        )
+    problem = _script_problem(spec) if isinstance(error, OSError) and error.errno == errno.ENOEXEC else None
+    what = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+    return BotStartError(
+        f"cannot start bot {spec.name!r}: {program!r} {problem} (command: {shown})"
+        if problem
+        else f"cannot start bot {spec.name!r} with {shown}: {what}; check the command"
+    )
 
 
 def _log_name(name: str) -> str:
@@ -910,12 +965,14 @@ async def open_bot(
     stderr_cap_bytes: int = 1 << 20,
     quit_grace_s: float = QUIT_GRACE_S,
     cores: list[int] | None = None,
+    hidden: Iterable[Path] = (),
 ) -> AsyncIterator[BotProcess]:
     """Start a bot in its own process group; on exit (normal, error, cancellation) stop it and all it started.
 
     stderr goes to `log_dir/<name>-<pid>.stderr.log`, capped at `stderr_cap_bytes`. `cores`: run it and all
-    it starts on these cores only. BotStartError if the command cannot be started. The handshake is not done
-    here: `run_game` does it (or call `handshake`).
+    it starts on these cores only. `hidden`: the other bots' folders of the run, which a sandboxed bot must
+    not see. BotStartError if the command cannot be started. The handshake is not done here: `run_game` does
+    it (or call `handshake`).
     """
     if spec.dir is not None and not spec.dir.is_dir():
         raise BotStartError(
@@ -923,9 +980,9 @@ async def open_bot(
             " fix the bot's dir setting"
         )
     # Hidden from a sandboxed bot: the output directory (log_dir's parent) and the other bots' folders.
-    _bot_dirs.update(path.resolve() for path in (spec.dir,) if path is not None)
     own = spec.dir.resolve() if spec.dir is not None else None
-    private = [log_dir.absolute(), log_dir.absolute().parent, *(path for path in _bot_dirs if path != own)]
+    others = {path.resolve() for path in hidden} - {own}
+    private = [log_dir.absolute(), log_dir.absolute().parent, *sorted(others)]
     try:
         command = launch_command(spec, private=private)
     except SandboxError as error:
@@ -944,36 +1001,16 @@ async def open_bot(
     else:
         env = {**os.environ, **spec.env}
     env.update(tree.environment())
-    program, shown = spec.command[0], shlex.join(spec.command)  # the user's command, not the wrapper
+    argv, preexec = tree.launch(command)
     try:
+        _check_program(spec, env)
         # The sandbox stays in the bot's process group (no bwrap --new-session).
         popen, stdin, stdout, stderr = await run_in_spawner(
-            functools.partial(_spawn, command, spec.dir, env, tree.preexec())
+            functools.partial(_spawn, argv, spec.dir, env, preexec, tree.cores)
         )
-    except FileNotFoundError:
-        tree.close()
-        problem = _script_problem(spec)
-        raise BotStartError(
-            f"cannot start bot {spec.name!r}: {program!r} {problem} (command: {shown})"
-            if problem
-            else f"cannot start bot {spec.name!r}: program {program!r} not found (command: {shown});"
-            " give a path to an existing program, or put it on PATH"
-        ) from None
-    except PermissionError:
-        tree.close()
-        raise BotStartError(
-            f"cannot start bot {spec.name!r}: {program!r} is not executable (command: {shown});"
-            f" run chmod +x on it, or start it through its interpreter (e.g. python3 {program})"
-        ) from None
     except (OSError, subprocess.SubprocessError) as error:
         tree.close()
-        problem = _script_problem(spec) if isinstance(error, OSError) and error.errno == errno.ENOEXEC else None
-        what = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
-        raise BotStartError(
-            f"cannot start bot {spec.name!r}: {program!r} {problem} (command: {shown})"
-            if problem
-            else f"cannot start bot {spec.name!r} with {shown}: {what}; check the command"
-        ) from None
+        raise _start_error(spec, error) from None
     tree.started(popen.pid)
     process = ChildProcess(popen, stdin, stdout, stderr)
     bot = BotProcess(
@@ -994,8 +1031,6 @@ async def open_bot(
 
 
 _leftovers_ended: set[Path] = set()
-_bot_dirs: set[Path] = set()
-"""Every bot folder this referee has been given (`BotHost`, `open_bot`): each sandbox hides the others'."""
 
 
 def _end_leftovers_once(log_dir: Path) -> None:
@@ -1039,14 +1074,21 @@ class BotHost:
     bots, in any order, while the others keep running.
     """
 
-    def __init__(self, spec: BotSpec, log_dir: Path, nursery: trio.Nursery) -> None:
+    def __init__(
+        self,
+        spec: BotSpec,
+        log_dir: Path,
+        nursery: trio.Nursery,
+        *,
+        cores: Sequence[int] | None = None,
+        hidden: Iterable[Path] = (),
+    ) -> None:
         self.spec = spec
         self.log_dir = log_dir
         self.nursery = nursery
-        if spec.dir is not None:
-            _bot_dirs.add(spec.dir.resolve())
-        slots = cpu_slots()
-        self.cores = None if slots is None else slots.cores_for(nursery)
+        self.hidden = hidden
+        """The run's bot folders (`open_bot`): its sandbox hides the others'."""
+        self.cores = list(cores) if cores else None
         """The cores of this host's concurrency slot (--cpu-affinity), else None."""
         self.process: BotProcess | None = None
         self._stop: trio.Event | None = None
@@ -1083,7 +1125,7 @@ class BotHost:
         task_status: trio.TaskStatus[BotProcess] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         try:
-            async with open_bot(self.spec, self.log_dir, cores=self.cores) as process:
+            async with open_bot(self.spec, self.log_dir, cores=self.cores, hidden=self.hidden) as process:
                 task_status.started(process)
                 await stop.wait()
         finally:

@@ -1,27 +1,16 @@
-"""Reading a bot's output on a thread of its own, each chunk stamped with the time the bot wrote it.
+"""A bot's output as the game's event loop reads it, each chunk stamped with the time the bot wrote it.
 
 On Linux a bot's stdout is one end of a `SOCK_SEQPACKET` socket pair (`stdout_pair`), not a pipe: the
 kernel keeps each write as a record and stamps it (`SO_TIMESTAMPNS`) in the bot's own write call, so a move
-ends at the bot's write whatever the referee's threads were doing then (waiting for a CPU behind another
-bot, or for the interpreter lock held by the event loop: with two bots spinning on two cores, both cost
-milliseconds now and then, measured). Elsewhere, and for any read that comes without a stamp, the time is
-the one below.
+ends at the bot's write whatever the referee was doing then. Elsewhere the time is the moment the read
+returned. Either way the reading is done by the event loop that plays the bot's games (`referee.play`), which
+runs beside the bot on its cores and does nothing else while the bot thinks: no reader thread, no hand-over.
 
-A move ends when its line's last byte is read. If the trio event loop did the reading, the time would be
-taken when the loop got round to it, and everything the referee does for other games (standings, records,
-encoding, logging) would be charged to the bot whose reply waited meanwhile. A `PipeReader` blocks in
-`poll` on the pipe in its own thread and takes `time.monotonic_ns()` as soon as `os.read` returns, then
-hands the chunk and its time to trio. It also notes how long the thread waited on the run queue before that
-read (its scheduling delay, from `/proc/thread-self/schedstat` where the kernel has it), which
-`referee.latency` counts as the referee's own lateness.
+The turn is written the same way, from that loop (`TurnWrite`): the bot's time starts immediately before the
+write call. With the loop pinned to the bot's cores (--cpu-affinity), the write wakes the bot on its own
+core at once; woken from another core, a halted virtual CPU took up to a millisecond to run it (ftrace).
 
-A reader pinned to its bot's cores (`--cpu-affinity`) also writes the bot's turns (`PipeReader.write`), and
-the bot's time starts in that thread just before its write call: the bot wakes on its own core, at once,
-where a turn written from the event loop's core had to wake another CPU first (on this VM an idle virtual
-CPU halts, and waking it took up to a millisecond). Handing the turn to the thread is the referee's time.
-
-The interpreter switch interval is lowered (`sys.setswitchinterval`) while readers run, so a reader
-waiting for the interpreter lock gets it within a fraction of a millisecond even when the loop is busy.
+A bot's stderr is copied to its log by a thread of its own (`StderrCopier`), drained every `STDERR_DRAIN_S`.
 """
 
 from __future__ import annotations
@@ -38,8 +27,7 @@ import sys
 import termios
 import threading
 import time
-from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
@@ -48,12 +36,11 @@ import trio
 from protocol.framing import MAX_LINE_BYTES
 
 __all__ = [
-    "SWITCH_INTERVAL_S",
     "Chunk",
-    "InputClosedError",
-    "PipeReader",
+    "OutputReader",
     "StderrCopier",
     "TurnWrite",
+    "sole_game_loop",
     "stamped_stdout",
     "stdout_pair",
 ]
@@ -61,8 +48,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 CHUNK_BYTES = 65536
-SWITCH_INTERVAL_S = 0.0002
-"""The interpreter switch interval while readers run (Python's default is 5 ms)."""
 
 STAMPED_SNDBUF = 1 << 18
 """The send buffer asked for on the bot's end of a stamped stdout (the kernel doubles it): its longest write."""
@@ -78,47 +63,10 @@ STDERR_DRAIN_S = 0.02
 its move would wake the copy thread, which then takes the bot's CPU in the instant before the move is written."""
 STDERR_PIPE_BYTES = 1 << 20
 """The stderr pipe's capacity asked for (the default 64 KiB fills in one drain period at 3 MB/s)."""
-_SETTLE_CHECK_S = 0.01
-"""While settling, how often the counts are looked at again even without a wake (a lost wake costs no more)."""
 
-Chunk = tuple[bytes, int, int]
-"""(data, monotonic ns when the read returned, the reader's run-queue wait before it in ns); b"" is the end."""
-
-_switch_lock = threading.Lock()
-_switch_users = 0
-_switch_saved = 0.005
-
-
-def _lower_switch_interval() -> None:
-    global _switch_users, _switch_saved
-    with _switch_lock:
-        if _switch_users == 0:
-            _switch_saved = sys.getswitchinterval()
-            sys.setswitchinterval(min(_switch_saved, SWITCH_INTERVAL_S))
-        _switch_users += 1
-
-
-def _restore_switch_interval() -> None:
-    global _switch_users
-    with _switch_lock:
-        _switch_users -= 1
-        if _switch_users == 0:
-            sys.setswitchinterval(_switch_saved)
-
-
-def _run_delay_reader() -> tuple[int | None, bool]:
-    """An open fd on this thread's schedstat (None: the kernel has none), and whether it can be read."""
-    try:
-        fd = os.open("/proc/thread-self/schedstat", os.O_RDONLY)
-    except OSError:
-        return None, False
-    return fd, True
-
-
-def _run_delay(fd: int) -> int:
-    """The thread's total run-queue wait so far, ns (second field of schedstat)."""
-    fields = os.pread(fd, 96, 0).split()
-    return int(fields[1]) if len(fields) > 1 else 0
+Chunk = tuple[bytes, int]
+"""(data, monotonic ns when the bot wrote it, or when the read returned where the kernel gives no stamp); b"" is
+the end."""
 
 
 def stdout_pair() -> tuple[int, int]:
@@ -212,10 +160,6 @@ def _pin(cores: Sequence[int] | None) -> None:
             os.sched_setaffinity(0, cores)
 
 
-class InputClosedError(Exception):
-    """A turn could not be written to the bot: it closed its input."""
-
-
 CpuClock = Callable[[], int | None]
 """A bot's CPU clock: its process's CPU time so far, ns (None if unknown)."""
 
@@ -226,7 +170,7 @@ SLOW_WRITE_NS = 500_000
 class TurnWrite:
     """A turn line on its way to a bot, and when its time started: `start_ns` (monotonic ns immediately before
     the first write call; None until that call is made). `written(start_ns)` is called once the whole line is
-    in the pipe (in the thread that wrote its last byte); `failed` once a write failed (the bot closed its input).
+    in the pipe; `failed` once a write failed (the bot closed its input).
     """
 
     __slots__ = (
@@ -234,7 +178,6 @@ class TurnWrite:
         "data",
         "failed",
         "fd",
-        "handed",
         "sent",
         "start_ns",
         "write_cpu_ns",
@@ -257,8 +200,6 @@ class TurnWrite:
         self.start_ns: int | None = None
         self.sent = 0
         self.failed = False
-        self.handed = False
-        """Handed to a reader thread (`PipeReader.write`): the thread writes all of it, and no one else may."""
         self.write_ns = 0
         """How long the first write call took from the start: microseconds, unless the writer was preempted. Before
         the line went in, that is the referee's lateness (the bot got its turn that much later); after it, the
@@ -300,195 +241,102 @@ class TurnWrite:
             self.written(self.start_ns)
 
 
-class PipeReader:
-    """Reads one pipe (or stamped socket) on a daemon thread; `receive` gives the chunks, in order, with their times."""
+_sole = threading.local()
 
-    def __init__(self, fd: int, name: str, cores: Sequence[int] | None = None) -> None:
+
+@contextlib.contextmanager
+def sole_game_loop(interrupt_fds: Sequence[int]) -> Iterator[None]:
+    """Declare the calling thread's event loop one that plays one game at a time and does nothing else that
+    cannot wait (`referee.play`): its game may then wait for a bot's reply in a blocking poll (`OutputReader.wait`)
+    rather than through the loop, which costs a move tens of microseconds. `interrupt_fds` become readable when
+    the loop has other work (a cancellation, a message from the coordinator): the poll returns for them."""
+    _sole.interrupts = list(interrupt_fds)
+    try:
+        yield
+    finally:
+        _sole.interrupts = None
+
+
+class OutputReader:
+    """Reads a bot's stdout (a stamped socket or a pipe) in the event loop that plays its games.
+
+    Each chunk comes with when the bot wrote it: the kernel's stamp on a stamped socket (the bot's own write
+    call, however late this loop ran), else the moment the read returned. The loop that reads is the game's own
+    (`referee.play`), pinned with the bot to its cores under --cpu-affinity and busy with nothing else while the
+    bot thinks, so a pipe's read time is close to the write too. No thread and no hand-over: a move costs one
+    wake of the game's loop and one read.
+    """
+
+    def __init__(self, fd: int, exit_fd: Callable[[], int] = lambda: -1) -> None:
         self._fd = fd
-        self._cores = cores
-        self._chunks: deque[Chunk] = deque()
-        self._waiter: trio.Event | None = None
-        self._token = trio.lowlevel.current_trio_token()
-        self._wake_r, self._wake_w = os.pipe()
+        self._exit_fd = exit_fd
+        """The writer's process exit, as a pidfd (-1: none known): a blocking `wait` returns for it."""
         self._closed = False
-        self._reads_started = 0
-        """Reads the thread has begun (it saw data); with `_reads_done`, what is in the thread's hands."""
-        self._reads_done = 0
-        """Reads the thread has finished: their chunk (if any) is queued before this count moves."""
-        self._writes: deque[TurnWrite] = deque()
-        """Turns the thread is asked to write (`write`), in order."""
-        self.input_failed = False
-        """A turn could not be written: the bot closed its input (`receive` raises `InputClosedError`)."""
-        self._write_lock = threading.Lock()
-        self._stopped = False
-        """The thread has ended (or is ending): `write` writes itself."""
-        _lower_switch_interval()
-        self.stamped = False
-        """The bot's writes come stamped by the kernel (`stdout_pair`): each chunk's time is the bot's write, however
-        late this thread or the referee ran. Set as the thread starts, before its first read."""
-        self._thread = threading.Thread(target=self._run, name=f"reader-{name}", daemon=True)
-        self._thread.start()
+        self._stamped = _stamped_socket(fd)
+        self.stamped = self._stamped is not None
+        """The bot's writes come stamped by the kernel (`stdout_pair`): each chunk's time is the bot's write."""
+        self._buffer = memoryview(bytearray(_RECORD_BYTES)) if self._stamped is not None else None
+        self._poller: select.poll | None = None
+        self._watched: tuple[int, ...] = ()
+        """The descriptors besides the bot's output that `_poller` watches (`wait`)."""
+        os.set_blocking(fd, False)
 
-    # -- the thread -------------------------------------------------------------------------------------------
+    def take_nowait(self) -> Chunk | None:
+        """The next chunk if the bot has written one (b"" at the end of the output), else None."""
+        if self._closed:
+            return b"", time.monotonic_ns()
+        sock, buffer = self._stamped, self._buffer
+        while True:
+            try:
+                if sock is None or buffer is None:
+                    data = os.read(self._fd, CHUNK_BYTES)
+                    return data, time.monotonic_ns()
+                record = _receive_record(sock, buffer)
+            except BlockingIOError:
+                return None
+            except OSError:
+                return b"", time.monotonic_ns()
+            if record is not None:  # None: an empty write, nothing to hand over
+                data, sent = record
+                now = time.monotonic_ns()
+                return data, now if sent is None else min(now, sent)
 
-    def _run(self) -> None:
-        _pin(self._cores)
-        stamped = _stamped_socket(self._fd)
-        self.stamped = stamped is not None
-        # Stamped reads need no run-queue wait: how late this thread reads costs nobody anything.
-        schedstat = _run_delay_reader()[0] if stamped is None else None
-        buffer = memoryview(bytearray(_RECORD_BYTES)) if stamped is not None else None
-        try:
-            last_delay = _run_delay(schedstat) if schedstat is not None else 0
-            poller = select.poll()
+    def wait(self, until_ns: int) -> str | None:
+        """In a sole game loop (`sole_game_loop`): block until the bot has written ("ready"), `until_ns` (monotonic)
+        has come ("timeout"), or the loop has other work ("interrupted"). None elsewhere, and when the bot's
+        process has exited (its pidfd readable): the caller waits through the event loop."""
+        interrupts: list[int] | None = getattr(_sole, "interrupts", None)
+        if interrupts is None or self._closed:
+            return None
+        exit_fd = self._exit_fd()
+        watched = (*interrupts, exit_fd)
+        poller = self._poller
+        if poller is None or watched != self._watched:  # built once a bot, not once a move
+            poller = self._poller = select.poll()
+            self._watched = watched
             poller.register(self._fd, select.POLLIN)
-            poller.register(self._wake_r, select.POLLIN)
-            writing: TurnWrite | None = None  # a turn the bot's full pipe did not take all of yet
-            while True:
-                events = poller.poll()
-                ready = {fd for fd, _ in events}
-                if self._wake_r in ready and not os.read(self._wake_r, 64):  # the other end closed: stop
-                    return
-                if writing is not None and writing.fd in ready:
-                    writing.write()
-                    if writing.done:
-                        poller.unregister(writing.fd)
-                        self._end_write(writing)
-                        writing = None
-                while writing is None and self._writes:
-                    request = self._writes.popleft()
-                    request.write()
-                    if request.done:
-                        self._end_write(request)
-                    else:
-                        writing = request
-                        poller.register(request.fd, select.POLLOUT)
-                if self._fd not in ready:
-                    continue
-                self._reads_started += 1
-                sent: int | None = None
-                try:
-                    if stamped is None or buffer is None:
-                        data = os.read(self._fd, CHUNK_BYTES)
-                    else:
-                        record = _receive_record(stamped, buffer)
-                        if record is None:  # an empty write: nothing to hand over
-                            raise BlockingIOError
-                        data, sent = record
-                except BlockingIOError:
-                    self._reads_done += 1
-                    self._wake_trio()
-                    continue
-                except OSError:
-                    data = b""
-                stamp = time.monotonic_ns()
-                delay = 0
-                if schedstat is not None:
-                    total = _run_delay(schedstat)
-                    delay, last_delay = total - last_delay, total
-                if sent is not None:
-                    # Stamped at the bot's write: how late this thread read it is nobody's time.
-                    stamp, delay = min(stamp, sent), 0
-                self._chunks.append((data, stamp, delay))
-                self._reads_done += 1
-                if not self._wake_trio() or not data:
-                    return
-        finally:
-            self._reads_done = self._reads_started
-            with self._write_lock:
-                self._stopped = True
-            for unfinished in (writing, *self._writes):  # still on its way, or asked for as the thread ended
-                if unfinished is not None:
-                    if unfinished.start_ns is None:
-                        unfinished.write()
-                    if not unfinished.done:
-                        unfinished.failed = True  # no one is left to write the rest
-                    self._end_write(unfinished)
-            self._writes.clear()
-            if stamped is not None:
-                stamped.detach()  # the fd belongs to the process's stream
-            if schedstat is not None:
-                os.close(schedstat)
-            os.close(self._wake_r)
-
-    def _end_write(self, request: TurnWrite) -> None:
-        """A turn is written, or could not be: the event loop is told only of a failure (it does not wait for
-        a write that went through: woken now, it would take the bot's core in the instant the bot should run)."""
-        if request.failed:
-            self.input_failed = True
-            self._wake_trio()
-
-    # -- the trio side ----------------------------------------------------------------------------------------
-
-    @property
-    def writes_turns(self) -> bool:
-        """Whether this reader writes its bot's turns (`write`): it is pinned to the bot's cores."""
-        return bool(self._cores) and not self._closed
-
-    def write(
-        self,
-        fd: int,
-        data: bytes,
-        written: Callable[[int], None] | None = None,
-        cpu_clock: CpuClock | None = None,
-    ) -> TurnWrite:
-        """Have the thread write `data` to `fd` (non-blocking) and return at once; the bot's time starts in the
-        thread immediately before its write call (`TurnWrite.start_ns`). Only for a reader that `writes_turns`.
-
-        Written from the bot's own core, the turn wakes the bot there at once. Written from the event loop's
-        core, it must wake the bot's core, which an idle virtual CPU halted: on this VM that took up to a
-        millisecond, charged to the bot (ftrace showed such wakes in the referee-minus-bot tail at two games
-        at once). Nor does the thread wake the event loop once the turn is written: the loop, woken on the
-        bot's core, ran there for about 70 us before the bot could (ftrace). The loop learns the start when
-        the reply comes (read by this same thread, after the write) or when it next looks.
-        If the bot's pipe is full, the thread writes the rest as the bot reads; if the write fails, `receive`
-        raises `InputClosedError`.
-        """
-        request = TurnWrite(fd, data, written, cpu_clock)
-        with self._write_lock:
-            if not self._stopped:
-                request.handed = True
-                self._writes.append(request)
-                os.write(self._wake_w, b"w")
-                return request
-        request.write()  # the bot's output has ended: no thread to hand it to (the caller writes any rest)
-        return request
-
-    def _wake_trio(self) -> bool:
-        """Have `_notify` run on the trio loop; False once the loop has ended (nothing to hand over to)."""
-        try:
-            self._token.run_sync_soon(self._notify)
-        except trio.RunFinishedError:
-            return False
-        return True
-
-    def _notify(self) -> None:
-        waiter = self._waiter
-        if waiter is not None:
-            self._waiter = None
-            waiter.set()
+            for fd in watched:
+                if fd >= 0:
+                    poller.register(fd, select.POLLIN)
+        timeout_ms = max(0, -(-(until_ns - time.monotonic_ns()) // 1_000_000))  # rounded up: never early
+        ready = {fd for fd, _ in poller.poll(timeout_ms)}
+        if not ready:
+            return "timeout"
+        if self._fd in ready:
+            return "ready"
+        # The bot exited (its tree is being ended, then its output ends): wait through the loop until then.
+        return "interrupted" if ready - {exit_fd} else None
 
     async def receive(self) -> Chunk:
         """The next chunk (b"" at the end of the output). Cancel-safe: nothing is taken until it returns."""
-        while not self._chunks:
-            if self._closed:
-                return b"", time.monotonic_ns(), 0
-            if self.input_failed:
-                raise InputClosedError
-            waiter = self._waiter = trio.Event()
-            await waiter.wait()
-        return self._chunks.popleft()
-
-    def take_nowait(self) -> Chunk | None:
-        """The next chunk if the thread has one ready, else None."""
-        return self._chunks.popleft() if self._chunks else None
+        while True:
+            chunk = self.take_nowait()
+            if chunk is not None:
+                return chunk
+            await trio.lowlevel.wait_readable(self._fd)
 
     def unread_bytes(self) -> int:
-        """Bytes that have arrived but are not handed over yet (in the pipe, or being read by the thread).
-
-        The pipe is asked first and the thread's state after it, so that bytes the thread takes in between
-        are still seen (as a read in flight, or as a chunk waiting). A read in flight counts as one byte.
-        """
+        """Bytes that have arrived and are not read yet."""
         if self._closed:
             return 0
         buffer = bytearray(4)
@@ -496,36 +344,15 @@ class PipeReader:
             fcntl.ioctl(self._fd, termios.FIONREAD, buffer)
         except OSError:
             return 0
-        waiting = int.from_bytes(buffer, sys.byteorder)
-        return waiting or int(self._reads_started != self._reads_done) or len(self._chunks)
-
-    async def settle(self) -> Chunk | None:
-        """The next chunk if one is queued or in the thread's hands (waiting for it), else None.
-
-        Unlike `receive`, it never waits for the bot to write more: it returns None as soon as the pipe is
-        empty and no read is in flight, however the thread's progress and this check interleave (a read that
-        finds nothing, or a chunk taken while its read was still counted as in flight, ends the wait).
-        """
-        while not self._chunks:
-            if not self.unread_bytes():
-                return None
-            waiter = self._waiter = trio.Event()
-            # The thread wakes trio after every read, with or without a chunk; the next turn of this loop
-            # looks at the counts again.
-            with trio.move_on_after(_SETTLE_CHECK_S):
-                await waiter.wait()
-        return self._chunks.popleft()
+        return int.from_bytes(buffer, sys.byteorder)
 
     async def close(self) -> None:
-        """Stop the thread (before the pipe is closed, so that it never reads a reused descriptor)."""
+        """Stop reading (before the pipe is closed): the descriptor stays the stream's to close."""
         if self._closed:
             return
         self._closed = True
-        with contextlib.suppress(OSError):
-            os.close(self._wake_w)
-        await trio.to_thread.run_sync(self._thread.join, 2.0)
-        _restore_switch_interval()
-        self._notify()
+        if self._stamped is not None:
+            self._stamped.detach()
 
 
 class StderrCopier:

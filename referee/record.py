@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from protocol.messages import TimeControl
 from protocol.rules import Color, Result
+from referee.adjudication import Adjudication
 
 RECORD_VERSION: Literal[1] = 1
 
@@ -72,6 +73,9 @@ class BotInfo(BaseModel):
         description="What held its processes: cgroups or /proc tracking, subreaper, death signal, process limit.",
     )
     cores: list[int] | None = Field(default=None, description="The cores it was pinned to (--cpu-affinity).")
+    options: dict[str, OptionValue] | None = Field(
+        default=None, description="The option values it was sent in new_game (null: it declared no options)."
+    )
     cpu_ms: float | None = Field(
         default=None, description="CPU time of all its processes during its own turns in this game (null: unknown)."
     )
@@ -79,6 +83,24 @@ class BotInfo(BaseModel):
         default=None,
         description="CPU time of all its processes during its opponent's turns in this game (pondering, or"
         " stealing the opponent's CPU; null: unknown).",
+    )
+
+
+OptionValue = bool | int | float | str
+
+
+class SideControls(BaseModel):
+    """What one side is held to besides the game's settings: time odds, node and depth limits, option values."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    time_control: TimeControl | None = Field(
+        default=None, description="This side's own time control (time odds; null: the game's `time_control`)."
+    )
+    nodes: int | None = Field(default=None, ge=1, description="Nodes per move this side may search (null: no limit).")
+    depth: int | None = Field(default=None, ge=1, description="Plies per move this side may search (null: no limit).")
+    options: dict[str, OptionValue] = Field(
+        default_factory=dict, description="The option values chosen for this bot (its declared defaults for the rest)."
     )
 
 
@@ -95,6 +117,30 @@ class GameSettings(BaseModel):
         default_factory=list, description="Moves played from the empty board before the bots take over."
     )
     margin_ms: int = Field(default=0, ge=0, description="Grace added to every deadline before a bot loses on time.")
+    black_controls: SideControls | None = Field(
+        default=None, description="Black's own time control, limits and options (null: none of them)."
+    )
+    white_controls: SideControls | None = Field(
+        default=None, description="White's own time control, limits and options (null: none of them)."
+    )
+    adjudication: Adjudication | None = Field(
+        default=None, description="How games may be ended before they are played out (null: never)."
+    )
+
+    def controls(self, color: Color) -> SideControls:
+        """The side's own controls (empty when it has none)."""
+        controls = self.black_controls if color == "black" else self.white_controls
+        return controls if controls is not None else SideControls()
+
+    def time_control_for(self, color: Color) -> TimeControl:
+        """The time control that side's clock follows."""
+        return self.controls(color).time_control or self.time_control
+
+    @property
+    def limit_bound(self) -> bool:
+        """Whether a node or depth limit applies to either side."""
+        sides = (self.black_controls, self.white_controls)
+        return any(side is not None and (side.nodes is not None or side.depth is not None) for side in sides)
 
 
 class MoveRecord(BaseModel):
@@ -164,6 +210,19 @@ class GameRecord(BaseModel):
         default=None,
         description="The Dask worker that played the game, whose clock timed it (null: played by the referee's"
         " own process).",
+    )
+    limit_bound: bool = Field(
+        default=False, description="Whether a node or depth limit applied (`settings.black_controls`/`white_controls`)."
+    )
+    adjudicated: str | None = Field(
+        default=None,
+        description="How the game was ended before the bots played it out: solver (the exact solver proved the"
+        " result), resign or draw (both bots' scores agreed); null: played out.",
+    )
+    notes: list[str] = Field(
+        default_factory=list,
+        description="What the referee noticed that changes no result, e.g. an info reporting more nodes than the"
+        " bot's node limit.",
     )
 
     def all_moves(self) -> list[str]:

@@ -1,24 +1,27 @@
 """games.jsonl as the second copy of a tournament's games: reading it back, and rebuilding the database from it.
 
-The database (`tournament.db`) is a tournament's state, and `games.jsonl` is rewritten from it whenever a
-run starts or ends. If the database is lost (deleted, truncated to 0 bytes, corrupt), that rewrite would
+Its lines are read by the one policy of `referee.rundir` (a torn last line is no game; a damaged line is
+named): here a damaged line is an error, since a rebuild must not silently drop a game.
+
+The database (`tournament.db`) is a tournament's state, and `games.jsonl` (its games in commit order) is
+rewritten from it whenever a run starts or ends and the file does not already hold exactly its games
+(`sync_games_file`). If the database is lost (deleted, truncated to 0 bytes, corrupt), that rewrite would
 destroy the only other copy of the games, so a run first checks that the file holds no game the database
 lacks (`check_nothing_lost`), and `rebuild_database` puts the file's games back into a fresh database.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from pydantic import ValidationError
-
+from referee.files import write_text_atomic
 from referee.record import GameRecord, Termination
+from referee.rundir import RunReadError, line_game_ids, read_lines
 from referee.schedule import ScheduledGame
 
 GAMES_FILE = "games.jsonl"
@@ -42,32 +45,22 @@ class GamesFile:
 
 
 def read_games_file(path: Path) -> GamesFile:
-    """The records in a games.jsonl (none when there is no file); RecoveryError names a damaged line."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return GamesFile([], torn_tail=False)
-    except OSError as error:
-        raise RecoveryError(f"{path}: cannot be read: {error.strerror}") from None
-    lines = data.split(b"\n")
-    torn_tail = bool(lines[-1].strip())  # a complete file ends with a newline
+    """The records in a games.jsonl (none when there is no file), by the one line policy of referee.rundir: a
+    torn last line is left out, any other line that is not a record is a RecoveryError naming it."""
     records = []
-    for number, line in enumerate(lines[:-1], 1):
-        if not line.strip():
-            continue
-        try:
-            records.append(GameRecord.model_validate_json(line))
-        except ValidationError as error:
-            first = error.errors()[0]
-            where = ".".join(str(part) for part in first["loc"]) or "(the line)"
-            raise RecoveryError(
-                f"{path}: line {number} is not a game record ({where}: {first['msg']}); remove or repair that line"
-            ) from None
-    if torn_tail:
-        with contextlib.suppress(ValidationError):
-            records.append(GameRecord.model_validate_json(lines[-1]))
-            torn_tail = False  # complete after all, only its newline missing
-    return GamesFile(records, torn_tail=torn_tail)
+    torn = False
+    try:
+        for line in read_lines(path):
+            torn = line.torn
+            if line.damaged:
+                raise RecoveryError(
+                    f"{path}: line {line.number} is not a game record ({line.problem}); remove or repair that line"
+                )
+            if line.record is not None:
+                records.append(line.record)
+    except RunReadError as error:
+        raise RecoveryError(str(error)) from None
+    return GamesFile(records, torn_tail=torn)
 
 
 def check_nothing_lost(out_dir: Path, known_game_ids: Iterable[str], *, rebuild_hint: str) -> None:
@@ -79,7 +72,7 @@ def check_nothing_lost(out_dir: Path, known_game_ids: Iterable[str], *, rebuild_
     path = out_dir / GAMES_FILE
     known = set(known_game_ids)
     try:
-        missing = [game_id for game_id in scored_game_ids(path) if game_id not in known]
+        missing = [game_id for game_id in scored_game_ids(path, known) if game_id not in known]
     except RecoveryError as error:
         raise LostGamesError(f"{error}. Nothing was changed") from None
     if missing:
@@ -90,39 +83,67 @@ def check_nothing_lost(out_dir: Path, known_game_ids: Iterable[str], *, rebuild_
         )
 
 
-def scored_game_ids(path: Path) -> list[str]:
+def scored_game_ids(path: Path, known: set[str] | None = None) -> list[str]:
     """The ids of the scored games in a games.jsonl, read cheaply (it runs at every start; the file may be large).
 
-    A torn last line is left out, as `read_games_file` does; any other line that is not a record's JSON is a
-    RecoveryError naming it.
+    The file is streamed, and a line whose id (taken from the start of the line) is in `known` is not parsed:
+    only the others are, to see whether they are scored. A torn last line is left out (the one line policy of
+    referee.rundir); any other line that is not a record's JSON is a RecoveryError naming it.
     """
-    try:
-        with path.open("rb") as file:
-            lines = file.read().split(b"\n")
-    except FileNotFoundError:
-        return []
-    except OSError as error:
-        raise RecoveryError(f"{path}: cannot be read: {error.strerror}") from None
     ids = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-            game_id, termination = data["game_id"], Termination(data["termination"])
-        except (ValueError, KeyError, TypeError):
-            if number == len(lines):
-                continue  # the torn last line of a killed run: never a committed game
-            raise RecoveryError(f"{path}: line {number} is not a game record; remove or repair that line") from None
-        if termination.is_scored:
-            ids.append(str(game_id))
+    try:
+        for number, game_id, raw in line_game_ids(path):
+            if game_id is not None and known is not None and game_id in known:
+                ids.append(game_id)
+                continue
+            try:
+                data = json.loads(raw)
+                found, termination = data["game_id"], Termination(data["termination"])
+            except (ValueError, KeyError, TypeError):
+                raise RecoveryError(f"{path}: line {number} is not a game record; remove or repair that line") from None
+            if termination.is_scored:
+                ids.append(str(found))
+    except RunReadError as error:
+        raise RecoveryError(str(error)) from None
     return ids
+
+
+def games_file_in_sync(out_dir: Path, game_ids: list[str]) -> bool:
+    """Whether games.jsonl holds exactly these games, in this order, and nothing else (no torn or damaged line,
+    no duplicate): then it need not be rewritten. Streamed, reading only each line's id."""
+    path = out_dir / GAMES_FILE
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as file:
+            if size and (file.seek(size - 1), file.read(1))[1] != b"\n":
+                return False  # a torn last line
+        expected = iter(game_ids)
+        for _, game_id, _ in line_game_ids(path):
+            if game_id is None or game_id != next(expected, None):
+                return False
+        return next(expected, None) is None
+    except (OSError, RunReadError):
+        return False
+
+
+def sync_games_file(out_dir: Path, store: _Records) -> None:
+    """games.jsonl from the database, in commit order: no duplicates, no half line from a killed run. Left as it
+    is when it already holds exactly that (a 50,000-game run's file is 575 MB: rewriting it at every start and
+    end would cost seconds)."""
+    if not games_file_in_sync(out_dir, store.game_ids()):
+        write_text_atomic(out_dir / GAMES_FILE, (data + "\n" for data in store.records()))
+
+
+class _Records(Protocol):
+    def game_ids(self) -> list[str]: ...
+
+    def records(self) -> Iterator[str]: ...
 
 
 class _Store(Protocol):
     def start(self, fingerprint: dict[str, Any], schedule: list[ScheduledGame]) -> None: ...
 
-    def record_game(self, number: int, record: GameRecord) -> Any: ...
+    def record_games(self, games: list[tuple[int, GameRecord]]) -> int: ...
 
 
 def match_to_schedule(records: Sequence[GameRecord], schedule: Sequence[ScheduledGame]) -> list[tuple[int, GameRecord]]:
@@ -172,6 +193,5 @@ def rebuild_database(store: _Store, out_dir: Path, fingerprint: dict[str, Any], 
     games = read_games_file(out_dir / GAMES_FILE)
     matched = match_to_schedule(games.records, schedule)
     store.start(fingerprint, schedule)
-    for number, record in matched:
-        store.record_game(number, record)
+    store.record_games(matched)
     return len(matched)

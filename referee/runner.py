@@ -28,16 +28,18 @@ from __future__ import annotations
 import math
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 import trio
 
-from protocol.rules import Position
+from protocol.rules import result_points
+from referee.botspec import BotSpec
 from referee.config import RunPlan
-from referee.containment import use_cpu_affinity
+from referee.containment import CpuSlots
+from referee.controls import side_controls
 from referee.events import (
     Event,
     GameFinished,
@@ -55,12 +57,11 @@ from referee.files import (
     disk_full_in,
     is_disk_full,
     prepare_output_dir,
-    write_text_atomic,
 )
-from referee.game import run_game
+from referee.game import Limits
 from referee.latency import LatencySummary, LatencyTally
 from referee.match import Ended, HeadToHead, head_to_head
-from referee.process import BotHost, BotProcess
+from referee.play import BotPool, MoveRelay, PlayLoop, ProcessPlayLoop, play_in_pool
 from referee.record import GameRecord, GameSettings, MoveRecord, Termination
 from referee.recovery import (
     GAMES_FILE as GAMES_FILE,
@@ -73,18 +74,18 @@ from referee.recovery import (
     read_games_file,
     rebuild_database,
     set_aside,
+    sync_games_file,
 )
 from referee.schedule import ScheduledGame, make_schedule, pick_next
 from referee.sprt import CountedGame, MatchStatistics, PairCounter
 from referee.standings import ScoredGame, Standings, StandingsTally, write_standings
 from referee.store import DB_NAME, RunStore, StoreError, damaged_database
+from referee.time_odds import with_time_odds
 
 LOG_DIR = "logs"
 MAX_VOIDS_PER_GAME = 3
 """A void game is played again at once; void this many times in one run, the run stops: the machine (its
 load, its memory, the referee itself) is not fit to play it, and playing on would only waste the bots' time."""
-MAX_OPEN_PER_SLOT = 4
-"""Bot processes a slot keeps open; with many bots the least recently used is closed to make room."""
 STANDINGS_UPDATE_INTERVAL_S = 1.0
 """Standings are recomputed (and `standings_updated` sent) at most this often while games run, and after
 the last game: the Elo fit runs on the thread that times every move of every game in progress."""
@@ -98,7 +99,9 @@ REBUILD_HINT = "run the same command with --rebuild-db (the damaged database is 
 if TYPE_CHECKING:
     from referee.cluster import Cluster
 
-OnMove = Callable[[ScheduledGame, MoveRecord, Position], None]
+OnMove = Callable[[ScheduledGame, MoveRecord, int], None]
+"""Told of each move of a game in progress: the game, the move's record and its ply number."""
+SlotOnMove = Callable[[MoveRecord, int], None]
 
 
 class Slot(Protocol):
@@ -108,11 +111,9 @@ class Slot(Protocol):
 
     def running(self) -> set[str]: ...
 
-    async def play(
-        self, game: ScheduledGame, settings: GameSettings, on_move: Callable[[MoveRecord, Position], None] | None
-    ) -> GameRecord: ...
+    async def play(self, game: ScheduledGame, settings: GameSettings, on_move: SlotOnMove | None) -> GameRecord: ...
 
-    def close_all(self) -> None: ...
+    async def aclose(self) -> None: ...
 
 
 class RunError(Exception):
@@ -142,7 +143,8 @@ class RunSummary:
 
 
 def game_settings(plan: RunPlan, game: ScheduledGame) -> GameSettings:
-    """The settings of one scheduled game: the plan's, from the game's opening."""
+    """The settings of one scheduled game: the plan's, from the game's opening, with each bot's own controls."""
+    specs = {spec.name: spec for spec in plan.bots}
     return GameSettings(
         width=plan.width,
         height=plan.height,
@@ -150,54 +152,77 @@ def game_settings(plan: RunPlan, game: ScheduledGame) -> GameSettings:
         time_control=plan.time_control,
         opening=list(game.opening),
         margin_ms=plan.margin_ms,
+        black_controls=side_controls(specs[game.black]),
+        white_controls=side_controls(specs[game.white]),
+        adjudication=plan.adjudication,
     )
 
 
 class GameSlot:
-    """One worker slot: plays one scheduled game at a time with its own bot processes, reused between games.
+    """One worker slot: plays one scheduled game at a time with its own bot processes, reused between games, in
+    a play loop of its own (`referee.play`): a thread with one slot, a process each with two or more (two
+    loops in one process would share its interpreter lock at every move).
 
-    `play` is the unit the runner calls per game; a distributed runner can put another object with the same
-    `play` (and `running` and `close_all`) in its place.
+    `play` is the unit the runner calls per game; a distributed runner puts another object with the same
+    `play` (and `running` and `aclose`) in its place.
     """
 
-    def __init__(self, index: int, plan: RunPlan, log_dir: Path, nursery: trio.Nursery) -> None:
+    def __init__(
+        self, index: int, plan: RunPlan, log_dir: Path, cores: Sequence[int] | None = None, *, in_process: bool = False
+    ) -> None:
         self.index = index
-        self.plan = plan
-        self.log_dir = log_dir
-        self.nursery = nursery
-        self.hosts: dict[str, BotHost] = {}  # least recently used first
         self._specs = {spec.name: spec for spec in plan.bots}
+        self._limits = Limits(handshake_s=plan.start_timeout_s)
+        hidden = [spec.dir for spec in plan.bots if spec.dir is not None]
+        self._worker: ProcessPlayLoop | None = None
+        self._loop: PlayLoop | None = None
+        if in_process:
+            self._worker = ProcessPlayLoop(f"play-{index}", log_dir, cores, hidden)
+        else:
+            self._loop = PlayLoop(f"play-{index}", cores)
+            self._pool = BotPool(log_dir, self._loop.nursery, cores, hidden=hidden)
+        self._running: set[str] = set()
 
     def running(self) -> set[str]:
-        return {name for name, host in self.hosts.items() if host.process is not None}
+        return self._running
 
-    async def play(
-        self, game: ScheduledGame, settings: GameSettings, on_move: Callable[[MoveRecord, Position], None] | None
-    ) -> GameRecord:
+    async def play(self, game: ScheduledGame, settings: GameSettings, on_move: SlotOnMove | None) -> GameRecord:
         """Play `game` to its end (BotStartError: a bot cannot be started; cancelled: stopped)."""
-        black = await self._process(game.black)
-        white = await self._process(game.white)
-        record = await run_game(game.game_id, black, white, settings, on_move=on_move)
-        for name, process in ((game.black, black), (game.white, white)):
-            # After a void game (something went wrong on our side) both bots start afresh; a broken one is
-            # stopped now rather than at its next game (a bot that lost on time may still be thinking).
-            if record.termination is Termination.VOID or process.broken:
-                await self.hosts[name].close()
+        black, white = (game.black, self._specs[game.black]), (game.white, self._specs[game.white])
+        if self._worker is not None:
+            record, self._running = await self._worker.play(
+                game.game_id, black, white, settings, on_move, limits=self._limits
+            )
+            return record
+        assert self._loop is not None
+        relay = None if on_move is None else MoveRelay(on_move, trio.lowlevel.current_trio_token())
+        record, self._running = await self._loop.run(self._play_here, game.game_id, black, white, settings, relay)
         return record
 
-    def close_all(self) -> None:
-        """Ask every process to quit (the slot's nursery waits for them)."""
-        for host in self.hosts.values():
-            host.close_soon()
+    async def _play_here(
+        self,
+        game_id: str,
+        black: tuple[str, BotSpec],
+        white: tuple[str, BotSpec],
+        settings: GameSettings,
+        relay: MoveRelay | None,
+    ) -> tuple[GameRecord, set[str]]:
+        try:
+            record = await play_in_pool(
+                self._pool, game_id, black, white, settings, None if relay is None else relay.push, self._limits
+            )
+        finally:
+            if relay is not None:
+                relay.flush()
+        return record, self._pool.running()
 
-    async def _process(self, name: str) -> BotProcess:
-        host = self.hosts.pop(name, None)
-        if host is None:
-            while len(self.hosts) >= MAX_OPEN_PER_SLOT:
-                await self.hosts.pop(next(iter(self.hosts))).close()
-            host = BotHost(self._specs[name], self.log_dir, self.nursery)
-        self.hosts[name] = host  # most recently used last
-        return await host.ready()
+    async def aclose(self) -> None:
+        """Ask every process to quit and stop the play loop once they are gone."""
+        if self._worker is not None:
+            await self._worker.aclose()
+        elif self._loop is not None:
+            self._loop.call_soon(self._pool.close_all)
+            await self._loop.aclose()
 
 
 class Runner:
@@ -240,6 +265,8 @@ class Runner:
         self._started = 0.0
         self._store: RunStore | None = None
         self._write_lock = trio.Lock()
+        self._cores: list[list[int]] = CpuSlots(plan.concurrency).sets if plan.cpu_affinity else [[]]
+        """--cpu-affinity: the cores of each slot (slot i has set i modulo their number); [[]]: not pinned."""
         self.finishers: list[Callable[[RunSummary], list[Path]]] = []
         """Called with the summary at the end of every run (completed, decided, stopped or failed), after the
         standings and games.jsonl are written; the files they write are added to the summary (a report, ...)."""
@@ -261,13 +288,6 @@ class Runner:
 
     async def run(self) -> RunSummary:
         """Play every pending game. StoreError: this output directory cannot be used for this plan."""
-        use_cpu_affinity(self.plan.concurrency if self.plan.cpu_affinity else None)
-        try:
-            return await self._run()
-        finally:
-            use_cpu_affinity(None)  # the cores were this run's: a later one in this process decides its own
-
-    async def _run(self) -> RunSummary:
         self._started = self._last_standings_write = time.monotonic()
         refuse_old_match_directory(self.out_dir)
         try:
@@ -290,7 +310,10 @@ class Runner:
                 for number, black, white, result, termination, *cpu in store.finished():
                     self._results.append(ScoredGame(black, white, result, Termination(termination), *cpu))
                     self._tally.add(self._results[-1])
-                    self._count_pair(self._by_number[number], result)
+                    self._count_pair(self._by_number[number], result, replaying=True)
+                if self._two_bots and any(self._counter.pairs):  # the statistics once, not after every pair
+                    first, second = self.plan.bot_names
+                    self._statistics = head_to_head(first, second, self._counter.statistics())
                 self._rewrite_games_file()
             except LostGamesError as error:
                 raise StoreError(str(error)) from None
@@ -381,22 +404,23 @@ class Runner:
         return self.cluster.in_flight if self.cluster is not None else self.plan.concurrency
 
     async def _worker(self, index: int) -> None:
-        async with trio.open_nursery() as nursery:
-            slot: Slot
-            if self.cluster is not None:
-                from referee.cluster import ClusterSlot
+        slot: Slot
+        if self.cluster is not None:
+            from referee.cluster import ClusterSlot
 
-                slot = ClusterSlot(index, self.cluster, self.plan.bots)
-            else:
-                slot = GameSlot(index, self.plan, self.log_dir, nursery)
-            try:
-                while self._pending and self._ended is None:
-                    at = pick_next(self._pending, slot.running(), window=2 * self.plan.concurrency)
-                    game = self._pending.pop(at)
-                    await self._play(slot, game)
-            finally:
-                # Normal end: ask every process to quit (the nursery waits). On a stop, cancellation does it.
-                slot.close_all()
+            slot = ClusterSlot(index, self.cluster, self.plan.bots, self.plan.start_timeout_s)
+        else:
+            cores = self._cores[index % len(self._cores)] or None
+            slot = GameSlot(index, self.plan, self.log_dir, cores, in_process=self.plan.concurrency > 1)
+        try:
+            while self._pending and self._ended is None:
+                at = pick_next(self._pending, slot.running(), window=2 * self.plan.concurrency)
+                game = self._pending.pop(at)
+                await self._play(slot, game)
+        finally:
+            # Every process is asked to quit and waited for, on a normal end and on a stop alike.
+            with trio.CancelScope(shield=True):
+                await slot.aclose()
 
     async def _play(self, slot: Slot, game: ScheduledGame) -> None:
         store = self._require_store()
@@ -424,7 +448,7 @@ class Runner:
                 record = await slot.play(
                     game,
                     game_settings(self.plan, game),
-                    None if on_move is None else (lambda move, position: on_move(game, move, position)),
+                    None if on_move is None else (lambda move, ply: on_move(game, move, ply)),
                 )
         except BaseException:
             # Failed mid-game: nothing is scored; it is pending again for the next run.
@@ -522,10 +546,11 @@ class Runner:
         """Commit a finished game, append it to games.jsonl and count its pair (in a worker thread, under the
         write lock: the LLR and the statistics take a millisecond or two, which must not be charged to the
         bots whose moves arrive meanwhile). Whether it counts now, and whether it completed a pair."""
-        counts = self._require_store().record_game(game.number, record)
+        text = record.model_dump_json()  # once, for the database and games.jsonl alike
+        counts = self._require_store().record_game(game.number, record, text)
         if not counts:
             return False, False
-        append_line(self.out_dir / GAMES_FILE, record.model_dump_json() + "\n")
+        append_line(self.out_dir / GAMES_FILE, text + "\n")
         return True, self._count_pair(game, record.result)
 
     async def _in_thread(self, function: Callable[..., object], *args: object) -> None:
@@ -538,17 +563,17 @@ class Runner:
         async with self._write_lock:
             await trio.to_thread.run_sync(function, *args)
 
-    def _count_pair(self, game: ScheduledGame, result: str) -> bool:
+    def _count_pair(self, game: ScheduledGame, result: str, *, replaying: bool = False) -> bool:
         """Count a committed game of a two-bot run; True when it completed a game pair (the statistics are then
         brought up to date)."""
         if not self._two_bots:
             return False
         first, second = self.plan.bot_names
-        points = {"1-0": 1.0, "0-1": 0.0}.get(result, 0.5)
+        points = result_points(result)
         if game.white == first:
             points = 1.0 - points
         pair_done = self._counter.add(CountedGame(game.number, game.round // 2, points))
-        if pair_done:
+        if pair_done and not replaying:
             self._statistics = head_to_head(first, second, self._counter.statistics())
         return pair_done
 
@@ -613,13 +638,14 @@ class Runner:
         return self._statistics
 
     def _standings(self) -> Standings:
-        standings = self._tally.standings(self.plan.bot_names)
+        standings = with_time_odds(self._tally.standings(self.plan.bot_names), self.plan.bots)
+        standings = standings.model_copy(update={"title": self.plan.title})
         statistics = self._head_to_head()
         return standings if statistics is None else standings.model_copy(update={"head_to_head": statistics})
 
     def _rewrite_games_file(self) -> None:
-        """games.jsonl from the database, in game order: no duplicates, no half line from a killed run."""
-        write_text_atomic(self.out_dir / GAMES_FILE, (data + "\n" for data in self._require_store().records()))
+        """games.jsonl from the database, in commit order: no duplicates, no half line from a killed run."""
+        sync_games_file(self.out_dir, self._require_store())
 
     def _write_outputs(self, standings: Standings) -> list[Path]:
         try:

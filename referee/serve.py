@@ -1,17 +1,22 @@
 """The live view: a small ASGI app on hypercorn's trio worker that follows a running match or tournament.
 
 `alternator serve OUT_DIR` runs beside the referee, as a separate process, and follows its output
-directory: the finished games (games.jsonl or game-*.json, re-read when they change) and the live feed
-(live.jsonl, referee/livefeed.py: every move of the games in progress). Browsers get the report page in
-live mode (referee/report.py, the same viewer) and a stream of server-sent events: `summary` (the
-standings and the list of games, after every finished game), `game` (a game started), `move`, `done`.
+directory through the one reader (referee/rundir.py): the games committed to the database since its last
+look (read one at a time, counted into a `RunFigures` and dropped: a finished game is read again from the
+database when a browser opens it), and the live feed (live.jsonl, referee/livefeed.py: every move of the
+games in progress). Browsers get the report page in live mode (referee/report.py, the same viewer) and a
+stream of server-sent events: `summary` (the head-to-head with its LLR, the standings and the list of games,
+after every finished game), `game` (a game started), `move`, `done` (a game ended, with its result and
+reason) and `finished` (the run is over).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import sqlite3
 import sys
+import threading
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
@@ -21,19 +26,10 @@ from typing import Any
 import trio
 
 from referee.livefeed import LIVE_FILE
-from referee.report import (
-    GAMES_FILE,
-    MATCH_FILE,
-    ReportError,
-    Run,
-    game_detail,
-    gc_paused,
-    load_run,
-    parse_jsonl,
-    render_page,
-    run_of,
-    summary_data,
-)
+from referee.report import ReportError, RunFigures, gc_paused, load_run, render_page
+from referee.rundir import GAMES_FILE, MATCH_FILE, RunDirectory, RunReadError
+from referee.store import DB_NAME, StoreError
+from referee.viewerline import numbered
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -41,17 +37,18 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
 POLL_S = 0.25  # how often the feed and the output files are looked at
-RELOAD_MIN_S = 1.0  # finished games are re-read at most this often (a 10,000-game run takes a while)
+RELOAD_MIN_S = 1.0  # finished games are looked for at most this often
 KEEPALIVE_S = 15.0
 CLIENT_BUFFER = 1024  # events queued for a slow browser before it is dropped (it reconnects and catches up)
 
 
 @dataclass
 class LiveState:
-    """What the live page shows: the finished games' summary and the games in progress."""
+    """What the live page shows: the figures of the finished games and the games in progress."""
 
     out_dir: Path
-    run: Run | None = None
+    run: RunDirectory | None = None
+    figures: RunFigures | None = None
     summary: dict[str, Any] = field(default_factory=dict)
     live: dict[str, dict[str, Any]] = field(default_factory=dict)
     clients: set[trio.MemorySendChannel[tuple[str, str]]] = field(default_factory=set)
@@ -59,8 +56,9 @@ class LiveState:
     feed_id: tuple[int, int] | None = None
     files_seen: tuple[Any, ...] | None = None
     kind: str | None = None  # "match" or "tournament", as the feed's run_started says
-    games_file: tuple[int, int] | None = None  # games.jsonl's inode and the end of what was read
+    finished: bool = False  # the feed says the run ended (or there is no feed: a run from before it)
     last_reload: float = -math.inf
+    lock: threading.Lock = field(default_factory=threading.Lock)  # the reader is used by one thread at a time
 
     def broadcast(self, event: str, data: Any) -> None:
         text = json.dumps(data, separators=(",", ":"))
@@ -75,9 +73,9 @@ class LiveState:
     # -- finished games ---------------------------------------------------------------------------
 
     def files_signature(self) -> tuple[Any, ...]:
-        """Changes whenever a game is added: the sizes and times of the files that hold finished games."""
+        """Changes whenever a game is committed: the database (and its WAL), games.jsonl, match.json."""
         signature: list[Any] = []
-        for name in (GAMES_FILE, MATCH_FILE):
+        for name in (DB_NAME, DB_NAME + "-wal", GAMES_FILE, MATCH_FILE):
             try:
                 stat = (self.out_dir / name).stat()
                 signature.append((name, stat.st_size, stat.st_mtime_ns, stat.st_ino))
@@ -88,98 +86,96 @@ class LiveState:
         return tuple(signature)
 
     def load(self) -> None:
-        """Re-read the finished games (in a worker thread: it can take a while).
-
-        A tournament's games.jsonl only grows while it runs: then only the new lines are read. A new file
-        (the tournament rewrites it whole at its start and end) is read from the start.
-        """
-        with gc_paused():
+        """Count the games committed since the last look (in a worker thread); the whole run again when its
+        source changed (the database appeared, or holds fewer games: a new run in the directory)."""
+        with self.lock, gc_paused():
             try:
-                run = self._appended() or self._read_all()
-            except ReportError as error:
-                print(f"warning: {error}", file=sys.stderr)  # a broken match.json: keep what is shown
+                if self._stale():
+                    self._reopen()
+                if self.run is not None and self.figures is not None:
+                    for row, text in self.run.lines(self.figures.count):
+                        self.figures.add_text(row, text)
+            except (ReportError, RunReadError, StoreError, sqlite3.Error) as error:
+                print(f"warning: {error}", file=sys.stderr)  # keep what is shown; the next look tries again
                 return
-            self.summary = summary_data(run, live=True)
-        self.run = run  # one assignment: the trio thread sees the old run or the new one
+            if self.figures is not None:
+                self.summary = self.figures.summary(live=True, finished=self.finished)
+            else:
+                self.summary = _empty_summary(self.out_dir, self.kind, finished=self.finished)
 
-    def _read_all(self) -> Run:
-        self.games_file = None
-        path = self.out_dir / GAMES_FILE
-        try:
-            # A tournament: read once, remember where the complete lines end, follow from there.
-            stat = path.stat()
-            data = path.read_bytes()
-        except OSError:
-            try:
-                return load_run(self.out_dir)
-            except ReportError:
-                return Run(self.kind or "tournament", self.out_dir, [], [])  # nothing finished yet
-        complete = data.rfind(b"\n") + 1
-        self.games_file = (stat.st_ino, complete)
-        return run_of(self.out_dir, *parse_jsonl(data[:complete], GAMES_FILE), kind=self.kind)
+    def _stale(self) -> bool:
+        run = self.run
+        if run is None or run.source != DB_NAME:
+            return True  # nothing yet, or games.jsonl without a database (older runs): read it whole again
+        return self.figures is None or run.count() < self.figures.count
 
-    def _appended(self) -> Run | None:
-        """The run with the lines appended to games.jsonl since the last read; None: read it all again."""
-        if self.run is None or self.games_file is None:
-            return None
-        path = self.out_dir / GAMES_FILE
+    def _reopen(self) -> None:
+        if self.run is not None:
+            self.run.close()
+        self.run = self.figures = None
         try:
-            stat = path.stat()
-            inode, offset = self.games_file
-            if stat.st_ino != inode or stat.st_size < offset:
+            self.run = load_run(self.out_dir, kind=self.kind)
+        except ReportError:
+            return  # nothing finished yet
+        self.figures = RunFigures(self.run)
+
+    def detail(self, number: int) -> str | None:
+        """The viewer line of the `number`th finished game (commit order), read from the database when asked."""
+        with self.lock:
+            if self.run is None or self.figures is None or not 1 <= number <= self.figures.count:
                 return None
-            with path.open("rb") as file:
-                file.seek(offset)
-                data = file.read(stat.st_size - offset)
-        except OSError:
-            return None
-        complete = data.rfind(b"\n") + 1
-        records, errors = parse_jsonl(data[:complete], GAMES_FILE)
-        self.games_file = (inode, offset + complete)
-        return run_of(self.out_dir, [*self.run.records, *records], [*self.run.errors, *errors], kind=self.kind)
-
-    def detail(self, number: int) -> dict[str, Any] | None:
-        if self.run is None or not 1 <= number <= len(self.run.records):
-            return None
-        return game_detail(number, self.run.records[number - 1])
+            line = self.run.line_at(number)
+        return None if line is None else numbered(number, line)
 
     # -- the feed ---------------------------------------------------------------------------------
 
     def read_feed(self) -> None:
-        """Apply the feed lines written since the last look (from the start when the file was replaced)."""
+        """Apply the feed lines written since the last look (from the start when the file was replaced: a new
+        run, or the referee keeping the feed short)."""
         path = self.out_dir / LIVE_FILE
         try:
             stat = path.stat()
         except OSError:
             return
         identity = (stat.st_ino, stat.st_dev)
+        replaced: set[str] = set()
         if identity != self.feed_id or stat.st_size < self.feed_offset:
             self.feed_id, self.feed_offset = identity, 0
-            self.end_all_live()
-        if stat.st_size == self.feed_offset:
-            return
-        with path.open("rb") as file:
-            file.seek(self.feed_offset)
-            data = file.read(stat.st_size - self.feed_offset)
-        complete = data.rfind(b"\n") + 1  # a half-written last line waits for the next look
-        self.feed_offset += complete
-        for line in data[:complete].splitlines():
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(event, dict):
-                self.apply(event)
+            replaced = set(self.live)
+            self.live.clear()  # the new file says again which games are in progress
+        if stat.st_size != self.feed_offset:
+            with path.open("rb") as file:
+                file.seek(self.feed_offset)
+                data = file.read(stat.st_size - self.feed_offset)
+            complete = data.rfind(b"\n") + 1  # a half-written last line waits for the next look
+            self.feed_offset += complete
+            for line in data[:complete].splitlines():
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(event, dict):
+                    self.apply(event)
+        for game_id in replaced - set(self.live):
+            self.broadcast("done", {"id": game_id})
 
     def apply(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
-        if kind == "run_started" and isinstance(event.get("kind"), str):
-            self.kind = event["kind"]
-        if kind in ("run_started", "run_finished"):
+        if kind == "run_started":
+            if isinstance(event.get("kind"), str):
+                self.kind = event["kind"]
+            if not event.get("continued"):
+                self.end_all_live()
+            if self.finished:
+                self.finished = False
+                self.broadcast("finished", {"finished": False})
+        elif kind == "run_finished":
             self.end_all_live()
+            self.finished = True
+            self.broadcast("finished", {"finished": True, "ended": event.get("ended")})
         elif kind == "game_started":
             detail = {
-                "n": None,
+                "n": event.get("n"),
                 "id": event["id"],
                 "b": event["b"],
                 "w": event["w"],
@@ -197,9 +193,14 @@ class LiveState:
                 "r": "*",
                 "x": "",
                 "why": "in progress",
+                "at": event.get("at"),
+                "mt": event.get("mt"),
             }
             self.live[detail["id"]] = detail
             self.broadcast("game", detail)
+            if self.finished:  # a game in progress: the run is going on (a feed that did not say it started)
+                self.finished = False
+                self.broadcast("finished", {"finished": False})
         elif kind == "move":
             playing = self.live.get(event.get("id", ""))
             if playing is None:
@@ -208,18 +209,41 @@ class LiveState:
             detail["m"] = f"{detail['m']} {event['move']}" if detail["m"] else event["move"]
             detail["c"] += "b" if event["color"] == "black" else "w"
             detail["t"].append(event["t"])
+            detail["at"] = event.get("at")
             if detail["k2"] is not None:
                 detail["k2"].append(event.get("clock"))
             if event.get("info"):
                 detail["i"].append([len(detail["t"]) - 1, event["info"], event.get("count", 1)])
             self.broadcast("move", event)
         elif kind == "game_finished" and self.live.pop(event.get("id", ""), None) is not None:
-            self.broadcast("done", {"id": event["id"]})
+            ending = {key: event.get(key) for key in ("r", "x", "why", "scored", "bs", "ws")}
+            self.broadcast("done", {"id": event["id"], **ending})
 
     def end_all_live(self) -> None:
         for game_id in list(self.live):
             del self.live[game_id]
             self.broadcast("done", {"id": game_id})
+
+
+def _empty_summary(out_dir: Path, kind: str | None, *, finished: bool) -> dict[str, Any]:
+    """The summary before any game finished."""
+    return {
+        "kind": kind or "tournament",
+        "title": out_dir.name,
+        "outDir": str(out_dir),
+        "generated": "",
+        "live": True,
+        "finished": finished,
+        "settings": None,
+        "bots": [],
+        "terminations": [],
+        "headToHead": None,
+        "standings": {"rows": [], "order": [], "pairs": {}, "los": {}, "totals": {}},
+        "progress": {"scoreAt": [], "score": {}, "eloAt": [], "elo": {}},
+        "games": [],
+        "total": None,
+        "errors": [],
+    }
 
 
 async def follow_feed(state: LiveState) -> None:
@@ -259,17 +283,18 @@ def make_app(state: LiveState) -> Callable[[Scope, Receive, Send], Awaitable[Non
         if scope["method"] != "GET":
             await _respond(send, 405, "text/plain", b"only GET is served\n")
         elif path == "/":
-            page = render_page(state.summary, None, live=True)
+            page = render_page(
+                state.summary or _empty_summary(state.out_dir, state.kind, finished=False), None, live=True
+            )
             await _respond(send, 200, "text/html; charset=utf-8", page.encode())
         elif path == "/api/events":
             await _stream(state, receive, send)
         elif path.startswith("/api/game/") and path.removeprefix("/api/game/").isdigit():
-            detail = state.detail(int(path.removeprefix("/api/game/")))
+            detail = await trio.to_thread.run_sync(state.detail, int(path.removeprefix("/api/game/")))
             if detail is None:
                 await _respond(send, 404, "text/plain", b"no finished game with that number\n")
             else:
-                body = json.dumps(detail, separators=(",", ":")).encode()
-                await _respond(send, 200, "application/json", body)
+                await _respond(send, 200, "application/json", detail.encode())
         else:
             await _respond(send, 404, "text/plain", b"not found: the live page is at /\n")
 
@@ -324,10 +349,11 @@ async def serve(out_dir: Path, host: str, port: int, *, on_ready: Callable[[str]
     from hypercorn.trio import serve as hypercorn_serve
 
     state = LiveState(out_dir)
+    state.finished = not (out_dir / LIVE_FILE).exists()  # no feed: a run from before it, over
+    state.read_feed()
     await trio.to_thread.run_sync(state.load)
     state.files_seen = state.files_signature()
     state.last_reload = time.monotonic()
-    state.read_feed()
     config = Config()
     config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
     config.accesslog = None

@@ -355,6 +355,8 @@ class PairCounter:
         self.wins = self.draws = self.losses = 0
         self.pairs = [0, 0, 0, 0, 0]
         self.counted: list[int] = []
+        self.llr_history: list[float] = []
+        """The LLR after each counted pair (with an SPRT): the curve the report and the live page draw."""
         self.status: SprtStatus | None = sprt_status(sprt, self.pairs) if sprt is not None else None
         self._open: dict[int, float] = {}
 
@@ -381,6 +383,7 @@ class PairCounter:
         self.pairs[round(2 * (self._open.pop(game.pair) + game.points))] += 1
         if self.sprt is not None:
             self.status = sprt_status(self.sprt, self.pairs)
+            self.llr_history.append(self.status.llr)
         return True
 
     def statistics(self) -> MatchStatistics:

@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from protocol.rules import Result
+from protocol.rules import Result, result_points
 from referee.files import write_text_atomic
 from referee.match import HeadToHead
 from referee.record import Termination
@@ -41,7 +41,6 @@ NORMAL = Termination.NORMAL
 # Always listed, in this order, even when zero.
 LOSS_KINDS = tuple(kind for kind in Termination if kind.is_scored)
 
-_BLACK_POINTS: dict[Result, float] = {"1-0": 1.0, "0-1": 0.0, "1/2-1/2": 0.5}
 _K = math.log(10.0) / 400.0  # d(log-odds)/d(Elo)
 _Z95 = 1.959963984540054
 _MAX_NEWTON_STEPS = 200
@@ -92,7 +91,7 @@ class ScoredGame:
 
     @property
     def black_points(self) -> float:
-        return {"1-0": 1.0, "0-1": 0.0, "1/2-1/2": 0.5}[self.result]
+        return result_points(self.result)
 
     @property
     def loser(self) -> str | None:
@@ -138,6 +137,9 @@ class BotStanding(BaseModel):
         description="CPU seconds all the bot's processes used during its opponents' turns, over the games where it"
         " was measured (pondering, or taking the opponent's CPU; null: never measured).",
     )
+    time_control: str | None = Field(
+        default=None, description="The bot's own time control when it has one (time odds; null: the run's)."
+    )
 
 
 class Totals(BaseModel):
@@ -166,6 +168,7 @@ class Standings(BaseModel):
     elo_prior_draws: float = Field(
         description="Virtual draws each bot was given against a phantom rated 0 (the prior of the Elo fit)."
     )
+    title: str | None = Field(default=None, description="The event's title (--title, config `title`), if it has one.")
     head_to_head: HeadToHead | None = Field(
         default=None,
         description="Two-bot runs: the first bot against the second over the counted games (score, Elo, nElo,"
@@ -254,7 +257,7 @@ def _standings_from_counts(counts: Mapping[GameKey, int], bots: Sequence[str], p
     black_wins = white_wins = n_draws = forfeits = n_games = 0
     for (black, white, result, termination), count in counts.items():
         n_games += count
-        b_points = _BLACK_POINTS[result]
+        b_points = result_points(result)
         for me, other, pts in ((black, white, b_points), (white, black, 1.0 - b_points)):
             cell = cross[me][other]
             cell[0] += count
@@ -486,7 +489,7 @@ def to_text(standings: Standings) -> str:
     body = [
         [
             str(bot.rank),
-            bot.name,
+            bot.name if bot.time_control is None else f"{bot.name} [{bot.time_control}]",
             str(bot.games),
             str(bot.wins),
             str(bot.draws),
@@ -500,7 +503,7 @@ def to_text(standings: Standings) -> str:
         for bot in standings.bots
     ]
     left = {1, 9}  # name and forfeits read left to right; numbers line up on the right
-    lines = _fixed_width([header, *body], left)
+    lines = ([standings.title, ""] if standings.title else []) + _fixed_width([header, *body], left)
     order = [bot.name for bot in standings.bots]
     if len(order) > 1:
         lines.append("")
@@ -546,6 +549,7 @@ def _md_escape(text: str) -> str:
 def to_markdown(standings: Standings) -> str:
     """The standings and the crosstable as Markdown tables."""
     lines = [
+        *([f"# {_md_escape(standings.title)}", ""] if standings.title else []),
         "## Standings",
         "",
         "| # | Bot | Games | W | D | L | Points | Score | Elo | Forfeit losses | Off-turn CPU |",
@@ -553,7 +557,8 @@ def to_markdown(standings: Standings) -> str:
     ]
     for bot in standings.bots:
         lines.append(
-            f"| {bot.rank} | {_md_escape(bot.name)} | {bot.games} | {bot.wins} | {bot.draws} | {bot.losses} "
+            f"| {bot.rank} | {_md_escape(bot.name if bot.time_control is None else f'{bot.name} [{bot.time_control}]')}"
+            f" | {bot.games} | {bot.wins} | {bot.draws} | {bot.losses} "
             f"| {_fmt_points(bot.points)} | {_fmt_score(bot)} | {_fmt_elo(bot)} | {_fmt_forfeits(bot)} "
             f"| {_fmt_cpu(bot)} |"
         )
@@ -580,12 +585,14 @@ def to_csv(standings: Standings) -> str:
     kinds: list[str] = []
     for bot in standings.bots:
         kinds += [kind for kind in bot.losses_by_kind if kind not in kinds]
+    odds = any(bot.time_control is not None for bot in standings.bots)  # a column only when a bot has its own
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(
         [
             "rank",
             "name",
+            *(["time_control"] if odds else []),
             "games",
             "wins",
             "draws",
@@ -603,6 +610,7 @@ def to_csv(standings: Standings) -> str:
             [
                 bot.rank,
                 bot.name,
+                *([bot.time_control or ""] if odds else []),
                 bot.games,
                 bot.wins,
                 bot.draws,

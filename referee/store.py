@@ -19,6 +19,18 @@ killed referee is pending again on the next start.
 Commits are idempotent by game number: a game already done is never stored (or counted) twice, whoever
 reports it again (a worker that was thought lost, a cluster node). Every done game gets `seq`, its place
 in commit order, so the SPRT's verdict can be replayed from the database alone (see referee.sprt).
+
+Layout (schema 2): `games` holds only small columns (the schedule, the status, the result, `seq` and the
+figures resume needs), `records` the record JSON (~11.5 KB a game) by game number. So a save costs the same
+at game 50,000 as at game 1 (the next `seq` is an index search, not a scan of every stored record), and a
+resume reads a few bytes per game, never a record. Beside each record is its viewer line
+(referee.viewerline), made once at the save, which the report and the live page read instead of the record.
+A database of schema 1 (the records inside `games`) is
+migrated when it is first opened for writing (a reader opening it migrates it when no run holds it).
+
+Every read of a run's database goes through this module (`StoreReader`, read-only, for the readers of a
+running or finished run: the report, `replay`, `serve`; `RunStore` for the runner): no other module has SQL
+against these tables.
 """
 
 from __future__ import annotations
@@ -26,25 +38,31 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, NamedTuple, TextIO
 
 from protocol.rules import Result
 from referee.record import GameRecord
 from referee.schedule import ScheduledGame
+from referee.viewerline import line_text
 
 DB_NAME = "tournament.db"
 LOCK_NAME = "tournament.lock"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
-_SCHEMA = """
+_META = """
 CREATE TABLE IF NOT EXISTS meta (
     key TEXT PRIMARY KEY,
     value TEXT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS games (
+"""
+
+
+def _games_table(name: str) -> str:
+    return f"""
+CREATE TABLE IF NOT EXISTS {name} (
     number INTEGER PRIMARY KEY,
     pairing INTEGER NOT NULL,
     round INTEGER NOT NULL,
@@ -54,9 +72,24 @@ CREATE TABLE IF NOT EXISTS games (
     status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'running', 'done')),
     result TEXT,
     termination TEXT,
-    record TEXT,                    -- the GameRecord as JSON
     finished_at TEXT,
-    seq INTEGER                     -- commit order of done games, from 1
+    seq INTEGER,                    -- commit order of done games, from 1
+    game_id TEXT,                   -- of the done game's record
+    black_cpu_ms REAL,              -- the record's black.off_turn_cpu_ms (the standings show it)
+    white_cpu_ms REAL
+);
+"""
+
+
+_SCHEMA = (
+    _games_table("games")
+    + """
+CREATE UNIQUE INDEX IF NOT EXISTS games_by_seq ON games (seq);
+CREATE INDEX IF NOT EXISTS games_by_id ON games (game_id);
+CREATE TABLE IF NOT EXISTS records (
+    number INTEGER PRIMARY KEY,     -- games.number of a done game
+    record TEXT NOT NULL,           -- the GameRecord as JSON
+    line TEXT                       -- the viewer's compact line (referee.viewerline); null: migrated, made on read
 );
 CREATE TABLE IF NOT EXISTS void_games (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -67,6 +100,21 @@ CREATE TABLE IF NOT EXISTS void_games (
     at TEXT NOT NULL
 );
 """
+)
+
+
+class DoneGame(NamedTuple):
+    """A done game as the store's small columns give it, without its record: what counting needs."""
+
+    number: int
+    round: int
+    black: str
+    white: str
+    result: Result
+    termination: str
+    black_cpu_ms: float | None
+    white_cpu_ms: float | None
+    game_id: str
 
 
 class StoreError(Exception):
@@ -94,7 +142,162 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-class RunStore:
+class _Reads:
+    """The queries of a run's database, shared by the runner's `RunStore` and the read-only `StoreReader`."""
+
+    path: Path
+    _db: sqlite3.Connection
+
+    def get_meta(self, key: str) -> str | None:
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def fingerprint(self) -> dict[str, Any] | None:
+        """The settings the run was started with (kind, bots, sprt, title, ...), None before it was started."""
+        stored = self.get_meta("fingerprint")
+        if stored is None:
+            return None
+        title = self.get_meta("title")
+        return {**json.loads(stored), **({"title": title} if title is not None else {})}
+
+    def scheduled(self) -> dict[int, ScheduledGame]:
+        rows = self._db.execute("SELECT number, pairing, round, black, white, opening FROM games ORDER BY number")
+        return {
+            row[0]: ScheduledGame(row[0], row[1], row[2], row[3], row[4], tuple(json.loads(row[5]))) for row in rows
+        }
+
+    def game_ids(self) -> list[str]:
+        """The game ids of every done game in commit order (what games.jsonl holds)."""
+        rows = self._db.execute("SELECT game_id FROM games WHERE status = 'done' ORDER BY seq")
+        return [str(row[0]) for row in rows]
+
+    def pending(self) -> list[int]:
+        rows = self._db.execute("SELECT number FROM games WHERE status != 'done' ORDER BY number")
+        return [row[0] for row in rows]
+
+    def done_count(self) -> int:
+        return int(self._db.execute("SELECT COUNT(*) FROM games WHERE status = 'done'").fetchone()[0])
+
+    def total_count(self) -> int:
+        return int(self._db.execute("SELECT COUNT(*) FROM games").fetchone()[0])
+
+    def done_games(self) -> Iterator[DoneGame]:
+        """Every done game in commit order, from the small columns (no record is read)."""
+        rows = self._db.execute(
+            "SELECT number, round, black, white, result, termination, black_cpu_ms, white_cpu_ms, game_id"
+            " FROM games WHERE status = 'done' ORDER BY seq"
+        )
+        for row in rows:
+            yield DoneGame(*row)
+
+    def finished(self) -> Iterator[tuple[int, str, str, Result, str, float | None, float | None]]:
+        """(number, black, white, result, termination, black and white off-turn CPU ms) of every done game, in
+        commit order (the CPU figures null where not measured)."""
+        for game in self.done_games():
+            yield (game.number, game.black, game.white, game.result, game.termination, *game[6:8])
+
+    def records(self) -> Iterator[str]:
+        """The JSON record of every done game, in commit order (games.jsonl's order)."""
+        for _, data in self.done_with_records():
+            yield data
+
+    def done_with_records(self, start: int = 0) -> Iterator[tuple[DoneGame, str]]:
+        """Every done game from the `start`th committed on (0: all), in commit order, with its record's JSON; one
+        row at a time (a run of 50,000 games is never all in memory)."""
+        rows = self._db.execute(
+            "SELECT games.number, games.round, games.black, games.white, games.result, games.termination,"
+            " games.black_cpu_ms, games.white_cpu_ms, games.game_id, records.record"
+            " FROM games JOIN records ON records.number = games.number"
+            " WHERE games.status = 'done' AND games.seq > ? ORDER BY games.seq",
+            (start,),
+        )
+        for row in rows:
+            yield DoneGame(*row[:9]), str(row[9])
+
+    def done_with_lines(self, start: int = 0) -> Iterator[tuple[DoneGame, str | None, str | None]]:
+        """Every done game from the `start`th committed on, in commit order, with its viewer line (and, where a
+        migrated game has none, its record's JSON instead); one row at a time."""
+        rows = self._db.execute(
+            "SELECT games.number, games.round, games.black, games.white, games.result, games.termination,"
+            " games.black_cpu_ms, games.white_cpu_ms, games.game_id, records.line,"
+            " CASE WHEN records.line IS NULL THEN records.record END"
+            " FROM games JOIN records ON records.number = games.number"
+            " WHERE games.status = 'done' AND games.seq > ? ORDER BY games.seq",
+            (start,),
+        )
+        for row in rows:
+            yield DoneGame(*row[:9]), row[9], row[10]
+
+    def line_at(self, seq: int) -> tuple[str | None, str | None] | None:
+        """The viewer line (or, without one, the record's JSON) of the `seq`th game committed, or None."""
+        row = self._db.execute(
+            "SELECT records.line, CASE WHEN records.line IS NULL THEN records.record END"
+            " FROM games JOIN records ON records.number = games.number WHERE games.seq = ?",
+            (seq,),
+        ).fetchone()
+        return None if row is None else (row[0], row[1])
+
+    def record_at(self, seq: int) -> str | None:
+        """The JSON record of the `seq`th game committed (from 1), or None."""
+        row = self._db.execute(
+            "SELECT records.record FROM games JOIN records ON records.number = games.number WHERE games.seq = ?",
+            (seq,),
+        ).fetchone()
+        return None if row is None else str(row[0])
+
+    def find_record(self, game_id: str) -> str | None:
+        """The JSON record of game `game_id` (a done game, else its last void or aborted try), or None."""
+        row = self._db.execute(
+            "SELECT records.record FROM games JOIN records ON records.number = games.number"
+            " WHERE games.game_id = ? AND games.status = 'done'",
+            (game_id,),
+        ).fetchone()
+        if row is None:
+            row = self._db.execute(  # void tries are few: a scan of them is cheap
+                "SELECT record FROM void_games WHERE json_extract(record, '$.game_id') = ? ORDER BY id DESC",
+                (game_id,),
+            ).fetchone()
+        return None if row is None or row[0] is None else str(row[0])
+
+    def void_count(self) -> int:
+        return int(self._db.execute("SELECT COUNT(*) FROM void_games").fetchone()[0])
+
+
+class StoreReader(_Reads):
+    """A read-only view of a run's database, for readers of a run that may be going on (no lock is taken).
+
+    A database of schema 1 is migrated first when no run holds it; StoreError when it cannot be read.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        if not path.is_file():
+            raise StoreError(f"{path}: no such database")
+        try:
+            self._db = self._open()
+            if _layout(self._db) == 1 or "line" not in _columns(self._db, "records"):
+                self._db.close()
+                RunStore(path).close()  # migrates (StoreError when a run of an older alternator holds it)
+                self._db = self._open()
+        except sqlite3.DatabaseError as error:
+            raise damaged_database(path, error) from None
+
+    def _open(self) -> sqlite3.Connection:
+        db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+        db.execute("PRAGMA busy_timeout=5000")
+        return db
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> StoreReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class RunStore(_Reads):
     """The database of one match or tournament. Not thread-safe: use it from one thread at a time."""
 
     def __init__(self, path: Path) -> None:
@@ -108,13 +311,43 @@ class RunStore:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA busy_timeout=5000")
+            self._db.executescript(_META)
+            if _layout(self._db) == 1:
+                self._migrate()
             self._db.executescript(_SCHEMA)
-            columns = {row[1] for row in self._db.execute("PRAGMA table_info(games)")}
-            if "seq" not in columns:  # a database from before commit order was kept
-                self._db.execute("ALTER TABLE games ADD COLUMN seq INTEGER")
+            if "line" not in _columns(self._db, "records"):  # a schema 2 database from before the viewer lines
+                self._db.execute("ALTER TABLE records ADD COLUMN line TEXT")
         except sqlite3.DatabaseError as error:
             self._lock.close()
             raise damaged_database(path, error) from None
+
+    def _migrate(self) -> None:
+        """Schema 1 to 2: the records move out of `games` into `records`, the figures resume needs into columns,
+        and `seq` gets a unique index (done games of a database older than `seq` get it in game order)."""
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(games)")}
+        seq = "seq" if "seq" in columns else "NULL"
+        with self._transaction():
+            self._db.execute(_games_table("games_v2"))  # not executescript: it would commit
+            self._db.execute(
+                "INSERT INTO games_v2 (number, pairing, round, black, white, opening, status, result, termination,"
+                " finished_at, seq, game_id, black_cpu_ms, white_cpu_ms)"
+                " SELECT number, pairing, round, black, white, opening, status, result, termination, finished_at,"
+                f" CASE WHEN status = 'done' THEN ROW_NUMBER() OVER (PARTITION BY status = 'done'"
+                f" ORDER BY COALESCE({seq}, number), number) END,"
+                " CASE WHEN status = 'done' THEN json_extract(record, '$.game_id') END,"
+                " json_extract(record, '$.black.off_turn_cpu_ms'), json_extract(record, '$.white.off_turn_cpu_ms')"
+                " FROM games"
+            )
+            self._db.execute("CREATE TABLE IF NOT EXISTS records (number INTEGER PRIMARY KEY, record TEXT NOT NULL)")
+            self._db.execute(
+                "INSERT INTO records (number, record) SELECT number, record FROM games"
+                " WHERE status = 'done' AND record IS NOT NULL"
+            )
+            self._db.execute("DROP TABLE games")
+            self._db.execute("ALTER TABLE games_v2 RENAME TO games")
+            self._db.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
+            )
 
     def close(self) -> None:
         self._db.close()
@@ -126,19 +359,7 @@ class RunStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- meta ---------------------------------------------------------------------------------------
-
-    def get_meta(self, key: str) -> str | None:
-        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return None if row is None else str(row[0])
-
     # -- the schedule --------------------------------------------------------------------------------
-
-    def scheduled(self) -> dict[int, ScheduledGame]:
-        rows = self._db.execute("SELECT number, pairing, round, black, white, opening FROM games ORDER BY number")
-        return {
-            row[0]: ScheduledGame(row[0], row[1], row[2], row[3], row[4], tuple(json.loads(row[5]))) for row in rows
-        }
 
     def start(self, fingerprint: dict[str, Any], schedule: list[ScheduledGame]) -> None:
         """Create the tournament, or check that this one can resume it; StoreError explains a mismatch.
@@ -148,10 +369,13 @@ class RunStore:
         """
         from referee.config import describe_changes
 
+        fingerprint = dict(fingerprint)
+        title = fingerprint.pop("title", None)  # the event's title: shown, never compared (a run may be renamed)
         stored = self.get_meta("fingerprint")
         if stored is not None and json.loads(stored) != fingerprint and not self.anything_recorded():
             # Stopped before any game was recorded: nothing to keep, so the directory is not bound to it.
             with self._transaction():
+                self._db.execute("DELETE FROM records")
                 self._db.execute("DELETE FROM games")
                 self._db.execute("DELETE FROM meta")
             stored = None
@@ -188,9 +412,14 @@ class RunStore:
         with self._transaction():
             if stored is None:
                 self._db.execute(
-                    "INSERT INTO meta (key, value) VALUES ('fingerprint', ?), ('schema_version', ?), ('created_at', ?)",
+                    "INSERT OR REPLACE INTO meta (key, value)"
+                    " VALUES ('fingerprint', ?), ('schema_version', ?), ('created_at', ?)",
                     (json.dumps(fingerprint, sort_keys=True), str(SCHEMA_VERSION), _now()),
                 )
+            if title is not None:
+                self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('title', ?)", (str(title),))
+            else:
+                self._db.execute("DELETE FROM meta WHERE key = 'title'")
             self._db.executemany(
                 "INSERT OR IGNORE INTO games (number, pairing, round, black, white, opening) VALUES (?, ?, ?, ?, ?, ?)",
                 [(g.number, g.pairing, g.round, g.black, g.white, json.dumps(list(g.opening))) for g in schedule],
@@ -199,15 +428,6 @@ class RunStore:
             self._db.execute("UPDATE games SET status = 'pending' WHERE status = 'running'")
 
     # -- games --------------------------------------------------------------------------------------
-
-    def game_ids(self) -> list[str]:
-        """The game ids of every done game (what games.jsonl should hold)."""
-        rows = self._db.execute("SELECT record FROM games WHERE status = 'done' AND record IS NOT NULL")
-        return [str(json.loads(row[0])["game_id"]) for row in rows]
-
-    def pending(self) -> list[int]:
-        rows = self._db.execute("SELECT number FROM games WHERE status != 'done' ORDER BY number")
-        return [row[0] for row in rows]
 
     def mark_running(self, number: int) -> None:
         with self._transaction():
@@ -218,62 +438,71 @@ class RunStore:
         done = self._db.execute("SELECT 1 FROM games WHERE status = 'done' LIMIT 1").fetchone()
         return done is not None or self._db.execute("SELECT 1 FROM void_games LIMIT 1").fetchone() is not None
 
-    def record_game(self, number: int, record: GameRecord) -> bool:
+    def record_game(self, number: int, record: GameRecord, text: str | None = None) -> bool:
         """Store a finished game; True when it counts now. A scored game is done (once: a game already done is
-        left alone and False returned); a void or aborted one is logged and stays pending."""
-        data = record.model_dump_json()
+        left alone and False returned); a void or aborted one is logged and stays pending.
+
+        The cost does not grow with the games stored: the next `seq` is the last entry of its index, the game
+        is found by its number and the record appended to `records`. `text`: the record's JSON, if the caller
+        has it already (it writes the same line to games.jsonl)."""
+        if record.termination.is_scored:
+            return self.record_games([(number, record)], None if text is None else [text]) == 1
         with self._transaction():
-            if record.termination.is_scored:
-                cursor = self._db.execute(
-                    "UPDATE games SET status = 'done', result = ?, termination = ?, record = ?, finished_at = ?,"
-                    " seq = (SELECT COALESCE(MAX(seq), 0) + 1 FROM games) WHERE number = ? AND status != 'done'",
-                    (record.result, str(record.termination), data, _now(), number),
-                )
-                return cursor.rowcount == 1
-            else:
-                self._db.execute(
-                    "INSERT INTO void_games (number, termination, reason, record, at) VALUES (?, ?, ?, ?, ?)",
-                    (number, str(record.termination), record.reason, data, _now()),
-                )
-                self._db.execute("UPDATE games SET status = 'pending' WHERE number = ? AND status != 'done'", (number,))
+            self._db.execute(
+                "INSERT INTO void_games (number, termination, reason, record, at) VALUES (?, ?, ?, ?, ?)",
+                (number, str(record.termination), record.reason, text or record.model_dump_json(), _now()),
+            )
+            self._db.execute("UPDATE games SET status = 'pending' WHERE number = ? AND status != 'done'", (number,))
         return False
+
+    def record_games(self, games: list[tuple[int, GameRecord]], texts: Sequence[str] | None = None) -> int:
+        """Store many scored games in one transaction (rebuilding a database); how many counted now. `texts`:
+        their records' JSON, one per game, when the caller has it already."""
+        counted = 0
+        with self._transaction():
+            for index, (number, record) in enumerate(games):
+                if not record.termination.is_scored:
+                    continue
+                cursor = self._db.execute(
+                    "UPDATE games SET status = 'done', result = ?, termination = ?, finished_at = ?, game_id = ?,"
+                    " black_cpu_ms = ?, white_cpu_ms = ?, seq = (SELECT COALESCE(MAX(seq), 0) + 1 FROM games)"
+                    " WHERE number = ? AND status != 'done'",
+                    (
+                        record.result,
+                        str(record.termination),
+                        _now(),
+                        record.game_id,
+                        record.black.off_turn_cpu_ms,
+                        record.white.off_turn_cpu_ms,
+                        number,
+                    ),
+                )
+                if cursor.rowcount == 1:
+                    self._db.execute(
+                        "INSERT OR REPLACE INTO records (number, record, line) VALUES (?, ?, ?)",
+                        (number, record.model_dump_json() if texts is None else texts[index], line_text(record)),
+                    )
+                    counted += 1
+        return counted
 
     def release(self, number: int) -> None:
         """A game that did not finish (interrupted): pending again."""
         with self._transaction():
             self._db.execute("UPDATE games SET status = 'pending' WHERE number = ? AND status = 'running'", (number,))
 
-    def finished(self) -> Iterator[tuple[int, str, str, Result, str, float | None, float | None]]:
-        """(number, black, white, result, termination, black and white off-turn CPU ms) of every done game, in
-        commit order (the CPU figures are read from the records: null where not measured)."""
-        rows = self._db.execute(
-            "SELECT number, black, white, result, termination,"
-            " json_extract(record, '$.black.off_turn_cpu_ms'), json_extract(record, '$.white.off_turn_cpu_ms')"
-            " FROM games WHERE status = 'done' ORDER BY COALESCE(seq, number), number"
-        )
-        for row in rows:
-            yield (row[0], row[1], row[2], row[3], row[4], row[5], row[6])
-
-    def records(self) -> Iterator[str]:
-        """The JSON record of every done game, in game order."""
-        for (data,) in self._db.execute("SELECT record FROM games WHERE status = 'done' ORDER BY number"):
-            yield str(data)
-
-    def find_record(self, game_id: str) -> str | None:
-        """The JSON record of game `game_id` (a done game, else its last void or aborted try), or None."""
-        for query in (
-            "SELECT record FROM games WHERE status = 'done' AND json_extract(record, '$.game_id') = ?",
-            "SELECT record FROM void_games WHERE json_extract(record, '$.game_id') = ? ORDER BY id DESC",
-        ):
-            row = self._db.execute(query, (game_id,)).fetchone()
-            if row is not None and row[0] is not None:
-                return str(row[0])
-        return None
-
     # -- plumbing -----------------------------------------------------------------------------------
 
     def _transaction(self) -> _Transaction:
         return _Transaction(self._db)
+
+
+def _columns(db: sqlite3.Connection, table: str) -> set[str]:
+    return {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+
+
+def _layout(db: sqlite3.Connection) -> int:
+    """1 when the records are inside `games` (schema 1, migrated on open), else 2 (or a new database)."""
+    return 1 if "record" in _columns(db, "games") else 2
 
 
 def _lock_directory(path: Path) -> TextIO:

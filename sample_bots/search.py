@@ -35,12 +35,15 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from protocol.rules import BLACK, PASS, Cell, Move, Position
-from sample_bots.solver import SolveAborted, estimate_nodes, live_roots, solve
+from sample_bots.solver import SolveAborted, Solver, estimate_nodes, live_roots
 
-__all__ = ["DEFAULT", "SearchInfo", "Searcher", "Settings", "Table", "budget", "choose_move"]
+__all__ = ["DEFAULT", "KeptSolver", "SearchInfo", "Searcher", "Settings", "Table", "budget", "choose_move"]
 
 _SOLVE_TT_LIMIT = 400_000
-_SOLVER_NODES_PER_SECOND = 50_000
+# The solver's nodes a second, for deciding whether to try it: 150,000 to 250,000 on the empty boards
+# (benchmarks/bench_solver.py: 2x7 100,000 nodes in 0.56 s of CPU, 4x4 900,000 in 5.1 s, on a busy machine).
+_SOLVER_NODES_PER_SECOND = 200_000
+_GUESS_ABOVE = 2.0  # how far above the probe's score the solver's first null-window search starts
 
 _INF = 1e9
 _PASS = -1
@@ -122,6 +125,15 @@ class Settings:
     solve_reach: float = 8.0
     """Try the solver when its estimate (for a compact board) is at most this many times what its share
     of the time affords: an endgame's roots lie in small groups, which solve 10 to 30 times faster."""
+    small_board: int = 16
+    """On a board of at most this many cells the solver is the main tool: it may take `small_share`."""
+    small_share: float = 0.9
+    """The share of the turn the solver may take on a small board (the empty 2x7 takes some 190,000
+    nodes, most of a second: at 1 s a move the first move of a 14-cell board needs most of the turn)."""
+    small_probe: float = 0.1
+    """On a small board whose value the solver's table knows nothing of, this share of the turn goes to
+    a search first: its score is where the solver's null-window searches start (on the empty 2x7 the
+    right start saves a third of the nodes), and its move is there if the solver does not finish."""
     root_width: int = 0
     """After the first iteration, search only this many root moves, the best of the last one (0: all)."""
     keep_table: bool = False
@@ -285,6 +297,7 @@ class Searcher:
         self.history: dict[int, int] = {}
         self.nodes = 0
         self.deadline = _INF
+        self.max_nodes = _INF  # a node limit (`choose_move(max_nodes=...)`), looked at with the clock
         self.check_every = max(1, _TIME_CHECK_CELLS // n)
         self.countdown = 1  # the first node looks at the clock: a zero budget stops at once
         self.rng = random.Random(seed) if seed is not None else None
@@ -638,8 +651,10 @@ class Searcher:
         self.countdown -= 1
         if not self.countdown:
             self.countdown = self.check_every
-            if time.perf_counter() >= self.deadline:
+            if self.nodes >= self.max_nodes or time.perf_counter() >= self.deadline:
                 raise _Timeout
+            if self.max_nodes - self.nodes < self.check_every:
+                self.countdown = int(self.max_nodes - self.nodes)  # stop exactly at the node limit
 
     # -- search -------------------------------------------------------------------------------------
 
@@ -997,31 +1012,59 @@ def choose_move(
     settings: Settings = DEFAULT,
     solver_nodes: int | None = None,
     table: Table | None = None,
+    max_nodes: int | None = None,
+    kept: KeptSolver | None = None,
 ) -> SearchInfo:
     """Search `position` for at most about `seconds` and return the best move found, checked legal.
 
+    `max_nodes` (a referee's node limit) stops the search at exactly that many nodes (give it as `solver_nodes`
+    too to bound the solver): with the time not binding and `use_all`, a position gives the same move on any
+    machine.
+
     With few roots in play (`settings.solve_live_roots`), the exact solver tries first, within a share
     of the time (and `solver_nodes`, if given, so that tests need not depend on the machine's speed).
-    A `table` kept from the previous move of the same game gives the search a warm start.
+    A `table` kept from the previous move of the same game gives the search a warm start, and `kept`
+    does the same for the solver: what it learnt on earlier turns, even in a solve it gave up, is kept.
     """
     # The search makes no reference cycles, so the cyclic collector has nothing to find; a full
     # collection over a large transposition table could stall a move by tens of milliseconds.
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        info = None
+        info = probe = None
         left = seconds
         live = 0 if position.is_over() else live_roots(position)
-        share = settings.solve_share * max(seconds, 0.0)
+        small = position.width * position.height <= settings.small_board
+        share = (settings.small_share if small else settings.solve_share) * max(seconds, 0.0)
         # Only when the solver likely finishes in its share: a failed try is time lost.
         if 0 < live <= settings.solve_live_roots and (
             solver_nodes is not None or estimate_nodes(live) <= settings.solve_reach * share * _SOLVER_NODES_PER_SECOND
         ):
             start = time.perf_counter()
-            info = _solve(position, start + share, solver_nodes, on_iteration)
+            kept = kept or KeptSolver()
+            guess = likely = None
+            if small and settings.small_probe > 0 and not kept.for_position(position).has_bounds():
+                probe = Searcher(position, seed, settings, table).search(settings.small_probe * seconds, max_depth)
+                if probe.proven:
+                    info = probe
+                    if on_iteration is not None:
+                        on_iteration(probe)
+                # A little above the probe's score: a first null-window search that fails low is the
+                # cheaper kind (2x7: 77,000 nodes from the value, 99,000 from 2 below, 87,000 from 2 above).
+                hope = probe.score + _GUESS_ABOVE
+                guess = hope if position.turn is BLACK else -hope
+                likely = probe.move
+            if info is None:
+                info = _solve(position, start + share, solver_nodes, on_iteration, kept, guess, likely)
             left = seconds - (time.perf_counter() - start)
         if info is None:
-            info = Searcher(position, seed, settings, table).search(left, max_depth, on_iteration, use_all)
+            searcher = Searcher(position, seed, settings, table)
+            if max_nodes is not None:
+                searcher.max_nodes = max_nodes
+            info = searcher.search(left, max_depth, on_iteration, use_all)
+            if probe is not None and probe.depth > info.depth:
+                info = probe  # the solver left the search too little time to look deeper than the probe
+            info = _prefer_proven(info, position, kept)
     finally:
         if was_enabled:
             gc.enable()
@@ -1029,13 +1072,48 @@ def choose_move(
     return info
 
 
+def _prefer_proven(info: SearchInfo, position: Position, kept: KeptSolver | None) -> SearchInfo:
+    """The search's choice, or the move a solve that gave up had proven to reach at least as much as the
+    search (not proven) only expects: a guarantee beats a hope of the same size."""
+    if info.proven or kept is None or kept.solver is None or kept.solver.history != len(position.history):
+        return info
+    proven = kept.solver.proven_so_far()
+    if proven is None:
+        return info
+    score, move = proven
+    mover_score = score if position.turn is BLACK else -score
+    if mover_score < info.score or move == info.move:
+        return info
+    return SearchInfo(move, mover_score, info.depth, info.nodes, [move], info.seconds)
+
+
+class KeptSolver:
+    """One game's exact solver, kept from move to move (`Solver.follow`), so that its table carries over."""
+
+    def __init__(self) -> None:
+        self.solver: Solver | None = None
+
+    def for_position(self, position: Position) -> Solver:
+        """The kept solver brought to `position`, or a new one when `position` is not of the same game."""
+        if self.solver is None or not self.solver.follow(position):
+            self.solver = Solver(position, _SOLVE_TT_LIMIT)
+        return self.solver
+
+
 def _solve(
-    position: Position, deadline: float, max_nodes: int | None, on_iteration: Callable[[SearchInfo], None] | None
+    position: Position,
+    deadline: float,
+    max_nodes: int | None,
+    on_iteration: Callable[[SearchInfo], None] | None,
+    kept: KeptSolver | None,
+    guess: float | None = None,
+    likely: Move | None = None,
 ) -> SearchInfo | None:
     """The solver's exact answer as a SearchInfo, or None when it could not finish in time."""
     start = time.perf_counter()
+    solver = (kept or KeptSolver()).for_position(position)
     try:
-        solution = solve(position, deadline, max_nodes, tt_limit=_SOLVE_TT_LIMIT)
+        solution = solver.solve(deadline, max_nodes, guess, likely)
     except SolveAborted:
         return None
     sign = 1 if position.turn is BLACK else -1

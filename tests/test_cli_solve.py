@@ -7,6 +7,7 @@ import pytest
 
 from protocol.rules import Move, Position
 from referee.cli import main
+from sample_bots.solver import Solver
 from tests.test_solver import brute
 
 
@@ -17,6 +18,18 @@ def test_prints_the_exact_value_and_a_best_move(capsys: pytest.CaptureFixture[st
     assert out[1] == "value: +2 (Black wins by 2 with perfect play)"
     best = Move.parse(out[2].removeprefix("best move: "))
     assert brute(Position(2, 4, 0.0).play(best)) == 2
+
+
+def test_the_issue_s_3x5_position_gets_a_best_move_that_keeps_the_value(capsys: pytest.CaptureFixture[str]) -> None:
+    """It printed `best move: pass` (worth +15 to White) with the value +7: the table had filled before the
+    root's entry was written. The move now comes from the root's own search."""
+    assert main(["solve", "--size", "3x5", "--moves", "a2a1", "--komi", "0"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1] == "value: +7 (Black wins by 7 with perfect play)"
+    best = Move.parse(out[2].removeprefix("best move: "))
+    assert not best.is_pass
+    position = Position.from_moves(["a2a1"], 3, 5, 0.0)
+    assert Solver(position).move_value(best).score == 7
 
 
 def test_all_gives_every_move_its_value(capsys: pytest.CaptureFixture[str]) -> None:
@@ -58,6 +71,6 @@ def test_bad_input_is_one_line_and_exit_2(argv: list[str], message: str, capsys:
 
 
 def test_time_limit_gives_up_with_status_1(capsys: pytest.CaptureFixture[str]) -> None:
-    # 3x4 takes some 300,000 nodes: far more than any machine finishes in a millisecond.
+    # 3x4 takes some 40,000 nodes: far more than any machine finishes in a millisecond.
     assert main(["solve", "--size", "3x4", "--time-limit", "0.001"]) == 1
     assert "no answer within --time-limit" in capsys.readouterr().err

@@ -330,6 +330,8 @@ def test_match_refuses_a_negative_margin(tmp_path: Path, capsys: pytest.CaptureF
 class KeptFromReading:
     """A lag source whose windows say the host kept the bot from reading its turn for `ns` (no referee lag)."""
 
+    monitors = False
+
     def __init__(self, ns: int) -> None:
         self.ns = ns
 

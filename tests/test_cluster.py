@@ -315,6 +315,9 @@ class _ScriptedClient:
     def scheduler_info(self, n_workers: int = -1) -> dict[str, object]:
         return {"workers": {"tcp://w1:1": {"nthreads": 1}, "tcp://w2:1": {"nthreads": 1}}}
 
+    def subscribe_topic(self, topic: str, handler: object) -> None:
+        """The moves' topic (`Cluster.play` streams moves through it); nothing is published here."""
+
 
 @needs_dask
 async def test_a_worker_whose_games_keep_failing_is_taken_out() -> None:
@@ -656,3 +659,61 @@ def test_sprt_match_on_a_cluster_survives_a_killed_worker(
     assert {record["worker"] for record in records} <= set(dask_cluster.workers)
     survivor = next(address for address in dask_cluster.workers if address not in killed)
     assert f"{survivor}: " in captured.out + captured.err
+
+
+@needs_dask
+def test_a_cluster_match_streams_every_move_to_show_moves(
+    tmp_path: Path, dask_cluster: DaskCluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The workers publish each game's moves as they play them: `--show-moves` prints all of them, in order."""
+    out = tmp_path / "match"
+    argv = ["match", "--black", "random", "--white", "greedy", "--size", "4x4", "--games", "2", "--show-moves"]
+    code = main([*argv, "--cluster", dask_cluster.address, "--out", str(out)])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    _, records = stored_games(out)
+    assert len(records) == 2 and all(record["worker"] for record in records)
+    for record in records:
+        shown = [line.split()[1:4] for line in captured.out.splitlines() if line.startswith(record["game_id"] + " ")]
+        played = [[f"{ply}.", move["color"], move["move"]] for ply, move in enumerate(record["moves"], start=1)]
+        assert [line for line in shown if line and line[0].endswith(".")] == played
+
+
+def test_the_cluster_preflight_refuses_option_values_a_bot_does_not_take(tmp_path: Path, bot_spec: object) -> None:
+    """On a cluster each worker's preflight checks the option values as a local run does before its first game."""
+    from referee.cluster import _WorkerGames
+
+    good: BotSpec = bot_spec("testbot", name="good")  # type: ignore[operator]
+    tuned = good.model_copy(update={"name": "tuned", "options": {"Depth": 5}})
+    games = _WorkerGames(tmp_path / "logs")
+    try:
+        results = games.run(games.probe, [good, tuned], "w1", 10.0)
+    finally:
+        games.close()
+    assert [(result.bot, result.failure is None) for result in results] == [("good", True), ("tuned", False)]
+    failure = results[1].failure
+    assert failure is not None and "Depth" in failure and "option.NAME=VALUE" in failure
+
+
+@needs_dask
+def test_tuning_plays_its_iterations_on_a_cluster(
+    tmp_path: Path, dask_cluster: DaskCluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`alternator tune` with a [cluster] table: every iteration's games are played by the cluster's workers."""
+    config = tmp_path / "tune.toml"
+    config.write_text(
+        'bot = "alphabeta"\niterations = 2\npairs = 1\nseed = 1\nnodes = 500\ntime_control = "60+1"\n'
+        'size = "4x4"\nopenings_plies = 1\nconcurrency = 2\nout = "out"\n'
+        '[[params]]\nname = "depth"\nstart = 2\nmin = 1\nmax = 6\nc_end = 1\nr_end = 0.3\n'
+        f'[cluster]\naddress = "{dask_cluster.address}"\n'
+    )
+    assert main(["tune", str(config)]) == 0, capsys.readouterr().err
+    state = json.loads((tmp_path / "out" / "tune.json").read_text())
+    assert len(state["history"]) == 2
+    played = [
+        json.loads(line)
+        for games in (tmp_path / "out" / "iterations").glob("*/games.jsonl")
+        for line in games.read_text().splitlines()
+        if line.strip()
+    ]
+    assert len(played) == 4 and {game["worker"] for game in played} <= set(dask_cluster.workers)

@@ -83,9 +83,10 @@ def test_the_example_config_is_valid() -> None:
         ),
         (
             '[[bots]]\nname = "a"\ncommand = "x"\n[[bots]]\nname = "b"\ncommand = "y"\ntime_control = "60+"\n',
-            "tournament.toml: bots[1].time_control: unknown key; the keys here are command, cpu_limit_s, dir,"
-            " env, max_processes, memory_mb, name, ponder, sandbox"
-            " (time_control is a top-level key: move it above the first [table] or [[bots]])",
+            "tournament.toml: bots[1].time_control: unknown key; the keys here are command, cpu_limit_s, depth, dir,"
+            " env, max_processes, memory_mb, name, nodes, options, ponder, sandbox, tc (for this bot's own time"
+            ' control, time odds, write tc = "..."; for every bot, time_control is a top-level key: move it above the'
+            " first [table] or [[bots]])",
         ),
         (
             'time_control = "60+"\n[[bots]]\nname = "a"\ncommand = "x"\n[[bots]]\nname = "b"\ncommand = "y"\n',
@@ -109,11 +110,11 @@ def test_the_example_config_is_valid() -> None:
         ),
         (
             'gmaes = 2\n[[bots]]\nname = "a"\ncommand = "x"\n[[bots]]\nname = "b"\ncommand = "y"\n',
-            "tournament.toml: gmaes: unknown key; the keys here are bots, cluster, concurrency,",
+            "tournament.toml: gmaes: unknown key; the keys here are adjudication, bots, cluster, concurrency,",
         ),
         (
             '[openings]\nplys = 2\n[[bots]]\nname = "a"\ncommand = "x"\n[[bots]]\nname = "b"\ncommand = "y"\n',
-            "tournament.toml: openings.plys: unknown key; the keys here are file, moves, plies, seed",
+            "tournament.toml: openings.plys: unknown key; the keys here are file, moves, order, plies, seed, start",
         ),
         ('[[bots]]\nname = "a"\ncommand = "x"\n', "tournament.toml: bots: a tournament needs at least two bots"),
         ("", "tournament.toml: bots: field required"),

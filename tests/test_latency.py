@@ -3,6 +3,7 @@ lifetime with real bot processes."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from datetime import UTC, datetime
@@ -22,6 +23,7 @@ from referee.latency import (
     summarize_latency,
 )
 from referee.process import open_bot
+from referee.reader import stamped_stdout
 from referee.record import BotInfo, GameRecord, GameSettings, MoveRecord, Termination
 from tests.conftest import BotSpecFactory
 
@@ -99,23 +101,29 @@ def test_a_monitor_window_keeps_the_stalls_that_overlap_it_clipped_to_it() -> No
     assert monitor.windows == set()
 
 
-async def test_readers_and_the_monitor_stop_with_their_bots(bot_spec: BotSpecFactory, tmp_path: Path) -> None:
-    def readers() -> list[str]:
-        return [t.name for t in threading.enumerate() if t.name.startswith("reader-")]
+async def test_the_monitor_runs_only_for_bots_it_can_help_and_stops_with_them(
+    bot_spec: BotSpecFactory, tmp_path: Path
+) -> None:
+    def monitor_running() -> bool:
+        return any(t.name == "lag-monitor" for t in threading.enumerate())
 
-    assert readers() == []
+    assert not monitor_running()
     async with open_bot(bot_spec("testbot"), tmp_path) as first, open_bot(bot_spec("testbot"), tmp_path) as second:
         await first.handshake()
         await second.handshake()
-        assert len(readers()) == 2
+        assert monitor_running() and first.lag_source.monitors  # not pinned: the monitor watches the reads
         assert 0 <= await first.ping() < 10
     for _ in range(100):  # the monitor thread ends at its next wake
-        if not readers() and not any(t.name == "lag-monitor" for t in threading.enumerate()):
+        if not monitor_running():
             break
         await trio.sleep(0.01)
-    assert readers() == []
-    assert not any(t.name == "lag-monitor" for t in threading.enumerate())
+    assert not monitor_running()
     assert host_lag_monitor().windows == set()
+    if stamped_stdout() and hasattr(os, "sched_getaffinity"):
+        # Pinned beside its game's loop, a bot whose replies the kernel stamps needs no monitor at all.
+        async with open_bot(bot_spec("testbot"), tmp_path, cores=sorted(os.sched_getaffinity(0))) as pinned:
+            await pinned.handshake()
+            assert not pinned.lag_source.monitors and not monitor_running()
 
 
 def test_a_tally_added_game_by_game_gives_the_same_summary() -> None:

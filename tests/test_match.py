@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def load_records(out: Path) -> list[GameRecord]:
-    """The games of a match from games.jsonl, which the runner keeps in game order."""
+    """The games of a match from games.jsonl (which holds them in the order they finished), in game order."""
     records = []
     for line in (out / GAMES_FILE).read_text().splitlines():
         data = json.loads(line)
@@ -39,7 +39,7 @@ def load_records(out: Path) -> list[GameRecord]:
         # The published schema's required fields are there and nothing else is (additionalProperties: false).
         assert set(schema["required"]) <= set(data) <= set(schema["properties"])
         records.append(GameRecord.model_validate(data))
-    return records
+    return sorted(records, key=lambda record: record.game_id)
 
 
 def pid_of(log: str | None) -> int:
@@ -300,11 +300,11 @@ def first_game_void(calls: list[str]) -> Callable[..., Awaitable[GameRecord]]:
 def test_a_void_game_is_played_again_and_never_scored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import sqlite3
 
-    import referee.runner as runner_module
+    import referee.play as play_module
     from referee.store import DB_NAME
 
     calls: list[str] = []
-    monkeypatch.setattr(runner_module, "run_game", first_game_void(calls))
+    monkeypatch.setattr(play_module, "run_game", first_game_void(calls))
     out = tmp_path / "m"
     a, b = f"name=a cmd='python3 {TESTBOT}'", f"name=b cmd='python3 {TESTBOT}'"
     assert (
@@ -323,6 +323,7 @@ def test_a_void_game_is_played_again_and_never_scored(tmp_path: Path, monkeypatc
 def test_a_game_void_again_and_again_stops_the_run_with_a_message_about_the_machine(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    import referee.play as play_module
     import referee.runner as runner_module
     from referee.game import run_game
 
@@ -333,7 +334,7 @@ def test_a_game_void_again_and_again_stops_the_run_with_a_message_about_the_mach
             update={"termination": Termination.VOID, "result": "*", "winner": None, "reason": reason}
         )
 
-    monkeypatch.setattr(runner_module, "run_game", always_void)
+    monkeypatch.setattr(play_module, "run_game", always_void)
     out = tmp_path / "m"
     argv = ["match", "--black", f"python3 {TESTBOT}", "--white", "greedy", "--size", "3x3", "-j", "1"]
     assert main([*argv, "--out", str(out)]) == 1
@@ -462,7 +463,8 @@ def test_an_undecided_sprt_match_plays_every_game(tmp_path: Path, capsys: pytest
     assert (sprt.elo0, sprt.alpha, sprt.beta) == (0, 0.05, 0.05)  # the defaults
     text = capsys.readouterr().out
     assert "note: every pair starts from the same position" in text
-    assert "SPRT: no verdict after 2 games (H0: testbot is at most 0 Elo stronger, H1: 200 Elo;" in text
+    assert "SPRT: no verdict after 2 games (H0: 0 Elo, H1: +200 Elo for testbot;" in text
+    assert "every game was played; raise --games" in text
 
 
 @pytest.mark.parametrize(
@@ -527,7 +529,7 @@ def test_the_statistics_lines() -> None:
     assert h.elo == 0.0 and str(h.elo) == "0.0" and str(h.nelo) == "0.0"
     assert h.sprt is not None
     verdict = format_verdict(h.sprt.model_copy(update={"verdict": "H1"}), "mine", "base", 400)
-    assert verdict.startswith("SPRT: H1 accepted after 400 games (H0: mine is at most 0 Elo stronger, H1: 5 Elo;")
+    assert verdict.startswith("SPRT: H1 accepted after 400 games (H0: 0 Elo, H1: +5 Elo for mine;")
     assert "about 5" not in verdict and "by 5" not in verdict
     assert format_verdict(h.sprt, "mine", "base", 400).startswith("SPRT: no verdict after 400 games")
     no_sprt = format_statistics(head_to_head("mine", "base", match_statistics(1, 0, 0, (0, 0, 0, 0, 0), None)))

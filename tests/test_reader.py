@@ -1,9 +1,7 @@
-"""The reader thread's hand-over to trio: chunks with their times, and catching up without ever hanging.
+"""A bot's output as the game's loop reads it (chunks with their times), the turn's write, the stderr copy.
 
-A regression: catching up once waited for a chunk that a read "in flight" would bring, after that chunk had
-already been taken (the thread had queued it but not yet cleared its flag), and a game hung for good with the
-bot's move already in hand. These tests use real pipes and the real thread; `settle` must end whenever the
-pipe is empty and no read is in flight, whatever order the two sides run in.
+Real pipes and real stamped sockets: a chunk's time is the bot's write where the kernel stamps it, the
+moment of the read otherwise; catching up takes what is there and never waits.
 """
 
 from __future__ import annotations
@@ -22,19 +20,18 @@ import trio.testing
 
 from protocol.framing import MAX_LINE_BYTES
 from protocol.session import State
-from referee import process
 from referee.process import BotChannel
-from referee.reader import CpuClock, InputClosedError, PipeReader, StderrCopier, TurnWrite, stamped_stdout, stdout_pair
+from referee.reader import OutputReader, StderrCopier, TurnWrite, stamped_stdout, stdout_pair
 from tests.test_session import session_in
 
 TURN = b'{"type":"turn","game_id":"g","moves":[],"clock":{}}\n'
 
 
 @contextlib.asynccontextmanager
-async def reader_on_a_pipe(pair: Callable[[], tuple[int, int]] = os.pipe) -> AsyncIterator[tuple[PipeReader, int]]:
-    """A reader thread on the read end of a fresh `pair()` (a pipe), and the write end; both closed after."""
+async def reader_on_a_pipe(pair: Callable[[], tuple[int, int]] = os.pipe) -> AsyncIterator[tuple[OutputReader, int]]:
+    """A reader on the read end of a fresh `pair()` (a pipe), and the write end; both closed after."""
     read_fd, write_fd = pair()
-    reader = PipeReader(read_fd, "test")
+    reader = OutputReader(read_fd)
     try:
         yield reader, write_fd
     finally:
@@ -45,61 +42,41 @@ async def reader_on_a_pipe(pair: Callable[[], tuple[int, int]] = os.pipe) -> Asy
 
 async def test_a_chunk_comes_with_the_time_its_read_returned() -> None:
     async with reader_on_a_pipe() as (reader, write_fd):
-        before = trio.current_time()
+        assert not reader.stamped
+        before = time.monotonic_ns()
         os.write(write_fd, b'{"type":"move","move":"pass"}\n')
-        data, stamp, delay = await reader.receive()
+        data, stamp = await reader.receive()
         assert data == b'{"type":"move","move":"pass"}\n'
-        assert stamp > 0 and delay >= 0
-        assert trio.current_time() >= before
-        assert await reader.settle() is None  # nothing more in the pipe or in the thread's hands
+        assert before <= stamp <= time.monotonic_ns()
+        assert reader.take_nowait() is None  # nothing more: catching up never waits
 
 
-async def test_settle_takes_what_is_in_the_pipe_and_stops_when_it_is_empty() -> None:
+async def test_a_receive_waits_for_the_bot_and_the_end_of_the_output_is_an_empty_chunk() -> None:
     async with reader_on_a_pipe() as (reader, write_fd):
-        os.write(write_fd, b"one\n")
-        chunk = await reader.settle()
-        while chunk is None:  # the thread may not have woken yet: the pipe still holds the bytes
-            await trio.sleep(0.001)
-            chunk = await reader.settle()
-        assert chunk[0] == b"one\n"
-        assert await reader.settle() is None
+
+        async def write_later() -> None:
+            await trio.sleep(0.05)
+            os.write(write_fd, b"one\n")
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(write_later)
+            with trio.fail_after(30):  # a hang, not a timing
+                assert (await reader.receive())[0] == b"one\n"
+        assert reader.unread_bytes() == 0
+        os.write(write_fd, b"two\n")
+        assert reader.unread_bytes() == 4
+        assert (await reader.receive())[0] == b"two\n"
 
 
-async def test_settle_ends_when_a_read_in_flight_brings_nothing() -> None:
-    # The race that hung a game: a read counted as in flight whose chunk is already gone (or that found
-    # nothing). The thread's own counting is played here by hand, from another thread, after settle waits.
-    async with reader_on_a_pipe() as (reader, _):
-        reader._reads_started += 1  # a read begun and not finished, with nothing to hand over
-
-        def finish() -> None:
-            reader._reads_done += 1
-            reader._wake_trio()
-
-        timer = threading.Timer(0.05, finish)
-        timer.start()
-        with trio.fail_after(30):  # a hang, not a timing: settle returns as soon as the read is done
-            assert await reader.settle() is None
-        timer.join()
-
-
-async def test_catching_up_never_waits_for_good_on_a_read_that_never_ends(
-    autojump_clock: trio.testing.MockClock,
-) -> None:
-    # The state a game hung in: the bot's move already taken in as lines, and the thread's count of reads
-    # left showing one in flight for good. Catching up keeps the lines and returns within its bound.
+async def test_catching_up_takes_what_the_bot_wrote_and_returns_at_once() -> None:
     read_fd, write_fd = os.pipe()
     send_stream = trio.lowlevel.FdStream(os.dup(write_fd))
-    reader = PipeReader(read_fd, "test")
-    channel = BotChannel("test", send_stream, trio.testing.MemoryReceiveStream(), reader=reader)
+    channel = BotChannel("test", send_stream, trio.testing.MemoryReceiveStream(), reader=OutputReader(read_fd))
     try:
+        channel.catch_up()
+        assert not channel.has_lines()
         os.write(write_fd, b'{"type":"info","text":"x"}\n{"type":"move","move":"pass"}\n')
-        while not channel.has_lines():
-            await channel.catch_up()
-            await trio.sleep(0.001)
-        reader._reads_started += 1  # never finished
-        started = trio.current_time()
-        await channel.catch_up()
-        assert trio.current_time() - started <= process.CATCH_UP_MAX_S + 0.1
+        channel.catch_up()
         assert channel.has_lines()
     finally:
         await channel.close_reading()
@@ -195,14 +172,14 @@ async def test_a_write_is_timed_when_the_bot_made_it_not_when_it_was_read() -> N
         os.write(theirs, b'{"type":"move","move":"pass"}\n')
         time.sleep(0.1)  # the referee is busy elsewhere: nothing reads yet
         reading_from = time.monotonic_ns()
-        reader = PipeReader(ours, "test")
+        reader = OutputReader(ours)
         try:
-            data, stamp, delay = await reader.receive()
+            assert reader.stamped
+            data, stamp = await reader.receive()
         finally:
             await reader.close()
         assert data == b'{"type":"move","move":"pass"}\n'
         assert written <= stamp < reading_from  # the write's own time: the 100 ms before the read cost nothing
-        assert delay == 0  # and the reader's lateness is nobody's
     finally:
         os.close(theirs)
         os.close(ours)
@@ -214,7 +191,7 @@ async def test_an_empty_write_is_not_the_end_of_the_output() -> None:
         os.write(theirs, b"")  # one record of nothing
         os.write(theirs, b"one\n")
         with trio.fail_after(30):
-            data, _, _ = await reader.receive()
+            data, _ = await reader.receive()
         assert data == b"one\n"
 
 
@@ -229,7 +206,7 @@ async def test_lines_split_across_writes_arrive_whole_and_the_end_is_seen() -> N
                 received += (await reader.receive())[0]
         assert received == b'{"type":"move","move":"pass"}\n'
         os.close(os.dup(theirs))  # a copy closed: not the end
-        assert await reader.settle() is None
+        assert reader.take_nowait() is None
 
 
 @needs_stamps
@@ -247,142 +224,8 @@ async def test_one_write_larger_than_the_reader_can_take_is_a_flood_not_lost_lin
         finally:
             bot_end.close()
         with trio.fail_after(30):
-            data, _, _ = await reader.receive()
+            data, _ = await reader.receive()
         assert len(data) > MAX_LINE_BYTES and b"\n" not in data
-
-
-def _own_cores() -> list[int]:
-    return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
-
-
-def _fill(fd: int) -> int:
-    """Fill a non-blocking pipe's write end; the bytes written."""
-    filled = 0
-    with contextlib.suppress(BlockingIOError):
-        while True:
-            filled += os.write(fd, b"x" * 65536)
-    return filled
-
-
-@pytest.mark.skipif(not _own_cores(), reason="no CPU affinity on this system: readers are never pinned")
-async def test_a_pinned_reader_writes_the_turn_itself_stamped_before_its_write_without_waking_the_loop() -> None:
-    # Pinned to its bot's cores, the reader thread writes the bot's turns (the bot wakes on its own core), the
-    # bot's time starts in that thread immediately before the write call, and the event loop is not woken for
-    # it: `write` returns at once, and `written` is called by the thread that put the last byte in.
-    written: list[tuple[str, int]] = []
-
-    def note(start: int) -> None:
-        written.append((threading.current_thread().name, start))
-
-    out_ours, out_theirs = stdout_pair()
-    in_read, in_write = os.pipe()
-    os.set_blocking(in_write, False)
-    reader = PipeReader(out_ours, "pinned", cores=_own_cores())
-    try:
-        assert reader.writes_turns
-        before = time.monotonic_ns()
-        turn = reader.write(in_write, TURN, note)
-        assert os.read(in_read, 1024) == TURN  # blocks until the thread has written it
-        read_at = time.monotonic_ns()
-        with trio.fail_after(10):
-            while not written:
-                await trio.sleep(0.001)
-        after = time.monotonic_ns()
-        assert turn.start_ns is not None and before <= turn.start_ns <= read_at
-        assert turn.start_ns + turn.write_ns <= after  # the write call's duration is noted before `written`
-        assert written == [("reader-pinned", turn.start_ns)] and turn.done and not turn.failed
-
-        # The bot's input is full: the time starts at the first try, and the thread writes the rest as it reads.
-        filled = _fill(in_write)
-        written.clear()
-        turn = reader.write(in_write, TURN, note)
-        with trio.fail_after(10):
-            while turn.start_ns is None:
-                await trio.sleep(0.001)
-        assert not written and not turn.done
-        drained_from = time.monotonic_ns()
-        left = filled + len(TURN)
-        data = b""
-        while left > 0:
-            chunk = await trio.to_thread.run_sync(os.read, in_read, left)
-            data, left = data + chunk, left - len(chunk)
-        assert data.endswith(TURN)
-        with trio.fail_after(10):
-            while not written:
-                await trio.sleep(0.001)
-        assert written == [("reader-pinned", turn.start_ns)] and turn.start_ns < drained_from
-
-        # The bot's output ends: the thread stops, and a turn asked for then is written by the caller.
-        os.close(out_theirs)
-        out_theirs = -1
-        assert (await reader.receive())[0] == b""
-        with trio.fail_after(10):
-            while reader._thread.is_alive():
-                await trio.sleep(0.01)
-        written.clear()
-        turn = reader.write(in_write, TURN, note)
-        assert turn.done and os.read(in_read, 1024) == TURN
-        assert written == [("MainThread", turn.start_ns)]
-    finally:
-        await reader.close()
-        for fd in (out_ours, out_theirs, in_read, in_write):
-            if fd >= 0:
-                os.close(fd)
-
-
-@pytest.mark.skipif(not _own_cores(), reason="no CPU affinity on this system: readers are never pinned")
-async def test_a_turn_the_pinned_reader_cannot_write_ends_the_wait_for_the_reply() -> None:
-    # The bot closed its input: the thread's write fails, and the wait for the bot's output says so at once.
-    out_ours, out_theirs = stdout_pair()
-    in_read, in_write = os.pipe()
-    os.set_blocking(in_write, False)
-    os.close(in_read)
-    reader = PipeReader(out_ours, "closed", cores=_own_cores())
-    try:
-        turn = reader.write(in_write, TURN)
-        with trio.fail_after(10), pytest.raises(InputClosedError):
-            await reader.receive()
-        assert turn.failed and turn.start_ns is not None
-    finally:
-        await reader.close()
-        for fd in (out_ours, out_theirs, in_write):
-            os.close(fd)
-
-
-async def test_an_unpinned_reader_leaves_the_turns_to_the_event_loop() -> None:
-    async with reader_on_a_pipe() as (reader, _):
-        assert not reader.writes_turns
-
-
-async def test_a_turn_handed_to_the_reader_thread_is_never_written_again_by_the_loop() -> None:
-    # A regression: the loop took "the thread has started the write" for "the thread has not taken it" and, the
-    # write not being done yet, wrote the line again: the bot answered twice and lost for the unasked move.
-    class Midway:
-        """A reader thread caught in its write call: the time has started, nothing is counted as sent yet."""
-
-        writes_turns = True
-
-        def write(
-            self, fd: int, data: bytes, written: Callable[[int], None] | None = None, cpu_clock: CpuClock | None = None
-        ) -> TurnWrite:
-            turn = TurnWrite(fd, data, written, cpu_clock)
-            turn.handed, turn.start_ns = True, 123
-            return turn
-
-    read_fd, write_fd = os.pipe()
-    os.set_blocking(read_fd, False)
-    send_stream = trio.lowlevel.FdStream(write_fd)
-    channel = BotChannel("test", send_stream, trio.testing.MemoryReceiveStream())
-    channel._reader = Midway()  # type: ignore[assignment]
-    channel.session = session_in(State.BETWEEN_TURNS)
-    try:
-        turn = await channel.send_turn(TURN)
-        assert turn.start_ns == 123
-        with pytest.raises(BlockingIOError):
-            os.read(read_fd, 1024)  # the loop wrote nothing: the line is the thread's to write
-    finally:
-        await send_stream.aclose()
-        os.close(read_fd)
 
 
 @pytest.mark.parametrize("slow", [False, True])

@@ -32,7 +32,7 @@ from tests.report_games import synthesize_tournament
 def embedded(page: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The summary and the game lines a report page carries."""
     summary = re.search(r'<script type="application/json" id="summary">(.*?)</script>', page, re.S)
-    games = re.search(r'<script type="text/plain" id="games"[^>]*>(.*?)</script>', page, re.S)
+    games = re.search(r'<script type="text/plain" id="game-data"[^>]*>(.*?)</script>', page, re.S)
     assert summary is not None and games is not None
     return json.loads(summary.group(1)), decode_chunks(games.group(1))
 
@@ -97,8 +97,9 @@ def test_a_match_report_follows_match_json_and_draws_the_sprt(tmp_path: Path) ->
     summary = summary_data(load_run(tmp_path))
     assert summary["kind"] == "match"
     assert summary["bots"] == ["new", "base"]
-    assert len(summary["sprt"]["llr"]) == 4  # one LLR per finished pair
-    assert summary["sprt"]["upper"] == pytest.approx(2.944, abs=1e-3)
+    h2h = summary["headToHead"]
+    assert len(h2h["llrCurve"]) == h2h["llrAt"][-1] == 4  # one LLR per finished pair
+    assert h2h["sprt"]["upper_bound"] == pytest.approx(2.944, abs=1e-3)
 
 
 def test_a_torn_line_is_left_out_and_named(tmp_path: Path) -> None:
@@ -106,8 +107,13 @@ def test_a_torn_line_is_left_out_and_named(tmp_path: Path) -> None:
     with (tmp_path / "games.jsonl").open("a") as file:
         file.write('{"record_version": 1, "game_id": "g9')  # a killed writer's half line
     run = load_run(tmp_path)
-    assert len(run.records) == 3
-    assert run.errors and "games.jsonl line 4" in run.errors[0]
+    assert len(list(run.records())) == 3
+    assert run.errors == []  # a torn last line is no game and no problem: a killed writer's half line
+    with (tmp_path / "games.jsonl").open("a") as file:
+        file.write('"}\n{"game_id": "damaged"}\n')
+    run = load_run(tmp_path)
+    assert len(list(run.records())) == 3
+    assert len(run.errors) == 2 and "games.jsonl line 4" in run.errors[0] and "games.jsonl line 5" in run.errors[1]
 
 
 def test_los() -> None:
@@ -129,7 +135,7 @@ def test_game_detail_is_compact_and_complete(tmp_path: Path) -> None:
 def test_errors_say_what_to_do(tmp_path: Path) -> None:
     with pytest.raises(ReportError, match="no such directory"):
         load_run(tmp_path / "missing")
-    with pytest.raises(ReportError, match=r"neither games\.jsonl"):
+    with pytest.raises(ReportError, match=r"neither tournament\.db nor games\.jsonl"):
         load_run(tmp_path)
 
 
@@ -167,7 +173,7 @@ def test_a_real_match_writes_its_report_and_live_feed(tmp_path: Path) -> None:
     assert f"report: {out / 'report.html'}" in done.stdout
     _, lines = embedded((out / "report.html").read_text())
     assert len(lines) == 2
-    records = load_run(out).records  # games.jsonl, or game-NNN.json from older versions
+    records = list(load_run(out).records())  # from the database
     feed = [json.loads(line) for line in (out / "live.jsonl").read_text().splitlines()]
     kinds = [e["type"] for e in feed]
     assert kinds[0] == "run_started" and kinds[-1] == "run_finished"
@@ -194,8 +200,8 @@ def test_the_feed_follows_a_runners_events_and_the_live_state_follows_the_feed(t
     )
     feed.on_event(SimpleNamespace(type="game_started", game_id="g1", black="alpha", white="beta", opening=[]))
     game = SimpleNamespace(game_id="g1")
-    for move in record.moves[:5]:
-        feed.on_move(game, move, None)
+    for ply, move in enumerate(record.moves[:5], start=1):
+        feed.on_move(game, move, ply)
     state.read_feed()
     assert state.kind == "match"  # the page says what it follows before match.json exists
     state.load()
@@ -203,8 +209,8 @@ def test_the_feed_follows_a_runners_events_and_the_live_state_follows_the_feed(t
     live = state.live["g1"]
     assert live["m"].split() == [m.move for m in record.moves[:5]]
     assert live["tc"] == "10+0.1" and live["k2"] == [m.clock_ms for m in record.moves[:5]]
-    for move in record.moves[5:]:
-        feed.on_move(game, move, None)
+    for ply, move in enumerate(record.moves[5:], start=6):
+        feed.on_move(game, move, ply)
     state.read_feed()
     assert len(state.live["g1"]["t"]) == len(record.moves)
     feed.on_event(SimpleNamespace(type="game_finished", game_id="g1"))
@@ -242,16 +248,16 @@ def test_cpu_and_latency_figures_where_records_carry_them(tmp_path: Path) -> Non
         for move in record.moves:
             object.__setattr__(move, "cpu_ms", 2.5)
             object.__setattr__(move, "latency_ms", 0.125)
-    run = load_run(tmp_path)
-    run.records = records
-    rows = {row["name"]: row for row in summary_data(run)["standings"]["rows"]}
+    with (tmp_path / "games.jsonl").open("w") as file:
+        file.writelines(record.model_dump_json() + "\n" for record in records)
+    rows = {row["name"]: row for row in summary_data(load_run(tmp_path))["standings"]["rows"]}
     blacks = [r.black.name for r in records]
     assert rows["alpha"]["cpuS"] == 1.5 * blacks.count("alpha")
     assert rows["alpha"]["offCpuS"] == 0.25 * blacks.count("alpha")
     assert rows["alpha"]["lagMs"] == 0.125
     detail = game_detail(1, records[0])
     assert detail["u"] == [25] * len(records[0].moves)
-    assert detail["lt"] == [1] * len(records[0].moves)
+    assert detail["lt"] == [125] * len(records[0].moves)  # microseconds
     plain = synthesize_tournament(tmp_path / "plain", 2)
     assert game_detail(1, plain[0])["u"] is None
     assert summary_data(load_run(tmp_path / "plain"))["standings"]["rows"][0]["cpuS"] is None
@@ -264,8 +270,8 @@ def test_a_match_with_games_jsonl_and_its_sprt_in_statistics(tmp_path: Path) -> 
     sprt = {"elo0": 0, "elo1": 10, "alpha": 0.05, "beta": 0.05, "verdict": None}
     (tmp_path / "match.json").write_text(json.dumps({"first": "new", "second": "base", "statistics": {"sprt": sprt}}))
     run = load_run(tmp_path)
-    assert run.kind == "match" and run.bots == ["new", "base"] and len(run.records) == 10
-    data = summary_data(run)["sprt"]
+    assert run.kind == "match" and run.bots == ["new", "base"] and len(list(run.records())) == 10
+    data = summary_data(run)["headToHead"]
     points = [
         {"1-0": 1.0, "0-1": 0.0}.get(r.result, 0.5)
         if r.black.name == "new"
@@ -273,9 +279,9 @@ def test_a_match_with_games_jsonl_and_its_sprt_in_statistics(tmp_path: Path) -> 
         for r in records
     ]
     parameters = SprtParameters(elo0=0, elo1=10, alpha=0.05, beta=0.05)
-    assert len(data["llr"]) == 5
-    assert data["llr"][-1] == pytest.approx(sprt_status(parameters, pentanomial(points)).llr, abs=1e-4)
-    assert data["llr"][1] == pytest.approx(sprt_status(parameters, pentanomial(points[:4])).llr, abs=1e-4)
+    assert len(data["llrCurve"]) == 5
+    assert data["llrCurve"][-1] == pytest.approx(sprt_status(parameters, pentanomial(points)).llr, abs=1e-4)
+    assert data["llrCurve"][1] == pytest.approx(sprt_status(parameters, pentanomial(points[:4])).llr, abs=1e-4)
 
 
 def test_a_real_tournament_writes_its_report_and_live_feed(tmp_path: Path) -> None:

@@ -13,8 +13,8 @@ import pytest
 
 from protocol.rules import BLACK, PASS, Move, Position
 from sample_bots import strong
-from sample_bots.search import DEFAULT, Searcher, Settings, choose_move
-from sample_bots.solver import Solver, live_roots, solve
+from sample_bots.search import DEFAULT, KeptSolver, Searcher, SearchInfo, Settings, _prefer_proven, choose_move
+from sample_bots.solver import SolveAborted, Solver, live_roots, solve
 
 _memo: dict[str, int] = {}
 
@@ -111,21 +111,153 @@ def test_random_small_endgames_match_brute_force() -> None:
         checked += 1
 
 
+# Every board up to 8 cells (both orientations), empty or a move or two in, some just after a pass.
+SMALL_BOARDS = [(2, 2), (2, 3), (3, 2), (2, 4), (4, 2)]
+
+
+def small_positions() -> list[Position]:
+    rng = random.Random(28)
+    positions = []
+    for width, height in SMALL_BOARDS:
+        positions.append(Position(width, height, 0.0))
+        positions.append(Position.from_moves(["pass"], width, height, 0.5))
+        for _ in range(6):
+            position = random_position(rng, width, height, rng.randint(1, 4), rng.choice([0.0, 0.5, 3.5]))
+            if rng.random() < 0.3 and not position.is_over():
+                position.push(PASS)
+            if not position.is_over():
+                positions.append(position)
+    return positions
+
+
+@pytest.mark.parametrize("tt_limit", [0, 1, 100, 2_000_000], ids=["no-table", "1-entry", "100-entries", "normal"])
+def test_every_small_board_gets_its_value_and_a_move_that_keeps_it_at_any_table_size(tt_limit: int) -> None:
+    """The issue's bug: with the table full before the root's entry was written, the best move was a
+    pass that gives the value away. The move comes from the root's own search, whatever the table holds."""
+    for position in small_positions():
+        exact = brute(position)
+        solver = Solver(position, tt_limit)
+        solution = solver.solve()
+        assert solution.score == exact, position.to_string()
+        assert brute(position.play(solution.best_move)) == exact, f"{position.to_string()}: {solution.best_move}"
+        assert len(solver.tt) <= tt_limit
+        for move in position.legal_moves():
+            after = position.play(move)
+            value = solver.move_value(move)
+            assert value.score == brute(after), f"{position.to_string()}: {move}"
+            if not after.is_over():
+                reply = after.play(value.best_move)
+                assert brute(reply) == brute(after), f"{position.to_string()}: {move} {value.best_move}"
+
+
+@pytest.mark.parametrize("tt_limit", [3, 2_000_000], ids=["tiny-table", "normal"])
+def test_random_positions_with_a_tiny_or_normal_table_keep_the_value(tt_limit: int) -> None:
+    """A full table never yields a move that loses value: 3x3, 4x3 and 4x4 positions a few moves in."""
+    rng = random.Random(280 + tt_limit)
+    checked = 0
+    while checked < 25:
+        width, height = rng.choice([(3, 3), (4, 3), (3, 4), (4, 4)])
+        position = random_position(rng, width, height, rng.randint(3, 9), rng.choice([0.0, 0.5, 3.5]))
+        if rng.random() < 0.3 and not position.is_over():
+            position.push(PASS)
+        if position.is_over() or live_roots(position) > 8:
+            continue
+        solution = Solver(position, tt_limit).solve()
+        exact = brute(position)
+        assert solution.score == exact, position.to_string()
+        assert brute(position.play(solution.best_move)) == exact, f"{position.to_string()}: {solution.best_move}"
+        checked += 1
+
+
+def test_many_random_endgames_match_brute_force_with_a_tiny_and_a_normal_table() -> None:
+    """Positions up to 10 live roots on boards up to 5x4, a few just after a pass: enough of them that
+    every shortcut of the solver (separate edges, free edges, the pass bound, symmetric keys) meets the
+    cases where it could go wrong. A wrong shortcut showed here in 6 positions of the first 100."""
+    rng = random.Random(1)
+    checked = 0
+    while checked < 100:
+        width, height = rng.choice([(3, 4), (4, 3), (4, 4), (5, 3), (2, 6), (5, 4)])
+        position = random_position(rng, width, height, rng.randint(2, 12), 0.0)
+        if rng.random() < 0.3 and not position.is_over():
+            position.push(PASS)
+        if position.is_over() or live_roots(position) > 10:
+            continue
+        exact = brute(position)
+        for tt_limit in (5, 2_000_000):
+            solution = Solver(position, tt_limit).solve()
+            assert solution.score == exact, position.to_string()
+            assert brute(position.play(solution.best_move)) == exact, f"{position.to_string()}: {solution.best_move}"
+        checked += 1
+
+
+def test_the_2x4_position_of_the_issue_gets_a_sound_move_with_a_100_entry_table() -> None:
+    position = Position(2, 4, 0.0)
+    solution = Solver(position, tt_limit=100).solve()
+    assert solution.score == 2 and not solution.best_move.is_pass
+    assert brute(position.play(solution.best_move)) == 2
+
+
+def test_a_solver_kept_along_a_game_gives_the_exact_value_at_every_turn() -> None:
+    """`follow` plays the game's moves into the solver and keeps its table: every later answer is still exact."""
+    rng = random.Random(3)
+    for width, height in [(3, 3), (2, 4), (4, 2)]:
+        position = Position(width, height, 0.5)
+        solver = Solver(position, tt_limit=50)
+        while not position.is_over():
+            assert solver.follow(position)
+            solution = solver.solve()
+            assert solution.score == brute(position), position.to_string()
+            assert brute(position.play(solution.best_move)) == solution.score
+            position.push(rng.choice(position.legal_moves()))
+        assert not solver.follow(Position(width, height, 0.5).play(position.history[0]).play("pass").play("pass"))
+    assert not Solver(Position(3, 3)).follow(Position(3, 4))
+
+
+def test_a_solve_that_gives_up_keeps_what_it_proved_and_the_bot_can_use_it() -> None:
+    position = Position(3, 4, 0.0)
+    exact = solve(position).score  # too big a board for the brute force; the solver is checked against it above
+    kept = KeptSolver()
+    solver = kept.for_position(position)
+    with pytest.raises(SolveAborted):
+        solver.solve(max_nodes=15_000)  # past the first null-window searches (26,000 nodes in all)
+    proven = solver.proven_so_far()
+    assert proven is not None
+    score, move = proven
+    assert score <= exact
+    assert Solver(position).move_value(move).score >= score
+    # The search's unproven hope no bigger than the proven bound: the proven move is played.
+    hope = SearchInfo(PASS, score - 2, 3, 100, [PASS], 0.1)
+    assert _prefer_proven(hope, position, kept).move == move
+    # A bigger hope: the search's own move stands.
+    assert _prefer_proven(SearchInfo(PASS, score + 2, 3, 100, [PASS], 0.1), position, kept).move == PASS
+
+
+@pytest.mark.parametrize("guess", [-40.5, -3.0, 0.0, 2.5, 9.0, 40.0])
+def test_any_first_guess_or_likely_move_gives_the_same_value_and_a_move_that_keeps_it(guess: float) -> None:
+    """The guess only says where the null-window searches start, and the likely move which move they try
+    first (the bots pass a short search's score and move): any of them, good or bad, gives the same value."""
+    for number, position in enumerate(small_positions()[::3]):
+        moves = position.legal_moves()
+        solution = Solver(position).solve(guess=guess, likely=moves[number % len(moves)])
+        assert solution.score == brute(position), position.to_string()
+        assert brute(position.play(solution.best_move)) == solution.score, position.to_string()
+
+
 def test_a_finished_game_is_not_solved() -> None:
     with pytest.raises(ValueError, match="game is over"):
         Solver(Position.from_moves(["pass", "pass"], 3, 3))
 
 
 def test_symmetry_is_used_only_when_the_position_has_it() -> None:
+    """Only the symmetries that keep the cell colours count: one that swaps them swaps the players."""
     assert Solver(Position(3, 3)).symmetry_count == 8
-    assert Solver(Position(2, 4)).symmetry_count == 4
+    assert Solver(Position(2, 4)).symmetry_count == 2  # the half turn; the mirrors swap the colours
+    assert Solver(Position(4, 4)).symmetry_count == 4
     assert Solver(Position.from_moves(["b2b1"], 3, 3)).symmetry_count == 2
     assert Solver(Position.from_moves(["a1b1"], 3, 3)).symmetry_count == 1
 
 
 def test_node_limit_aborts_and_a_later_call_still_solves() -> None:
-    from sample_bots.solver import SolveAborted
-
     solver = Solver(Position(3, 3, 0.0))
     with pytest.raises(SolveAborted):
         solver.solve(max_nodes=100)
@@ -145,6 +277,18 @@ def test_the_search_bots_keep_the_exact_value(size: str, moves: str, komi: float
     assert info.proven
     assert info.score == mover_value(brute(position), position)
     assert brute(position.play(info.move)) == brute(position)
+
+
+@pytest.mark.parametrize("settings", [DEFAULT, strong.SETTINGS], ids=["alphabeta", "strong"])
+def test_on_a_small_board_a_starved_solver_leaves_a_sound_choice(settings: Settings) -> None:
+    """With the solver cut off after 10 nodes, the short search's score that started it and the search
+    after it still give a legal move, and a score called proven is the exact value."""
+    position = Position(2, 4, 0.0)
+    info = choose_move(position, 0.3, max_depth=40, settings=settings, solver_nodes=10)
+    assert info.move in position.legal_moves()
+    if info.proven:
+        assert info.score == mover_value(brute(position), position)
+        assert brute(position.play(info.move)) == brute(position)
 
 
 def test_alphabeta_plays_small_games_perfectly_against_itself() -> None:

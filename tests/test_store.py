@@ -186,3 +186,129 @@ def test_a_game_is_committed_once_whoever_reports_it(tmp_path: Path) -> None:
         assert len(list(store.finished())) == 1
         assert store._db.execute("SELECT seq FROM games WHERE number = 1").fetchone()[0] == 1
         assert store.find_record(game.game_id) is not None
+
+
+# -- the cost of a save, the layout of old databases, resume at size ---------------------------------------
+
+SCHEMA_1 = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE games (
+    number INTEGER PRIMARY KEY, pairing INTEGER NOT NULL, round INTEGER NOT NULL, black TEXT NOT NULL,
+    white TEXT NOT NULL, opening TEXT NOT NULL,
+    status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'running', 'done')),
+    result TEXT, termination TEXT, record TEXT, finished_at TEXT, seq INTEGER
+);
+CREATE TABLE void_games (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, number INTEGER NOT NULL REFERENCES games(number),
+    termination TEXT NOT NULL, reason TEXT NOT NULL, record TEXT, at TEXT NOT NULL
+);
+"""
+
+
+def filled(path: Path, games: list[ScheduledGame], done: int) -> list[GameRecord]:
+    """A store of `games` whose first `done` are done (one transaction); their records."""
+    records = [record(game, result=("1-0", "0-1", "1/2-1/2")[game.number % 3]) for game in games[:done]]
+    with RunStore(path) as store:
+        store.start(FINGERPRINT, games)
+        assert store.record_games([(g.number, r) for g, r in zip(games, records, strict=False)]) == done
+    return records
+
+
+def steps_of_a_save(path: Path, game: ScheduledGame) -> int:
+    """The SQLite virtual-machine steps one save takes: what it reads, whatever the machine's speed."""
+    steps = [0]
+
+    def count() -> int:
+        steps[0] += 1
+        return 0
+
+    with RunStore(path) as store:
+        store._db.set_progress_handler(count, 1)
+        assert store.record_game(game.number, record(game)) is True
+    return steps[0]
+
+
+def test_a_save_reads_the_same_whatever_the_number_of_games_stored(tmp_path: Path) -> None:
+    games = schedule(400)  # 1,200 games
+    filled(tmp_path / "few.db", games, 10)
+    filled(tmp_path / "many.db", games, 1000)
+    few, many = steps_of_a_save(tmp_path / "few.db", games[10]), steps_of_a_save(tmp_path / "many.db", games[1000])
+    assert few == many, (few, many)
+    with sqlite3.connect(tmp_path / "many.db") as db:  # the next seq: a search of its index, not a scan
+        plan = " ".join(row[3] for row in db.execute("EXPLAIN QUERY PLAN SELECT MAX(seq) FROM games"))
+        assert "games_by_seq" in plan and "SCAN games" not in plan
+
+
+def test_a_database_of_schema_1_is_migrated_on_open_keeping_order_and_records(tmp_path: Path) -> None:
+    games = schedule()
+    path = tmp_path / DB_NAME
+    with sqlite3.connect(path) as db:
+        db.executescript(SCHEMA_1)
+        db.execute("INSERT INTO meta VALUES ('fingerprint', ?), ('schema_version', '1')", (json.dumps(FINGERPRINT),))
+        for game in games:
+            db.execute(
+                "INSERT INTO games (number, pairing, round, black, white, opening) VALUES (?, ?, ?, ?, ?, ?)",
+                (game.number, game.pairing, game.round, game.black, game.white, json.dumps(list(game.opening))),
+            )
+        # Committed in the order 3, 1 (seq), game 5 void once.
+        for seq, number in enumerate((3, 1), 1):
+            data = record(games[number - 1]).model_dump_json()
+            db.execute(
+                "UPDATE games SET status = 'done', result = '1-0', termination = 'normal', record = ?, seq = ?"
+                " WHERE number = ?",
+                (data, seq, number),
+            )
+        db.execute(
+            "INSERT INTO void_games (number, termination, reason, record, at) VALUES (5, 'void', 'x', ?, 'now')",
+            (record(games[4], Termination.VOID).model_dump_json(),),
+        )
+    with RunStore(path) as store:
+        store.start(FINGERPRINT, games)
+        assert [game[0] for game in store.finished()] == [3, 1]
+        assert store.game_ids() == [games[2].game_id, games[0].game_id]  # commit order
+        assert store.find_record(games[2].game_id) is not None
+        assert store.find_record(games[4].game_id) is not None  # its void try
+        assert store.pending() == [2, 4, 5, 6]
+        assert store.record_game(2, record(games[1])) is True
+        assert [game[0] for game in store.finished()] == [3, 1, 2]
+        assert store.get_meta("schema_version") == "2"
+    with sqlite3.connect(path) as db:
+        assert "record" not in {row[1] for row in db.execute("PRAGMA table_info(games)")}
+
+
+def test_a_store_of_50000_games_resumes_with_the_same_standings(tmp_path: Path) -> None:
+    from referee.config import parse_config, resolve_plan
+    from referee.runner import Runner
+    from referee.standings import ScoredGame, compute_standings
+
+    bots = [{"name": name, "command": "random"} for name in ("a", "b", "c", "d", "e")]
+    data = {"bots": bots, "games": 5000, "size": "4x4", "time_control": "10+0"}  # 10 pairings: 50,000 games
+    plan = resolve_plan(parse_config(data, source="test"), base_dir=tmp_path, source="test", default_out=tmp_path)
+    schedule_ = make_schedule(plan.bot_names, plan.format, plan.games_per_pairing, plan.openings)
+    assert len(schedule_) == 50_000
+    template = record(schedule_[0])
+    outcomes = [
+        template.model_copy(update={"result": result, "winner": winner})
+        for result, winner in (("1-0", BLACK), ("0-1", WHITE), ("1/2-1/2", None))
+    ]
+    games, expected = [], []
+    for game in schedule_:
+        outcome = outcomes[(game.number * 7) % 3]
+        black, white = (
+            outcome.black.model_copy(update={"name": game.black}),
+            outcome.white.model_copy(update={"name": game.white}),
+        )
+        games.append(
+            (game.number, outcome.model_copy(update={"game_id": game.game_id, "black": black, "white": white}))
+        )
+        expected.append(ScoredGame(game.black, game.white, outcome.result))
+    with RunStore(tmp_path / DB_NAME) as store:
+        store.start(plan.fingerprint, schedule_)
+        assert store.record_games(games) == 50_000
+
+    import trio
+
+    summary = trio.run(Runner(plan).run)
+    assert summary.games_done == 50_000 and summary.played_now == 0 and summary.ended == "completed"
+    assert summary.standings == compute_standings(expected, plan.bot_names)
+    assert len((tmp_path / "games.jsonl").read_text().splitlines()) == 50_000

@@ -44,8 +44,9 @@ def make_plan(tmp_path: Path, bots: list[dict[str, Any]], **settings: Any) -> Ru
 
 
 def read_games(out: Path) -> list[GameRecord]:
+    """The records of games.jsonl (in the order the games finished), in game order."""
     lines = (out / GAMES_FILE).read_text(encoding="utf-8").splitlines()
-    return [GameRecord.model_validate_json(line) for line in lines]
+    return sorted((GameRecord.model_validate_json(line) for line in lines), key=lambda record: record.game_id)
 
 
 def done_count(out: Path) -> int:
@@ -160,11 +161,11 @@ async def test_a_crashing_bot_is_restarted_and_a_healthy_one_reused(tmp_path: Pa
 
 
 async def test_a_void_game_is_played_again_and_never_scored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import referee.runner as runner_module
+    import referee.play as play_module
     from tests.test_match import first_game_void
 
     calls: list[str] = []
-    monkeypatch.setattr(runner_module, "run_game", first_game_void(calls))
+    monkeypatch.setattr(play_module, "run_game", first_game_void(calls))
     plan = make_plan(tmp_path, [bot_config("a"), bot_config("b")], games=2, concurrency=1)
     events: list[Event] = []
     summary = await Runner(plan, on_event=events.append).run()

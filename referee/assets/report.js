@@ -21,7 +21,7 @@ const chunkCache = new Map();
 
 async function chunkLines(index) {
   if (!chunkCache.has(index)) {
-    if (state.lines === null) state.lines = document.getElementById("games").textContent.split("\n");
+    if (state.lines === null) state.lines = document.getElementById("game-data").textContent.split("\n");
     const base64 = state.lines[index];
     if (!base64) throw new Error("this game is not in the report");
     const bytes = Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
@@ -38,7 +38,7 @@ async function gameDetail(n) {
     if (!response.ok) throw new Error(`game ${n}: ${response.status} ${await response.text()}`);
     return response.json();
   }
-  const size = Number(document.getElementById("games").dataset.chunk);
+  const size = Number(document.getElementById("game-data").dataset.chunk);
   const line = (await chunkLines(Math.floor((n - 1) / size)))[(n - 1) % size];
   if (!line) throw new Error(`game ${n} is not in this report`);
   return JSON.parse(line);
@@ -60,9 +60,14 @@ function renderHeader() {
   const s = state.summary;
   const settings = s.settings ? `${s.settings.size}, komi ${fmtNum(s.settings.komi)}, ${s.settings.tc}` : "";
   const t = s.standings.totals;
+  const running = s.live && !s.finished;
+  const count = s.total ? `${s.games.length} of ${s.total} games` : `${s.games.length} games`;
+  const totals = t.games === undefined ? "" : ` (${t.black_wins} Black wins, ${t.white_wins} White wins, ${t.draws} draws, ${t.forfeits} forfeits)`;
   return el("header", {},
-    el("h1", {}, s.live ? el("span", { class: "livedot", title: "live" }, "● ") : null, `Alternator ${s.kind}: ${s.title}`),
-    el("div", { class: "muted" }, `${settings} · ${s.games.length} games (${t.black_wins} Black wins, ${t.white_wins} White wins, ${t.draws} draws, ${t.forfeits} forfeits) · ${s.live ? "updated" : "generated"} ${s.generated}`),
+    el("h1", {}, running ? el("span", { class: "livedot", title: "live" }, "● ") : null, `Alternator ${s.kind}: ${s.title}`,
+      s.live ? el("span", { class: `runstate ${running ? "running" : "finished"}`, "data-runstate": running ? "running" : "finished" },
+        running ? "running" : "finished") : null),
+    el("div", { class: "muted" }, `${settings} · ${count}${totals} · ${s.live ? "updated" : "generated"} ${s.generated}`),
     el("div", { class: "muted small" }, s.outDir),
     ...(s.errors || []).map((e) => el("div", { class: "warn" }, `left out: ${e}`)));
 }
@@ -87,7 +92,9 @@ function renderStandings() {
     num(r.msMean), num(r.msP95), num(r.msMax),
     hasCpu ? num(r.cpuS) : null, hasCpu ? num(r.offCpuS) : null, hasLag ? num(r.lagMs) : null));
   return section("standings", "Standings", el("div", { class: "scroll" }, el("table", { class: "standings" }, el("thead", {}, head), el("tbody", {}, ...rows))),
-    el("p", { class: "muted small" }, "Elo: Bradley–Terry maximum likelihood over all games, relative to the field mean, ± the 95% margin. Times are as the referee measured them."));
+    el("p", { class: "muted small" }, state.summary.headToHead
+      ? "Elo here: the whole-pool fit (Bradley–Terry over all games, relative to the field mean: half the head-to-head difference for two bots), ± the 95% margin; the head-to-head Elo above is the one to read. Times are as the referee measured them."
+      : "Elo: the whole-pool fit, Bradley–Terry maximum likelihood over all games, relative to the field mean, ± the 95% margin. Times are as the referee measured them."));
 }
 
 function renderMatrix(id, title, cell, note) {
@@ -169,17 +176,35 @@ function renderProgress() {
     el("figure", {}, el("figcaption", {}, "Elo over the games"), elo)));
 }
 
-function renderSprt() {
-  const s = state.summary.sprt;
-  if (!s) return null;
-  const xs = s.llr.map((_, i) => i + 1);
-  const chart = lineChart([{ name: "LLR", ys: s.llr, color: "#2f6fb0" }], xs.length ? xs : [0], {
-    xlabel: "pairs",
-    bands: [{ y: s.upper, label: `H1 ${s.upper.toFixed(2)}`, cls: "h1" }, { y: s.lower, label: `H0 ${s.lower.toFixed(2)}`, cls: "h0" }, { y: 0, label: "" }],
-  });
-  const last = s.llr.length ? s.llr[s.llr.length - 1] : 0;
-  const verdict = s.verdict ? `${s.verdict} accepted` : "undecided";
-  return section("sprt", "SPRT", el("p", {}, `${s.first}: elo0 ${fmtNum(s.elo0)}, elo1 ${fmtNum(s.elo1)}, alpha ${fmtNum(s.alpha)}, beta ${fmtNum(s.beta)} · LLR ${last.toFixed(2)} (${s.lower.toFixed(2)}, ${s.upper.toFixed(2)}) · `, el("b", {}, verdict)), chart);
+/* Two-bot runs lead with what testers read (fastchess's lines, OpenBench's test page): the terminal's own
+   statistics lines and verdict, the figures one by one, and the LLR after every counted pair. */
+function renderHeadToHead() {
+  const h = state.summary.headToHead;
+  if (!h) return null;
+  const pct = (x) => (x === null || x === undefined ? "–" : `${(100 * x).toFixed(2)} %`);
+  const pm = (x, m) => (x === null || x === undefined ? "–" : `${signed(x)}${m === null || m === undefined ? "" : ` ± ${m.toFixed(1)}`}`);
+  // data-value: the figure as match.json has it (the tests read the page against the file).
+  const figure = (name, label, text, value, title) => el("tr", {}, el("th", { title: title || "" }, label),
+    el("td", { "data-figure": name, "data-value": JSON.stringify(value) }, text));
+  const table = el("table", { class: "figures" }, el("tbody", {},
+    figure("score", "Score (W-L-D)", `${h.wins} - ${h.losses} - ${h.draws}  [${h.score === null ? "–" : h.score.toFixed(3)}] ${h.games}`, [h.wins, h.losses, h.draws, h.score, h.games], `${h.first}'s wins - losses - draws, points per game, games`),
+    figure("elo", "Elo", pm(h.elo, h.elo_margin), [h.elo, h.elo_margin], `${h.first} against ${h.second}, from the game pairs, 95%`),
+    figure("nelo", "nElo", pm(h.nelo, h.nelo_margin), [h.nelo, h.nelo_margin], "normalized Elo, as fishtest and fastchess compute it"),
+    figure("los", "LOS", pct(h.los), h.los, "likelihood of superiority (pentanomial)"),
+    figure("drawRatio", "DrawRatio", pct(h.draw_ratio), h.draw_ratio),
+    figure("ptnml", "Ptnml(0-2)", `[${h.pentanomial.join(", ")}]`, h.pentanomial, "game pairs by the first bot's points: 0, 1/2, 1, 3/2, 2"),
+    h.sprt ? figure("llr", "LLR", `${h.sprt.llr.toFixed(2)} (${h.sprt.lower_bound.toFixed(2)}, ${h.sprt.upper_bound.toFixed(2)}) [${fmtNum(h.sprt.elo0)}, ${fmtNum(h.sprt.elo1)}]`, [h.sprt.llr, h.sprt.lower_bound, h.sprt.upper_bound]) : null,
+    h.sprt ? figure("verdict", "Verdict", h.sprt.verdict ? `${h.sprt.verdict} accepted` : "none yet", h.sprt.verdict) : null));
+  const parts = [el("pre", { class: "lines", "data-lines": "" }, h.lines.join("\n")),
+    h.verdict ? el("p", { class: "verdict", "data-verdict": "" }, h.verdict) : null, table];
+  if (h.sprt) {
+    const xs = h.llrAt.length ? h.llrAt : [0];
+    parts.push(lineChart([{ name: "LLR", ys: h.llrCurve.length ? h.llrCurve : [0], color: "#2f6fb0" }], xs, {
+      xlabel: "pairs",
+      bands: [{ y: h.sprt.upper_bound, label: `H1 ${h.sprt.upper_bound.toFixed(2)}`, cls: "h1" }, { y: h.sprt.lower_bound, label: `H0 ${h.sprt.lower_bound.toFixed(2)}`, cls: "h0" }, { y: 0, label: "" }],
+    }));
+  }
+  return el("section", { id: "head-to-head", class: "h2h" }, el("h2", {}, `${h.first} vs ${h.second}`), ...parts);
 }
 
 function filteredGames() {
@@ -197,7 +222,7 @@ function renderGames() {
     el("option", { value: "" }, "all"), ...values.map((v) => el("option", { value: v, selected: state.filter[key] === v }, v))));
   const used = new Set(s.games.map((g) => s.terminations[g[4]]));
   const filters = el("div", { class: "filters" }, select("bot", "bot", s.bots), select("result", "result", RESULTS), select("termination", "termination", s.terminations.filter((t) => used.has(t))));
-  return section("games", "Games", filters, el("div", { id: "gamelist" }));
+  return section("games-list", "Games", filters, el("div", { id: "gamelist" }));
 }
 
 function refreshGames() {
@@ -211,14 +236,14 @@ function refreshGames() {
     const term = s.terminations[t];
     return el("tr", { class: "game", "data-game": n, tabindex: 0, onclick: () => openGame(n), onkeydown: (e) => { if (e.key === "Enter") openGame(n); } },
       el("td", {}, n), el("td", { class: r === 0 ? "win" : "" }, s.bots[b]), el("td", { class: r === 1 ? "win" : "" }, s.bots[w]),
-      el("td", {}, RESULTS[r]), el("td", {}, el("span", { class: `term t-${term}` }, term)), el("td", {}, moves),
+      el("td", {}, RESULTS[r]), el("td", {}, el("span", { class: `term t-${term}` }, termLabel(term))), el("td", {}, moves),
       el("td", {}, bs === null ? "" : `${fmtNum(bs)} – ${fmtNum(ws)}`));
   });
   const pager = el("div", { class: "pager" },
     el("button", { type: "button", disabled: state.page === 0, onclick: () => { state.page -= 1; refreshGames(); } }, "‹ previous"),
     ` ${list.length} games · page ${state.page + 1} of ${pages} `,
     el("button", { type: "button", disabled: state.page >= pages - 1, onclick: () => { state.page += 1; refreshGames(); } }, "next ›"));
-  const head = el("tr", {}, ...["#", "Black", "White", "result", "termination", "moves", "score"].map((h) => el("th", {}, h)));
+  const head = el("tr", {}, ...["#", "Black", "White", "result", "how it ended", "moves", "score"].map((h) => el("th", {}, h)));
   document.getElementById("gamelist").replaceChildren(pager, el("div", { class: "scroll" }, el("table", { class: "games" }, el("thead", {}, head), el("tbody", {}, ...rows))));
 }
 
@@ -256,12 +281,34 @@ function renderLiveGames() {
     const board = boardAt(game, game.plies.length);
     const [b, w] = board.scores();
     const last = game.plies[game.plies.length - 1] || null;
+    const ended = d.r !== "*" || d.x;
     return el("div", { class: "livecard", "data-live": d.id, onclick: () => openLive(d.id) },
-      el("div", { class: "livehead" }, el("b", {}, d.b), " vs ", el("b", {}, d.w)),
+      el("div", { class: "livehead" }, d.n === null || d.n === undefined ? "" : `#${d.n} `, el("b", {}, d.b), " vs ", el("b", {}, d.w)),
       drawBoard(board, last, { small: true }),
-      el("div", { class: "muted small" }, `ply ${game.plies.length}${last ? ` · ${last.move}` : ""} · ${b} – ${fmtNum(w + d.k)}`));
+      el("div", { class: `muted small${ended ? " ended" : ""}` }, ended ? `${d.r} ${termLabel(d.x)}` : `ply ${game.plies.length}${last ? ` · ${last.move}` : ""} · ${b} – ${fmtNum(w + d.k)}`));
   });
-  box.replaceChildren(...(cards.length ? cards : [el("p", { class: "muted" }, "No game in progress.")]));
+  const over = state.summary.finished ? "The run has finished." : "No game in progress.";
+  box.replaceChildren(...(cards.length ? cards : [el("p", { class: "muted" }, over)]));
+}
+
+/* The followed game ended: its result and reason stay on screen, then the viewer follows the next game in
+   progress (or closes on the standings). */
+const FOLLOW_NEXT_MS = 4000;
+
+function gameEnded(m) {
+  const d = state.live.get(m.id);
+  if (d && m.r) Object.assign(d, { r: m.r, x: m.x, why: m.why });
+  if (state.viewerGame === m.id) {
+    viewer.finish(m.r ? m : { r: "*", x: "aborted", why: "stopped before its end (not scored)" });
+    setTimeout(() => {
+      if (state.viewerGame !== m.id) return; // the user moved on
+      const next = [...state.live.keys()].find((id) => id !== m.id);
+      if (next) openLive(next);
+      else viewer.close();
+    }, FOLLOW_NEXT_MS);
+  }
+  setTimeout(() => { state.live.delete(m.id); renderLiveGames(); }, m.r ? FOLLOW_NEXT_MS : 0);
+  renderLiveGames();
 }
 
 function renderAll() {
@@ -269,7 +316,7 @@ function renderAll() {
   const s = state.summary;
   const parts = [renderHeader(),
     s.live ? section("live", "Games in progress", el("div", { id: "livegames", class: "livegames" })) : null,
-    renderStandings(), renderCrosstable(), renderLos(), renderProgress(), renderSprt(), renderGames()];
+    renderHeadToHead(), renderStandings(), renderCrosstable(), renderLos(), renderProgress(), renderGames()];
   main.replaceChildren(...parts.filter((part) => part !== null));
   refreshGames();
   renderLiveGames();
@@ -295,15 +342,18 @@ function connectLive() {
     d.m = d.m ? `${d.m} ${m.move}` : m.move;
     d.c += m.color === "black" ? "b" : "w";
     d.t.push(m.t);
+    d.at = m.at;
     if (d.k2) d.k2.push(m.clock);
     if (m.info) d.i.push([d.t.length - 1, m.info, m.count]);
     renderLiveGames();
     if (state.viewerGame === m.id) viewer.update(d);
   });
-  source.addEventListener("done", (e) => {
-    const m = JSON.parse(e.data);
-    state.live.delete(m.id);
-    renderLiveGames();
+  source.addEventListener("done", (e) => gameEnded(JSON.parse(e.data)));
+  source.addEventListener("finished", (e) => {
+    state.summary.finished = JSON.parse(e.data).finished;
+    const y = window.scrollY;
+    renderAll();
+    window.scrollTo(0, y);
   });
   source.onerror = () => document.body.classList.add("offline");
   source.onopen = () => document.body.classList.remove("offline");

@@ -208,7 +208,7 @@ function decodeGame(detail) {
       move: text, color: mover, opening: j === null, p: played.p, q: played.q,
       ms: j === null ? null : detail.t[j] / 10, clocks,
       cpu: j === null || !detail.u || detail.u[j] === null ? null : detail.u[j] / 10,
-      lag: j === null || !detail.lt || detail.lt[j] === null ? null : detail.lt[j] / 10, info: j === null ? null : infos.get(j) || null,
+      lag: j === null || !detail.lt || detail.lt[j] === null ? null : detail.lt[j] / 1000, info: j === null ? null : infos.get(j) || null,
     });
     margins.push(marginOf(board));
     color = mover === "black" ? "white" : "black";
@@ -229,6 +229,23 @@ function boardAt(game, n) {
 }
 
 const RESULT_TEXT = { "1-0": "Black wins", "0-1": "White wins", "1/2-1/2": "Draw", "*": "No result" };
+/* How a game ended, in words (the terminal's): "normal" is a game scored on the board. */
+const TERM_WORDS = {
+  normal: "on the board", time: "lost on time", illegal_move: "illegal move", protocol: "protocol error",
+  crash: "crashed", unresponsive: "stopped answering", void: "void (not scored)", aborted: "aborted (not scored)",
+};
+const AUTOPLAY_MS = 600;
+
+function termLabel(x) {
+  return TERM_WORDS[x] || x || "";
+}
+
+/* A value a bot sent in an info, for people: numbers rounded (no 7.955999999999997). */
+function fmtValue(value) {
+  if (typeof value === "number") return fmtNum(value);
+  if (typeof value === "string") return value;
+  return JSON.stringify(value, (k, v) => (typeof v === "number" && !Number.isInteger(v) ? Math.round(v * 100) / 100 : v));
+}
 
 /* The viewer: a board, both sides' names, clocks and scores, the move's time and info, a scrub bar. */
 class Viewer {
@@ -238,26 +255,100 @@ class Viewer {
     this.game = null;
     this.ply = 0;
     this.follow = false;
+    this.autoplay = null; // the timer while the viewer plays the moves by itself
+    this.ticker = null; // the timer counting the mover's clock down in a live game
     this.keyHandler = (e) => this.onKey(e);
   }
 
   open(detail, ply) {
+    this.stopAutoplay();
     this.game = decodeGame(detail);
     this.follow = ply === undefined && detail.r === "*" && !detail.x;
     this.build();
     this.show(ply === undefined ? this.game.plies.length : ply);
     document.addEventListener("keydown", this.keyHandler);
+    this.startTicker();
   }
 
-  /* A live game got more moves: keep the ply unless it was at the end. */
+  /* A live game got more moves (or its result): keep the ply unless it was at the end. */
   update(detail) {
     const atEnd = this.ply === this.game.plies.length;
+    const playing = this.autoplay !== null;
     this.game = decodeGame(detail);
     this.build();
     this.show(atEnd ? this.game.plies.length : this.ply);
+    if (playing) this.startAutoplay();
+  }
+
+  /* A live game ended: show its result and reason (`ending`: {r, x, why, bs, ws} from the feed). */
+  finish(ending) {
+    if (!this.game) return;
+    const d = this.game.detail;
+    Object.assign(d, { r: ending.r || "*", x: ending.x || "aborted", why: ending.why || "the game ended" });
+    if (ending.bs !== undefined) Object.assign(d, { bs: ending.bs, ws: ending.ws });
+    this.update(d);
+    this.show(this.game.plies.length);
+  }
+
+  live() {
+    const d = this.game && this.game.detail;
+    return Boolean(d && d.r === "*" && !d.x && d.at);
+  }
+
+  /* In a live game, the side to move's clock counts down from its last move (the feed's time stamps). */
+  startTicker() {
+    if (this.ticker === null) this.ticker = setInterval(() => this.tick(), 200);
+  }
+
+  tick() {
+    if (!this.game || !this.live() || this.ply !== this.game.plies.length) return;
+    const d = this.game.detail;
+    const n = this.game.plies.length;
+    const last = n ? this.game.plies[n - 1] : null;
+    const mover = last ? (last.color === "black" ? "white" : "black") : "black";
+    const spent = Math.max(0, Date.now() - d.at);
+    const clock = this.container.querySelector(`[data-clock="${mover}"]`);
+    if (!clock) return;
+    const left = last ? last.clocks[mover] : d.base;
+    if (left !== null && left !== undefined) clock.textContent = fmtMs(Math.max(0, left - spent));
+    else if (d.mt) clock.textContent = fmtMs(Math.max(0, d.mt - spent));
+    clock.classList.add("running");
+  }
+
+  toggleAutoplay() {
+    if (this.autoplay !== null) this.stopAutoplay();
+    else this.startAutoplay();
+  }
+
+  startAutoplay() {
+    this.stopAutoplay();
+    if (this.ply >= this.game.plies.length && !this.live()) this.show(0);
+    this.autoplay = setInterval(() => {
+      if (this.ply < this.game.plies.length) this.show(this.ply + 1);
+      else if (!this.live()) this.stopAutoplay(); // a live game: wait for its next move
+    }, AUTOPLAY_MS);
+    this.markAutoplay();
+  }
+
+  stopAutoplay() {
+    if (this.autoplay !== null) clearInterval(this.autoplay);
+    this.autoplay = null;
+    this.markAutoplay();
+  }
+
+  markAutoplay() {
+    const button = this.container.querySelector("[data-autoplay]");
+    if (button) {
+      button.dataset.autoplay = this.autoplay !== null ? "on" : "off";
+      button.textContent = this.autoplay !== null ? "❚❚" : "⏵";
+      button.title = this.autoplay !== null ? "pause (space)" : "play the moves (space)";
+    }
   }
 
   close() {
+    this.stopAutoplay();
+    if (this.ticker !== null) clearInterval(this.ticker);
+    this.ticker = null;
     document.removeEventListener("keydown", this.keyHandler);
     this.container.replaceChildren();
     this.container.hidden = true;
@@ -275,6 +366,9 @@ class Viewer {
     } else if (e.key === "Escape") {
       e.preventDefault();
       this.close();
+    } else if (e.key === " ") {
+      e.preventDefault();
+      this.toggleAutoplay();
     }
   }
 
@@ -298,7 +392,7 @@ class Viewer {
         el("span", { class: "n" }, `${i + 1}.`), ply.move));
     });
     const head = el("div", { class: "vhead" },
-      el("div", { class: "vtitle" }, `#${d.n} `, el("b", {}, d.b), " vs ", el("b", {}, d.w),
+      el("div", { class: "vtitle" }, d.n === null || d.n === undefined ? "" : `#${d.n} `, el("b", {}, d.b), " vs ", el("b", {}, d.w),
         el("span", { class: "muted" }, ` · ${d.W}x${d.H}, komi ${fmtNum(d.k)}, ${d.tc} · ${d.id}`)),
       el("button", { type: "button", class: "close", title: "close (Esc)", onclick: () => this.close() }, "✕"));
     const warn = this.game.error ? el("div", { class: "warn" }, `The replay stopped: ${this.game.error}`) : this.checkScores();
@@ -306,9 +400,12 @@ class Viewer {
       head, warn,
       el("div", { class: "vmain" },
         el("div", { class: "vleft" }, this.boardBox,
-          el("div", { class: "scrub" }, this.scrubTrack(), this.range),
+          el("div", { class: "scrub" }, this.scrubTrack(), this.range,
+            el("div", { class: "muted small legend" }, el("i", { class: "k-margin" }), "margin on the board (Black's side)",
+              el("i", { class: "k-info" }), "the bots' scores (info)")),
           el("div", { class: "nav" }, nav("«", "first (Home)", () => 0), nav("◀", "back (←)", () => this.ply - 1),
-            el("span", { class: "plyno" }, ""), nav("▶", "forward (→)", () => this.ply + 1), nav("»", "last (End)", () => n))),
+            el("span", { class: "plyno" }, ""), nav("▶", "forward (→)", () => this.ply + 1), nav("»", "last (End)", () => n),
+            el("button", { type: "button", "data-autoplay": "off", onclick: () => this.toggleAutoplay() }, "⏵"))),
         el("div", { class: "vside" },
           el("div", { class: "players" }, side("black", d.b, d.bv), side("white", d.w, d.wv)),
           this.moveInfo, this.endInfo, this.moveList))));
@@ -333,11 +430,20 @@ class Viewer {
     const Ht = 36;
     const svg = svgEl("svg", { viewBox: `0 0 ${Wd} ${Ht}`, preserveAspectRatio: "none", class: "track" });
     const xs = (i) => (n ? (i / n) * Wd : 0);
-    const peak = Math.max(1, ...g.margins.map(Math.abs));
+    // The bots' own evaluations (an info's `score`, from the mover's side), from Black's side like the margin.
+    const said = [];
+    g.plies.forEach((ply, i) => {
+      const score = ply.info && ply.info.info.score;
+      if (typeof score === "number" && Number.isFinite(score)) said.push([i + 1, ply.color === "black" ? score : -score]);
+    });
+    const peak = Math.max(1, ...g.margins.map(Math.abs), ...said.map(([, v]) => Math.abs(v)));
     const ys = (m) => Ht / 2 - (m / peak) * (Ht / 2 - 2);
     svg.append(svgEl("line", { x1: 0, x2: Wd, y1: Ht / 2, y2: Ht / 2, class: "axis" }));
     if (g.openingLength) svg.append(svgEl("rect", { x: 0, y: 0, width: xs(g.openingLength), height: Ht, class: "opening-span" }));
     svg.append(svgEl("polyline", { points: g.margins.map((m, i) => `${xs(i)},${ys(m)}`).join(" "), class: "margin" }));
+    if (said.length) {
+      svg.append(svgEl("polyline", { points: said.map(([i, v]) => `${xs(i)},${ys(v)}`).join(" "), class: "info-score", "data-points": said.length }));
+    }
     for (let i = 1; i < g.margins.length; i++) {
       if (Math.sign(g.margins[i]) !== Math.sign(g.margins[i - 1])) {
         svg.append(svgEl("line", { x1: xs(i), x2: xs(i), y1: 0, y2: Ht, class: "lead-change", "data-ply": i }));
@@ -402,10 +508,10 @@ class Viewer {
       const info = ply.info.info;
       const parts = [];
       for (const key of ["depth", "score", "nodes", "nps", "time_ms"]) {
-        if (info[key] !== undefined) parts.push(el("span", { class: "kv" }, `${key} `, el("b", {}, String(info[key]))));
+        if (info[key] !== undefined) parts.push(el("span", { class: "kv" }, `${key} `, el("b", {}, fmtValue(info[key]))));
       }
       for (const [key, value] of Object.entries(info)) {
-        if (!["type", "depth", "score", "nodes", "nps", "time_ms", "pv"].includes(key)) parts.push(el("span", { class: "kv" }, `${key} `, el("b", {}, typeof value === "string" ? value : JSON.stringify(value))));
+        if (!["type", "depth", "score", "nodes", "nps", "time_ms", "pv"].includes(key)) parts.push(el("span", { class: "kv" }, `${key} `, el("b", {}, fmtValue(value))));
       }
       out.push(el("div", { class: "info" }, ...parts));
       if (info.pv) out.push(el("div", { class: "pv" }, "pv ", el("code", {}, Array.isArray(info.pv) ? info.pv.join(" ") : String(info.pv))));
@@ -419,7 +525,7 @@ class Viewer {
   describeEnd() {
     const d = this.game.detail;
     const out = [el("div", { class: "result" }, el("b", {}, `${d.r} ${RESULT_TEXT[d.r] || ""}`),
-      el("span", { class: `term t-${d.x}` }, d.x)), el("div", {}, d.why)];
+      el("span", { class: `term t-${d.x}` }, termLabel(d.x))), el("div", { "data-why": "" }, d.why)];
     if (d.bs !== null && d.bs !== undefined) out.push(el("div", { class: "muted" }, `final score ${fmtNum(d.bs)} – ${fmtNum(d.ws)}`));
     if (d.ov) out.push(el("div", {}, `over its allowance by ${fmtMs(d.ov)}`));
     if (d.tail && d.tail.length) {

@@ -22,7 +22,6 @@ from referee.cli import UsageError
 if TYPE_CHECKING:  # imported in the functions that need them: `--help` must not load pydantic
     from collections.abc import AsyncIterator
 
-    from protocol.rules import Position
     from referee.cluster import Cluster
     from referee.config import RunPlan
     from referee.display import RunDisplay
@@ -90,6 +89,24 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
         "--events", metavar="FILE", help="write one JSON line per event to FILE ('-': stdout); see referee/schema"
     )
     parser.add_argument(
+        "--title",
+        metavar="TEXT",
+        help="the event's title, shown by the terminal, the standings, the report and the live page (config: title)",
+    )
+    parser.add_argument(
+        "--report-every",
+        type=pair_count,
+        metavar="N",
+        help="two bots: print the statistics every N game pairs (default: about 50 times over the run, and every"
+        " pair in a run of up to 100 games); the final figures are always printed",
+    )
+    parser.add_argument(
+        "--quiet",
+        "-q",
+        action="store_true",
+        help="print only the start, problems (forfeits, void games) and the final results",
+    )
+    parser.add_argument(
         "--rebuild-db",
         action="store_true",
         help="rebuild the output directory's database from its games.jsonl (when the database was lost or damaged),"
@@ -137,6 +154,17 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
         help="give each concurrent game its own cores; both bots of a game run on them (default: on when two or"
         " more games run at once and there are as many cores)",
     )
+
+
+def pair_count(text: str) -> int:
+    """`--report-every N`: a whole number of game pairs, at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of game pairs") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value}: give 1 or more game pairs (1: after every pair)")
+    return value
 
 
 def containment_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -194,6 +222,19 @@ def check_bots(plan: RunPlan) -> None:
             check_bot_command(spec)
         except BotSpecError as error:
             raise UsageError(str(error)) from None
+    if any(spec.options for spec in plan.bots):
+        import tempfile
+
+        import trio
+
+        from referee.preflight import OptionsRefused, check_options
+
+        # Option values are checked against what each bot declares before anything is played.
+        with tempfile.TemporaryDirectory(prefix="alternator-preflight-") as logs:
+            try:
+                trio.run(check_options, plan.bots, Path(logs), plan.start_timeout_s)
+            except OptionsRefused as error:
+                raise UsageError(str(error)) from None
 
 
 class EventWriter:
@@ -264,9 +305,9 @@ def execute(
         if writer is not None:
             writer(event)
 
-    def on_move(game: ScheduledGame, move: MoveRecord, position: Position) -> None:
-        feed.on_move(game, move, position)
-        display.move_played(game, move, position)
+    def on_move(game: ScheduledGame, move: MoveRecord, ply: int) -> None:
+        feed.on_move(game, move, ply)
+        display.move_played(game, move, ply)
 
     runner = Runner(plan, on_event=on_event, on_move=on_move)
 
@@ -333,7 +374,7 @@ async def open_cluster(plan: RunPlan, display: RunDisplay) -> Cluster:
     display.message(f"cluster: connecting to the Dask scheduler at {plan.cluster.address} ...")
     cluster = await Cluster.connect(plan.cluster, on_message=display.message)
     try:
-        await cluster.preflight(plan.bots)
+        await cluster.preflight(plan.bots, plan.start_timeout_s)
     except BaseException:
         await cluster.close()
         raise

@@ -10,6 +10,7 @@ tournament, so it is resumable: the same command with the same `--out` continues
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -27,9 +28,18 @@ from referee.commands.common import (
     parse_sprt,
     run_guarded,
 )
+from referee.commands.controls_options import (
+    CONTROLS_HELP,
+    add_control_options,
+    bot_control_entry,
+    control_keys,
+    controls_summary,
+    openings_keys,
+)
 
 if TYPE_CHECKING:
     from referee.botspec import BotSpec
+    from referee.latency import LatencySummary
 
 HELP = "play a match between two bots (resumable, concurrent, with the SPRT); statistics and records"
 
@@ -117,7 +127,7 @@ Examples:
       --tc 5+0.05 --openings-plies 4 --sprt elo0=0 elo1=5 --games 4000 --out runs/new-vs-base
 """
 
-EPILOG += "\n" + CLUSTER_HELP
+EPILOG += "\n" + CLUSTER_HELP + "\n" + CONTROLS_HELP
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -173,6 +183,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--show-moves", action="store_true", help="print every move as it is played")
     add_run_options(parser)
     add_cluster_options(parser)
+    add_control_options(parser)
 
 
 def unique_names(first: BotSpec, second: BotSpec) -> tuple[BotSpec, BotSpec]:
@@ -196,6 +207,7 @@ def _bot_entry(spec: BotSpec) -> dict[str, Any]:
         **({"max_processes": spec.max_processes} if spec.max_processes != DEFAULT_MAX_PROCESSES else {}),
         **({"ponder": False} if not spec.ponder else {}),
         **({"cpu_limit_s": spec.cpu_limit_s} if spec.cpu_limit_s is not None else {}),
+        **bot_control_entry(spec),
     }
 
 
@@ -249,6 +261,7 @@ def config_data(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, str
         openings = {"file": str(Path.cwd() / args.openings_file)}
     elif args.opening:
         openings = {"moves": args.opening}
+    openings.update(openings_keys(args))
 
     check_memory_mb(args.memory_mb)
     contained = containment_options(args)
@@ -280,6 +293,7 @@ def config_data(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, str
         ("sprt", "--sprt", sprt),
         ("margin_ms", "--margin-ms", args.margin_ms),
         ("concurrency", "--concurrency", args.concurrency),
+        ("title", "--title", args.title),
     ):
         if value is not None:
             data[key], sources[key] = value, flag
@@ -288,10 +302,26 @@ def config_data(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, str
         data["cpu_affinity"], sources["cpu_affinity"] = args.cpu_affinity, flag
     if "openings" in data:
         sources["openings"] = "--opening/--openings-plies/--openings-file"
+    for key, (flag, value) in control_keys(args).items():
+        data[key], sources[key] = value, flag
     table = cluster_table(args, Path.cwd())
     if table is not None:
         data["cluster"], sources["cluster"] = table, "--cluster"
     return data, sources
+
+
+def previous_latency(out_dir: Path) -> LatencySummary | None:
+    """The latency figures of the last match.json, for a run that played nothing (they describe the games)."""
+    import json
+
+    from referee.latency import LatencySummary
+    from referee.match import SUMMARY_FILE
+
+    try:
+        data = json.loads((out_dir / SUMMARY_FILE).read_text(encoding="utf-8")).get("latency")
+        return None if data is None else LatencySummary.model_validate(data)
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -306,6 +336,7 @@ def _run(args: argparse.Namespace) -> int:
     from referee.match import SUMMARY_VERSION, MatchSummary, head_to_head, write_summary
     from referee.record import GameSettings
     from referee.report import write_report_or_warn
+    from referee.rundir import counted_statistics
 
     data, sources = config_data(args)
     started = datetime.now().astimezone()
@@ -322,7 +353,11 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageError(message) from None
     if plan.cluster is None:
         check_bots(plan)  # on a cluster each worker checks them (the preflight)
-    display = RunDisplay(sys.stdout, show_moves=args.show_moves)
+    display = RunDisplay(
+        sys.stdout, show_moves=args.show_moves, report_every=args.report_every, quiet=args.quiet, title=plan.title
+    )
+    for line in controls_summary(plan):
+        display.message(line)
     if plan.sprt is not None and not plan.openings:
         display.message(
             "note: every pair starts from the same position; deterministic bots then replay the same two games"
@@ -331,12 +366,20 @@ def _run(args: argparse.Namespace) -> int:
     summary = execute(plan, display, events=args.events, rebuild_db=args.rebuild_db)
     if summary is not None and summary.statistics is not None:
         first, second = plan.bot_names
-        statistics = head_to_head(first, second, summary.statistics)
+        # Read back through the one reader of the run: the figures the report and the live page show.
+        statistics = head_to_head(first, second, counted_statistics(plan.out_dir) or summary.statistics)
         display.message("results:")
         for line in format_statistics(statistics):
             display.message(f"  {line}")
         if statistics.sprt is not None:
-            display.message(format_verdict(statistics.sprt, first, second, statistics.games))
+            display.message(format_verdict(statistics.sprt, first, second, statistics.games, ended=summary.ended))
+            if statistics.sprt.verdict is not None and plan.sprt is not None and statistics.elo is not None:
+                from referee.sprt_plan import early_stop_lines
+
+                low, high = statistics.elo_lower, statistics.elo_upper
+                plain = (statistics.elo, -math.inf if low is None else low, math.inf if high is None else high)
+                for line in early_stop_lines(plan.sprt, statistics.pentanomial, plain):
+                    display.message(f"  {line}")
         cpu = {bot.name: bot.off_turn_cpu_s for bot in summary.standings.bots if bot.off_turn_cpu_s is not None}
         if cpu:
             shown = ", ".join(f"{name} {cpu[name]:.1f} s" for name in (first, second) if name in cpu)
@@ -365,7 +408,7 @@ def _run(args: argparse.Namespace) -> int:
             void_games=summary.void_games,
             off_turn_cpu_s=cpu,
             games_file="games.jsonl",
-            latency=summary.latency,
+            latency=summary.latency if summary.played_now or summary.void_games else previous_latency(plan.out_dir),
             started_at=started,
             finished_at=datetime.now().astimezone(),
         )

@@ -1,8 +1,8 @@
 """`alternator replay`: re-check a game record with the rules engine and show how the game ended.
 
 The game comes from a record file (`replay game.json`), or by its id from a match's or tournament's
-output directory (`replay OUT_DIR g0007`: its database, else its games.jsonl) or from a games.jsonl
-file (`replay OUT_DIR/games.jsonl g0007`).
+output directory (`replay OUT_DIR g0007`, read through the one reader of a run, referee.rundir: its
+database, else its games.jsonl) or from a games.jsonl file (`replay OUT_DIR/games.jsonl g0007`).
 
 `check_record` is the pure audit (also used by the tests of matches and tournaments): every move
 legal and made by the side to move, and the result, winner, scores and final position consistent with
@@ -54,50 +54,25 @@ def _game_id(text: str) -> str:
     return f"g{int(text):04d}" if text.isdigit() else text
 
 
-def _from_database(path: Path, game_id: str) -> tuple[str | None, list[str]]:
-    """The record of `game_id` in a run database, read-only (a run may be going on), and the ids it has."""
-    import sqlite3
+def _from_run(path: Path, game_id: str) -> tuple[GameRecord | None, list[str]]:
+    """Game `game_id` of an output directory or a games.jsonl file, through the one reader (referee.rundir: the
+    database when it is there, a run may be going on), and the ids it has."""
+    from referee.rundir import RunDirectory, RunReadError, read_lines
 
     try:
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    except sqlite3.Error:
-        return None, []
-    try:
-        row = db.execute(
-            "SELECT record FROM games WHERE status = 'done' AND json_extract(record, '$.game_id') = ?", (game_id,)
-        ).fetchone()
-        if row is None:  # not done: its last void or aborted try, if any
-            row = db.execute(
-                "SELECT record FROM void_games WHERE json_extract(record, '$.game_id') = ? ORDER BY id DESC", (game_id,)
-            ).fetchone()
-        ids = [
-            str(r[0]) for r in db.execute("SELECT json_extract(record, '$.game_id') FROM games WHERE status = 'done'")
-        ]
-        return (None if row is None or row[0] is None else str(row[0])), ids
-    except sqlite3.Error:
-        return None, []
-    finally:
-        db.close()
-
-
-def _from_lines(path: Path, game_id: str) -> tuple[str | None, list[str]]:
-    """The line of `game_id` in a games.jsonl file, and the ids it has."""
-    import json
-
-    ids: list[str] = []
-    try:
-        with path.open(encoding="utf-8") as file:
-            for line in file:
-                try:
-                    found = json.loads(line).get("game_id")
-                except (json.JSONDecodeError, AttributeError):
-                    continue  # a half line left by a killed run
-                if found == game_id:
-                    return line, ids
-                ids.append(str(found))
-    except (OSError, UnicodeDecodeError) as error:
-        raise UsageError(f"{path}: cannot be read ({error})") from None
-    return None, ids
+        if path.is_dir():
+            with RunDirectory.open(path) as run:
+                found = run.record(game_id)
+                return found, ([] if found is not None else run.game_ids())
+        ids: list[str] = []
+        for line in read_lines(path):
+            if line.record is not None:
+                if line.record.game_id == game_id:
+                    return line.record, ids
+                ids.append(line.record.game_id)
+        return None, ids
+    except RunReadError as error:
+        raise UsageError(str(error)) from None
 
 
 def read_record(path: Path, game_id: str | None = None) -> GameRecord:
@@ -106,45 +81,35 @@ def read_record(path: Path, game_id: str | None = None) -> GameRecord:
     from pydantic import ValidationError
 
     from referee.record import GameRecord
-    from referee.runner import GAMES_FILE
-    from referee.store import DB_NAME
 
     if path.is_dir() or path.suffix == ".jsonl":
         if game_id is None:
             raise UsageError(f"{path}: give the game too, e.g. `alternator replay {path} g0001`")
+        if not path.exists():
+            raise UsageError(f"{path}: no such file; give a match's or tournament's --out, or its games.jsonl")
         wanted = _game_id(game_id)
-        text: str | None = None
-        ids: list[str] = []
-        if path.is_dir() and (path / DB_NAME).is_file():
-            text, ids = _from_database(path / DB_NAME, wanted)
-        lines = path / GAMES_FILE if path.is_dir() else path
-        if text is None and lines.is_file():
-            text, ids = _from_lines(lines, wanted)
-        if text is None:
-            if not ids and not lines.is_file():
-                raise UsageError(f"{path}: no {DB_NAME} or {GAMES_FILE} here; give a match's or tournament's --out")
+        found, ids = _from_run(path, wanted)
+        if found is None:
             some = ", ".join(sorted(ids)[:5]) + (", ..." if len(ids) > 5 else "")
             raise UsageError(f"{path}: no game {wanted!r}; its games are {some or 'none yet'}")
-        where = f"{path} {wanted}"
-    else:
-        if game_id is not None:
-            raise UsageError(f"{path}: a record file holds one game; give the file alone, or OUT_DIR {game_id}")
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise UsageError(
-                f"{path}: no such file; give a game record, or OUT_DIR GAME_ID (e.g. alternator-out/demo g0001)"
-            ) from None
-        except (OSError, UnicodeDecodeError) as error:
-            raise UsageError(f"{path}: cannot be read ({error}); give the path of a game record") from None
-        where = str(path)
+        return found
+    if game_id is not None:
+        raise UsageError(f"{path}: a record file holds one game; give the file alone, or OUT_DIR {game_id}")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(
+            f"{path}: no such file; give a game record, or OUT_DIR GAME_ID (e.g. alternator-out/demo g0001)"
+        ) from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise UsageError(f"{path}: cannot be read ({error}); give the path of a game record") from None
     try:
         return GameRecord.model_validate_json(text)
     except ValidationError as error:
         problems = [f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}" for e in error.errors()[:5]]
         more = f" (and {error.error_count() - 5} more)" if error.error_count() > 5 else ""
         raise UsageError(
-            f"{where} is not a game record: {'; '.join(problems)}{more}."
+            f"{path} is not a game record: {'; '.join(problems)}{more}."
             " Records are the lines of games.jsonl written by matches and tournaments (schema:"
             " referee/schema/game_record.json)"
         ) from None
@@ -180,6 +145,14 @@ def check_record(record: GameRecord) -> Position:
     if record.final_position != position.to_string():
         raise fail(f"final_position is {record.final_position!r} but the moves give {position.to_string()!r}")
     termination = record.termination
+    if termination is Termination.NORMAL and record.adjudicated is not None:
+        from referee.adjudication import adjudication_problem
+
+        scores = (record.black_score, record.white_score)
+        problem = adjudication_problem(record.adjudicated, record.result, record.winner, scores, position)
+        if problem is not None:
+            raise fail(problem)
+        return position
     if termination is Termination.NORMAL:
         outcome = position.outcome()
         if outcome is None:

@@ -22,11 +22,12 @@ def run(args: argparse.Namespace) -> int:
     from referee.report import ReportError, load_run, write_report
 
     try:
-        run = load_run(args.out_dir)
-        path = write_report(args.out_dir, args.output, run=run)
+        with load_run(args.out_dir) as run:
+            path = write_report(args.out_dir, args.output, run=run)
+            games = run.count()
     except ReportError as error:
         raise UsageError(str(error)) from None
     for line in run.errors:
         print(f"alternator report: warning: left out {line}", file=sys.stderr)
-    print(f"report: {path} ({len(run.records)} games, {path.stat().st_size / 1e6:.2f} MB)")
+    print(f"report: {path} ({games} games, {path.stat().st_size / 1e6:.2f} MB)")
     return 0

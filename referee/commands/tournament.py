@@ -9,6 +9,7 @@ how to resume.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,6 +25,14 @@ from referee.commands.common import (
     exit_status,
     parse_sprt,
     run_guarded,
+)
+from referee.commands.controls_options import (
+    CONTROLS_HELP,
+    add_control_options,
+    bot_control_entry,
+    control_keys,
+    controls_summary,
+    openings_keys,
 )
 
 if TYPE_CHECKING:  # imported in the functions that need them: `--help` must not load pydantic
@@ -51,7 +60,7 @@ Re-run the same command to resume a stopped or killed tournament: only missing g
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = EPILOG
+    parser.epilog = EPILOG + "\n" + CONTROLS_HELP
     parser.add_argument("config", nargs="?", type=Path, help="a TOML config file (see examples/tournament.toml)")
     parser.add_argument("--out", type=Path, metavar="DIR", help="output directory (database, games, standings)")
     parser.add_argument(
@@ -83,6 +92,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         " alpha=0.05 beta=0.05; see alternator match --help)",
     )
     add_run_options(parser)
+    add_control_options(parser)
     add_cluster_options(parser)
 
 
@@ -131,6 +141,7 @@ def build_plan(args: argparse.Namespace) -> RunPlan:
                 **({"max_processes": s.max_processes} if s.max_processes != DEFAULT_MAX_PROCESSES else {}),
                 **({"ponder": False} if not s.ponder else {}),
                 **({"cpu_limit_s": s.cpu_limit_s} if s.cpu_limit_s is not None else {}),
+                **bot_control_entry(s),
             }
             for s in specs
         ]
@@ -144,6 +155,7 @@ def build_plan(args: argparse.Namespace) -> RunPlan:
         "komi": ("--komi", args.komi),
         "margin_ms": ("--margin-ms", args.margin_ms),
         "concurrency": ("--concurrency", args.concurrency),
+        "title": ("--title", args.title),
         "out": ("--out", str(cwd / args.out) if args.out is not None else None),
     }
     overrides.update({key: value for key, value in simple.items() if value[1] is not None})
@@ -162,8 +174,13 @@ def build_plan(args: argparse.Namespace) -> RunPlan:
         if value is not None:
             openings[key] = value
             overrides["openings"] = (flag, openings)
+    extra = openings_keys(args)
+    if extra:
+        openings.update(extra)
+        overrides["openings"] = ("--openings-order/--openings-start", openings)
     if args.openings_file is not None:
         openings.pop("plies", None)
+    overrides.update(control_keys(args))
     table = cluster_table(args, cwd, data.get("cluster"))
     if table is not None and table != data.get("cluster"):
         overrides["cluster"] = ("--cluster", table)
@@ -202,12 +219,15 @@ def _run(args: argparse.Namespace) -> int:
     from referee.latency import latency_text
     from referee.match import head_to_head
     from referee.report import write_report_or_warn
+    from referee.rundir import counted_statistics
     from referee.standings import to_text
 
     plan = build_plan(args)
     if plan.cluster is None:
         check_bots(plan)  # on a cluster each worker checks them (the preflight)
-    display = RunDisplay(sys.stderr)
+    display = RunDisplay(sys.stderr, report_every=args.report_every, quiet=args.quiet, title=plan.title)
+    for line in controls_summary(plan):
+        display.message(line)
     summary = execute(plan, display, events=args.events, rebuild_db=args.rebuild_db)
     if summary is not None:
         table = to_text(summary.standings)
@@ -217,10 +237,17 @@ def _run(args: argparse.Namespace) -> int:
             results_out.write(f"files: {', '.join(str(p) for p in summary.files)}\n")
         if summary.statistics is not None:  # two bots: what testers read, as a match prints it
             first, second = plan.bot_names
-            statistics = head_to_head(first, second, summary.statistics)
+            # Read back through the one reader of the run: the figures the report and the live page show.
+            statistics = head_to_head(first, second, counted_statistics(plan.out_dir) or summary.statistics)
             lines = format_statistics(statistics)
             if statistics.sprt is not None:
-                lines.append(format_verdict(statistics.sprt, first, second, statistics.games))
+                lines.append(format_verdict(statistics.sprt, first, second, statistics.games, ended=summary.ended))
+                if statistics.sprt.verdict is not None and plan.sprt is not None and statistics.elo is not None:
+                    from referee.sprt_plan import early_stop_lines
+
+                    low, high = statistics.elo_lower, statistics.elo_upper
+                    plain = (statistics.elo, -math.inf if low is None else low, math.inf if high is None else high)
+                    lines.extend(f"  {line}" for line in early_stop_lines(plan.sprt, statistics.pentanomial, plain))
             results_out.write("".join(f"{line}\n" for line in lines))
         if summary.latency is not None:
             results_out.write(latency_text(summary.latency) + "\n")

@@ -1,0 +1,130 @@
+"""What starting and stopping a bot costs: start to hello, stop, and the referee's own CPU per start and stop.
+
+    python benchmarks/bench_bot_start.py [--runs 40] [--cores]
+
+A minimal C bot (built here with cc: it answers `hello` and exits on `quit` or at the end of its input) is
+started `--runs` times in each of two ways, interleaved run by run so that machine noise hits both alike:
+
+- bare: `subprocess.Popen` of the bot with plain pipes, `hello` written, its reply read, stdin closed and
+  the exit waited for: the floor any referee on this machine pays;
+- referee: `open_bot` (containment as the arena does it: cgroups where writable, the death signal, the
+  process-tree note, a stamped stdout, the stderr copy) and `handshake`, then the context's exit (quit,
+  grace, kill of anything left, cgroups removed). `--cores` pins the bot as --cpu-affinity does.
+
+Printed per way: start to hello (p50, p90), stop (p50, p90), and the referee process's CPU time (every
+thread; the bot's excluded) per start and stop. The issue's target: start within 3 ms of bare, stop within
+2 ms, referee CPU per start + stop under 2 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import trio
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from referee.botspec import BotSpec  # noqa: E402
+from referee.process import open_bot  # noqa: E402
+
+C_BOT = r"""
+#include <stdio.h>
+#include <string.h>
+int main(void) {
+    char line[65536];
+    setvbuf(stdout, NULL, _IONBF, 0);
+    while (fgets(line, sizeof line, stdin)) {
+        if (strstr(line, "\"quit\"")) return 0;
+        if (strstr(line, "\"hello\""))
+            fputs("{\"type\":\"hello\",\"protocol\":1,\"name\":\"cbot\"}\n", stdout);
+    }
+    return 0;
+}
+"""
+HELLO = b'{"type":"hello","protocol":1,"referee":"bench"}\n'
+
+
+def build(folder: Path) -> Path:
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        raise SystemExit("bench_bot_start: no C compiler (cc) found")
+    source, program = folder / "cbot.c", folder / "cbot"
+    source.write_text(C_BOT)
+    subprocess.run([compiler, "-O2", "-o", str(program), str(source)], check=True)
+    return program
+
+
+def bare(program: Path) -> tuple[float, float]:
+    """Seconds from spawn to the hello reply, and from closing stdin to the exit."""
+    start = time.perf_counter()
+    process = subprocess.Popen([str(program)], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write(HELLO)
+    process.stdin.flush()
+    process.stdout.readline()
+    hello = time.perf_counter() - start
+    start = time.perf_counter()
+    process.stdin.close()
+    process.wait()
+    process.stdout.close()
+    return hello, time.perf_counter() - start
+
+
+async def referee(program: Path, log_dir: Path, cores: list[int] | None) -> tuple[float, float]:
+    spec = BotSpec(name="cbot", command=[str(program)])
+    start = time.perf_counter()
+    async with open_bot(spec, log_dir, cores=cores) as bot:
+        await bot.handshake()
+        hello = time.perf_counter() - start
+        start = time.perf_counter()
+    return hello, time.perf_counter() - start
+
+
+def ms(values: list[float], fraction: float) -> str:
+    ordered = sorted(values)
+    return f"{ordered[min(len(ordered) - 1, int(fraction * len(ordered)))] * 1000:6.2f}"
+
+
+async def main(args: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory(prefix="bench-start-") as folder:
+        program = build(Path(folder))
+        cores = sorted(os.sched_getaffinity(0))[-1:] if args.cores else None
+        results: dict[str, tuple[list[float], list[float], list[float]]] = {
+            "bare": ([], [], []),
+            "referee": ([], [], []),
+        }
+        await referee(program, Path(folder) / "logs", cores)  # warm up: the spawner thread, host probes
+        for _ in range(args.runs):
+            cpu = time.process_time()
+            hello, stop = bare(program)
+            results["bare"][0].append(hello)
+            results["bare"][1].append(stop)
+            results["bare"][2].append(time.process_time() - cpu)
+            cpu = time.process_time()
+            hello, stop = await referee(program, Path(folder) / "logs", cores)
+            results["referee"][0].append(hello)
+            results["referee"][1].append(stop)
+            results["referee"][2].append(time.process_time() - cpu)
+        print(f"{args.runs} starts each{' (pinned)' if cores else ''}; ms: p50 p90")
+        print(f"{'':10} {'start to hello':>16} {'stop':>16} {'referee CPU per start+stop':>28}")
+        for way, (hellos, stops, cpus) in results.items():
+            print(
+                f"{way:10} {ms(hellos, 0.5)} {ms(hellos, 0.9)}    {ms(stops, 0.5)} {ms(stops, 0.9)}"
+                f"    {statistics.median(cpus) * 1000:10.2f}"
+            )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=40)
+    parser.add_argument("--cores", action="store_true", help="pin the bot to one core, as --cpu-affinity does")
+    trio.run(main, parser.parse_args())
