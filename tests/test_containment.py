@@ -22,9 +22,9 @@ import trio
 from referee import containment
 from referee.cli import main
 from referee.clock import parse_time_control
-from referee.containment import CpuSlots, HostSupport, cpu_slots, end_leftovers, host_support
+from referee.containment import CpuSlots, HostSupport, end_leftovers, host_support
 from referee.game import run_game
-from referee.process import BotHost, open_bot
+from referee.process import open_bot
 from referee.record import GameRecord, GameSettings, Termination
 from referee.terminal import printable
 from tests.conftest import BotSpecFactory, live_pids, make_bot_spec, reap_orphans
@@ -208,9 +208,8 @@ async def test_a_sandboxed_bot_cannot_read_the_output_directory_other_bots_or_se
             update={"sandbox": True, "dir": mine, "env": {"READ_PATH": str(target)}}
         )
         neighbour = make_bot_spec(script, name="neighbour").model_copy(update={"dir": other})
-        async with trio.open_nursery() as nursery:
-            BotHost(neighbour, out / "logs", nursery)  # registers the other bot's folder, as a tournament does
-        async with open_bot(spec, out / "logs") as bot:
+        assert neighbour.dir is not None
+        async with open_bot(spec, out / "logs", hidden=[mine, neighbour.dir]) as bot:  # the run's bot folders
             await bot.handshake()
             await bot.settle()
             line = next(line for line in bot.stderr_tail() if line.startswith("read "))
@@ -283,12 +282,14 @@ async def test_a_burner_is_charged_off_turn_cpu_and_frozen_with_no_ponder(tracki
     # While the thinker thinks, the pondering burner burns: its off-turn CPU is recorded, per move and per game.
     assert pondering.black.off_turn_cpu_ms is not None and pondering.black.off_turn_cpu_ms > 50
     assert pondering.black.off_turn_cpu_ms == pytest.approx(sum(m.opponent_cpu_ms or 0 for m in thinker_moves))
-    # Frozen on the thinker's turns, it uses nothing then, and the thinker gets its core back.
-    assert frozen.black.off_turn_cpu_ms is not None and frozen.black.off_turn_cpu_ms < 5
+    # Frozen on the thinker's turns, it uses next to nothing then (only the instants between a reply and its
+    # stop signal, longer on a loaded host), and the thinker gets its core back.
+    assert frozen.black.off_turn_cpu_ms is not None
+    assert frozen.black.off_turn_cpu_ms < 0.1 * pondering.black.off_turn_cpu_ms
     assert not frozen.black.ponder and frozen.black.cores == core
     # The share of the thinker's core the burner took on the thinker's turns: about half (the scheduler is fair
     # to the two), and nothing when frozen.
-    assert burner_share(pondering) > 0.2 and burner_share(frozen) < 0.02
+    assert burner_share(pondering) > 0.2 and burner_share(frozen) < 0.05
 
 
 # -- nothing a bot wrote reaches the terminal raw -----------------------------------------------------------
@@ -339,7 +340,6 @@ def test_the_containment_flags_reach_the_records(tmp_path: Path) -> None:
 
     argv = ["match", "--black", "random", "--white", "greedy", "--size", "4x4", "--games", "1", "--out", str(tmp_path)]
     assert main([*argv, "-j", "1", "--no-ponder", "--cpu-affinity", "--max-processes", "32"]) == 0
-    assert cpu_slots() is None  # the run's cores ended with it
     record = read_record(tmp_path, "g0001")
     for side in (record.black, record.white):
         assert not side.ponder and side.max_processes == 32 and side.cores == sorted(os.sched_getaffinity(0))
@@ -348,11 +348,9 @@ def test_the_containment_flags_reach_the_records(tmp_path: Path) -> None:
 
 
 def test_cpu_slots_give_each_slot_its_own_cores() -> None:
-    slots = CpuSlots(2, cores=[0, 1, 2, 3])
-    first, second, third = object(), object(), object()
-    assert slots.cores_for(first) == [0, 1] and slots.cores_for(second) == [2, 3]
-    assert slots.cores_for(first) == [0, 1] and slots.cores_for(third) == [0, 1]  # more slots than sets: shared
-    assert CpuSlots(8, cores=[0, 1]).sets == [[0], [1]]
+    assert CpuSlots(2, cores=[0, 1, 2, 3]).sets == [[0, 1], [2, 3]]
+    assert CpuSlots(3, cores=[0, 1, 2, 3]).sets == [[0], [1], [2]]  # a core left over stays unused
+    assert CpuSlots(8, cores=[0, 1]).sets == [[0], [1]]  # more slots than cores: slots share (i modulo 2)
 
 
 def test_cpu_affinity_is_on_by_default_when_each_game_can_have_a_core_of_its_own(tmp_path: Path) -> None:
