@@ -71,6 +71,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="a host name the server answers to besides the loopback ones (repeat; behind a proxy: its public name)",
     )
+    web.add_argument(
+        "--uploads-per-minute", type=int, default=5, metavar="N", help="uploads a participant (or address) may make"
+    )
     add_cluster_options(parser)
 
 
@@ -289,7 +292,7 @@ def _run_ladder(args: argparse.Namespace, store: LadderStore, *, play: bool) -> 
 
     async def main() -> None:
         from referee.ladder.runner import Ladder
-        from referee.ladder.server import LOOPBACK_HOSTS, LadderSite, serve_site
+        from referee.ladder.server import LOOPBACK_HOSTS, LadderSite, RateLimiter, serve_site
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_watch_signals, nursery.cancel_scope, stopped)
@@ -308,7 +311,12 @@ def _run_ladder(args: argparse.Namespace, store: LadderStore, *, play: bool) -> 
                     raise
                 say(f"ladder running in {args.dir} ({len(store.playable())} active entries); Ctrl-C to stop")
             if args.serve or not play:
-                site = LadderSite(store, {*LOOPBACK_HOSTS, *(h.lower() for h in args.allow_host)}, settings=settings)
+                site = LadderSite(
+                    store,
+                    {*LOOPBACK_HOSTS, *(h.lower() for h in args.allow_host)},
+                    settings=settings,
+                    limiter=RateLimiter(count=max(1, args.uploads_per_minute), window_s=60.0),
+                )
 
                 def ready(address: str) -> None:
                     print(f"serving the leaderboard of {args.dir} at {address}/ (Ctrl-C to stop)", flush=True)

@@ -42,6 +42,7 @@ from urllib.parse import urlsplit
 import trio
 
 from referee.botspec import BotSpec, BotSpecError, resolve_command
+from referee.ladder.api import Leaderboard
 from referee.ladder.runner import LadderSettings
 from referee.ladder.store import EntryRow, LadderError, LadderStore
 from referee.ladder.uploads import UploadError, UploadLimits, check_entry_name, check_token, unpack_upload
@@ -58,6 +59,7 @@ CACHE_S = 1.0
 TREND_GAMES = 10
 RECENT_GAMES = 20
 MAX_FORM_OVERHEAD = 64 << 10
+DRAIN_LIMIT = 64 << 20
 UPLOADS_PER_WINDOW = 5
 UPLOAD_WINDOW_S = 60.0
 MAX_ENTRIES_PER_PARTICIPANT = 3
@@ -136,7 +138,7 @@ class LadderSite:
         now = time.monotonic()
         if self.cache is not None and now - self.cache[0] < CACHE_S:
             return self.cache[1]
-        data = json.dumps(self.leaderboard(), separators=(",", ":")).encode()
+        data = Leaderboard.model_validate(self.leaderboard()).model_dump_json().encode()  # as its schema says
         self.cache = (now, data)
         return data
 
@@ -145,6 +147,7 @@ class LadderSite:
         if entry is None:
             return None
         trends = self.store.trends([entry.version.id] if entry.version else [], TREND_GAMES)
+        ranked = [e.name for e in self.store.entries() if e.status != "retired"]
         versions = []
         for version in self.store.versions(name):
             versions.append(
@@ -165,6 +168,7 @@ class LadderSite:
             )
         return {
             **entry_json(entry, trends),
+            "rank": ranked.index(name) + 1 if name in ranked else None,
             "owner": entry.owner,
             "versions": versions,
             "recent": [
@@ -428,9 +432,8 @@ def viewer_page(record_text: str) -> str:
 
 
 async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes:
-    length = header(scope, b"content-length")
-    if length is not None and length.isdigit() and int(length) > limit:
-        raise HttpError(413, f"refused: the upload is larger than {limit:,} bytes")
+    """The request's body, at most `limit` bytes; 413 beyond it (the rest is read and dropped, up to
+    `DRAIN_LIMIT`, so that a client still sending sees the answer rather than a broken connection)."""
     chunks = []
     size = 0
     while True:
@@ -439,11 +442,15 @@ async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes:
             raise HttpError(400, "the client went away")
         chunk = message.get("body", b"")
         size += len(chunk)
-        if size > limit:
-            raise HttpError(413, f"refused: the upload is larger than {limit:,} bytes")
-        chunks.append(chunk)
+        if size <= limit:
+            chunks.append(chunk)
+        elif size > DRAIN_LIMIT:
+            break
         if not message.get("more_body", False):
-            return b"".join(chunks)
+            break
+    if size > limit:
+        raise HttpError(413, f"refused: the upload is larger than {limit:,} bytes")
+    return b"".join(chunks)
 
 
 async def post_entry(site: LadderSite, scope: Scope, receive: Receive, send: Send) -> None:
