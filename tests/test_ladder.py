@@ -272,11 +272,7 @@ def test_uploads_are_accepted_played_in_the_sandbox_and_refused_for_every_bad_ki
     assert (status, body["version"], body["added"]) == (201, 1, True), body
     # It plays, in the sandbox with the ladder's limits.
     wait_for("a game of the uploaded bot", lambda: games_of(out, "alicebot") >= 1, ladder)
-    record = next(
-        json.loads(line)
-        for line in (out / "games.jsonl").read_text().splitlines()
-        if "alicebot.v1" in line
-    )
+    record = next(json.loads(line) for line in (out / "games.jsonl").read_text().splitlines() if "alicebot.v1" in line)
     side = record["black"] if record["black"]["name"] == "alicebot.v1" else record["white"]
     assert side["sandbox"] is True and side["memory_mb"] == 512 and side["run_command"][0].endswith("bwrap")
 
@@ -322,9 +318,8 @@ def test_uploads_are_accepted_played_in_the_sandbox_and_refused_for_every_bad_ki
     assert status == 403 and "cross-site" in body["error"]
     status, body = upload(ladder.url, None, "bobbot", ("bot.py", bot), fields={"token": bob})
     assert status == 403 and "CSRF" in body["error"]
-    status, body = upload(
-        ladder.url, None, "bobbot", ("bot.py", bot), fields={"token": bob, "csrf": "abc"}, headers={"Cookie": "csrf=abc"}
-    )
+    form = {"token": bob, "csrf": "abc"}
+    status, body = upload(ladder.url, None, "bobbot", ("bot.py", bot), fields=form, headers={"Cookie": "csrf=abc"})
     assert status == 201, body
 
     # Host allow-list (DNS rebinding), malformed and unknown paths.

@@ -72,7 +72,7 @@ def test_no_entry_is_starved_and_uncertain_entries_play_more() -> None:
     games: Counter[str] = Counter()
     longest_wait: Counter[str] = Counter()
     for number in range(1, 3001):
-        pool = [Candidate(key, r, rd, None if key not in last else number - last[key]) for key, (r, rd) in ratings.items()]
+        pool = [Candidate(key, r, rd, number - last[key] if key in last else None) for key, (r, rd) in ratings.items()]
         for candidate in pool:
             if candidate.waited is not None:
                 longest_wait[candidate.key] = max(longest_wait[candidate.key], candidate.waited)

@@ -7,6 +7,7 @@ import io
 import stat
 import tarfile
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -68,7 +69,7 @@ def test_a_single_file_a_zip_and_a_tar_are_unpacked_into_the_folder(tmp_path: Pa
     assert (tarred / "run.sh").stat().st_mode & 0o111
 
 
-BAD = {
+BAD: dict[str, tuple[Callable[[], tuple[str, bytes]], str]] = {
     "too big": (lambda: ("bot.py", b"x" * 200_001), "at most 200,000"),
     "too many files": (lambda: ("x.zip", zip_of({f"f{i}.py": b"1" for i in range(6)})), "holds 6 files"),
     "zip traversal": (lambda: ("x.zip", zip_of({"../evil.py": b"1"})), "path traversal"),
