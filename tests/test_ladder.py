@@ -349,3 +349,30 @@ def test_uploads_are_rate_limited(tmp_path: Path, ladders: Callable[..., Running
     ladder = ladders(out, "--uploads-per-minute", "2", serve=True, play=False)
     codes = [upload(ladder.url, token, "carolbot", ("bot.py", b"print(1)\n"))[0] for _ in range(3)]
     assert codes == [201, 201, 429]
+
+
+def test_a_ladder_plays_on_a_dask_cluster(tmp_path: Path, ladders: Callable[..., RunningLadder]) -> None:
+    pytest.importorskip("distributed", reason="the cluster extra is not installed (pip install -e '.[cluster]')")
+    from tests.test_cluster import start_cluster
+
+    cluster = start_cluster(tmp_path / "dask", workers=2)
+    try:
+        out = tmp_path / "ladder"
+        alternator("ladder", str(out), "add", "random", "random")
+        alternator("ladder", str(out), "add", "greedy", "greedy")
+        alternator("ladder", str(out), "add", "good", f"python3 {TESTBOT}")
+        alternator("ladder", str(out), "add", "badhello", f"python3 {TESTBOT} version 99")
+        ladder = ladders(out, "--cluster", cluster.address)
+        wait_for(
+            "games on the cluster", lambda: sum(games_of(out, n) for n in ("random", "greedy", "good")) >= 12, ladder
+        )
+        # A bot no worker can start is suspended (probed before its first game), not a worker taken out of the run.
+        wait_for("the broken entry suspended", lambda: entries(out)["badhello"].status == "suspended", ladder)
+        assert "cannot start" in entries(out)["badhello"].reason
+        played = games_of(out, "greedy")
+        wait_for("games after the suspension", lambda: games_of(out, "greedy") > played + 2, ladder)
+        assert ladder.stop() == 130
+        workers = {json.loads(line)["worker"] for line in (out / "games.jsonl").read_text().splitlines()}
+        assert workers and None not in workers  # every game was played by a worker
+    finally:
+        cluster.stop()

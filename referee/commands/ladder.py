@@ -328,6 +328,8 @@ def _run_ladder(args: argparse.Namespace, store: LadderStore, *, play: bool) -> 
     except BaseException as error:
         if find_exception(error, KeyboardInterrupt) is not None:
             stopped.append(signal.SIGINT)
+        elif cluster_config is not None and (lost := _cluster_error(error)) is not None:
+            raise UsageError(f"{lost}; the games in progress were dropped, every finished one is kept") from None
         else:
             failed = find_exception(error, OSError)
             if failed is not None and args.serve:
@@ -351,3 +353,11 @@ async def _watch_signals(scope: Any, stopped: list[int]) -> None:
             stopped.append(signum)
             scope.cancel()
             return
+
+
+def _cluster_error(error: BaseException) -> str | None:
+    from referee.cluster import ClusterError
+    from referee.exceptions import find_exception
+
+    found = find_exception(error, ClusterError)
+    return None if found is None else str(found)

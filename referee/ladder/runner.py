@@ -24,7 +24,7 @@ from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import trio
 
@@ -39,6 +39,9 @@ from referee.ladder.store import LadderStore, VersionRow
 from referee.play import BotPool, PlayLoop, play_in_pool
 from referee.process import BotStartError
 from referee.record import GameRecord, GameSettings, Termination
+
+if TYPE_CHECKING:
+    from referee.cluster import Cluster
 
 __all__ = ["GAMES_FILE", "LOG_DIR", "Ladder", "LadderSettings", "SideStartError"]
 
@@ -130,15 +133,33 @@ class LocalSlot:
 
 
 class ClusterSlot:
-    """A slot whose games are played on the workers of a Dask cluster."""
+    """A slot whose games are played on the workers of a Dask cluster.
 
-    def __init__(self, cluster: Any, start_timeout_s: float) -> None:
+    Each version is probed on every worker before its first game there (`Cluster.preflight`, once per version and
+    ladder run, `checked` is shared by the slots): a bot that cannot start is the entry's fault, reported as a
+    start failure, where a game would have been void and taken the worker out of the run.
+    """
+
+    def __init__(self, cluster: Cluster, start_timeout_s: float, checked: set[str]) -> None:
         self._cluster = cluster
         self._start_timeout_s = start_timeout_s
+        self._checked = checked
 
     async def play(self, game_id: str, black: BotSpec, white: BotSpec, settings: GameSettings) -> GameRecord:
-        record: GameRecord = await self._cluster.play(game_id, black, white, settings, None, self._start_timeout_s)
-        return record
+        from referee.cluster import ClusterError, ClusterLostError
+
+        for side, spec in (("black", black), ("white", white)):
+            key = spec.model_dump_json()
+            if key in self._checked:
+                continue
+            try:
+                await self._cluster.preflight([spec], self._start_timeout_s)
+            except ClusterLostError:
+                raise
+            except ClusterError as error:
+                raise SideStartError(side, str(error)) from None
+            self._checked.add(key)
+        return await self._cluster.play(game_id, black, white, settings, None, self._start_timeout_s)
 
     async def aclose(self) -> None:
         pass
@@ -168,7 +189,7 @@ class Ladder:
         store: LadderStore,
         settings: LadderSettings,
         *,
-        cluster: Any = None,
+        cluster: Cluster | None = None,
         on_message: Callable[[str], None] = lambda text: None,
         seed: int | None = None,
     ) -> None:
@@ -214,8 +235,9 @@ class Ladder:
         limits = Limits(handshake_s=self.settings.start_timeout_s)
         try:
             if self.cluster is not None:
-                count = max(1, self.cluster.slots())
-                slots = [ClusterSlot(self.cluster, self.settings.start_timeout_s) for _ in range(count)]
+                count = max(1, self.cluster.slots)
+                checked: set[str] = set()
+                slots = [ClusterSlot(self.cluster, self.settings.start_timeout_s, checked) for _ in range(count)]
             else:
                 log_dir = self.directory / LOG_DIR
                 for index in range(max(1, self.settings.concurrency)):
