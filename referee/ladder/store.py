@@ -16,6 +16,7 @@ Every SQL of the ladder is in this module.
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -129,7 +130,7 @@ class VersionRow:
     id: int
     entry: str
     number: int
-    spec: BotSpec
+    spec_json: str
     source: str
     created_at: str
     retired_at: str | None
@@ -143,10 +144,15 @@ class VersionRow:
     faults: int
     last_seq: int | None
 
+    @functools.cached_property
+    def spec(self) -> BotSpec:
+        """The bot, parsed when asked (a leaderboard of a thousand entries never needs it)."""
+        return BotSpec.model_validate_json(self.spec_json)
+
     @property
     def key(self) -> str:
         """The name the version plays under (in records and logs): `NAME.vN`."""
-        return self.spec.name
+        return version_key(self.entry, self.number)
 
     @property
     def glicko(self) -> Rating:
@@ -206,9 +212,7 @@ def _entry(row: tuple[Any, ...]) -> EntryRow:
 
 
 def _version(row: tuple[Any, ...]) -> VersionRow:
-    values = list(row)
-    values[3] = BotSpec.model_validate_json(values[3])
-    return VersionRow(*values)
+    return VersionRow(*row)
 
 
 class LadderStore:
@@ -466,7 +470,8 @@ class LadderStore:
     def recent_games(self, limit: int, *, entry: str | None = None) -> list[GameRow]:
         """The last `limit` games (of `entry`'s versions, if given), newest first."""
         select = (
-            "SELECT g.seq, g.game_id, b.spec, w.spec, g.result, g.termination, g.reason, g.finished_at FROM games g"
+            "SELECT g.seq, g.game_id, b.entry || '.v' || b.number, w.entry || '.v' || w.number, g.result,"
+            " g.termination, g.reason, g.finished_at FROM games g"
             " JOIN versions b ON b.id = g.black JOIN versions w ON w.id = g.white"
         )
         if entry is None:
@@ -477,16 +482,7 @@ class LadderStore:
                 " v.id IN (g2.black, g2.white) WHERE v.entry=? ORDER BY g2.seq DESC LIMIT ?)) ORDER BY g.seq DESC",
                 (entry, limit),
             )
-        return [
-            GameRow(
-                row[0],
-                row[1],
-                BotSpec.model_validate_json(row[2]).name,
-                BotSpec.model_validate_json(row[3]).name,
-                *row[4:],
-            )
-            for row in rows
-        ]
+        return [GameRow(*row) for row in rows]
 
     def recent_pairs(self, limit: int) -> list[tuple[int, int]]:
         """(black version, white version) of the last `limit` games, oldest first."""
