@@ -15,7 +15,7 @@
    build the leaderboard, and of GET /api/leaderboard, /, /api/entries/NAME over HTTP.
 
     python benchmarks/bench_ladder_live.py [--entries 20] [--minutes 3] [--games 2] [--size 5] [--movetime 0.02]
-                                           [--concurrency 1] [--skip-load] [--skip-round-robin]
+                                           [--concurrency 1] [--keep-open 16] [--skip-load] [--skip-round-robin]
 """
 
 from __future__ import annotations
@@ -147,6 +147,7 @@ def run_ladder(args: argparse.Namespace, work: Path) -> dict[str, float]:
     for name, bot in entries:
         alternator("ladder", str(directory), "add", name, bot)
     options = ["--size", str(args.size), "--movetime", str(args.movetime), "--concurrency", str(args.concurrency)]
+    options += ["--keep-open", str(args.keep_open)]
     total_s = args.minutes * 60
     started = time.monotonic()
     process = start(directory, options)
@@ -193,8 +194,10 @@ def run_ladder(args: argparse.Namespace, work: Path) -> dict[str, float]:
         if abs(history[i][1] - end_rating) > 50:
             break
         within = i + 1
-    print(f"ladder: {args.entries} entries, {args.size}x{args.size}, movetime {args.movetime} s, "
-          f"concurrency {args.concurrency}, {args.minutes:g} min with a restart halfway")  # fmt: skip
+    print(
+        f"ladder: {args.entries} entries, {args.size}x{args.size}, movetime {args.movetime} s, concurrency"
+        f" {args.concurrency}, keep-open {args.keep_open}, {args.minutes:g} min with a restart halfway"
+    )
     minutes = (first_half_s + second_half_s) / 60
     print(f"  games: {games} in {minutes:.2f} min of play = {games / minutes:.0f} games/min")
     print(f"  restart: {stored} games stored before it, games.jsonl {lines} lines; ratings and games kept: {kept}")
@@ -218,7 +221,24 @@ def round_robin(args: argparse.Namespace, work: Path, ratings: dict[str, float])
     elo = {row["name"]: row["elo"] for row in standings["bots"]}
     names = sorted(set(elo) & set(ratings))
     rho = spearman([ratings[n] for n in names], [elo[n] for n in names])
+    # How noisy the reference is: the score order of each pairing's first games against that of its second games.
+    halves: list[dict[str, float]] = [{}, {}]
+    seen: set[frozenset[str]] = set()
+    for line in (out / "games.jsonl").read_text().splitlines():
+        game = json.loads(line)
+        black, white, result = game["black"]["name"], game["white"]["name"], game["result"]
+        pair = frozenset((black, white))
+        half = halves[1 if pair in seen else 0]
+        seen.add(pair)
+        points = {"1-0": 1.0, "0-1": 0.0}.get(result, 0.5)
+        half[black] = half.get(black, 0.0) + points
+        half[white] = half.get(white, 0.0) + 1 - points
+    split = spearman([halves[0].get(n, 0.0) for n in names], [halves[1].get(n, 0.0) for n in names])
     pairings = args.entries * (args.entries - 1) // 2
+    order = sorted(names, key=lambda n: -ratings[n])
+    print("  ladder order:      " + ", ".join(order))
+    print("  round-robin order: " + ", ".join(sorted(names, key=lambda n: -elo[n])))
+    print(f"  the round robin against itself (first games of each pair vs second games): Spearman {split:.3f}")
     print(
         f"round robin: {pairings} pairings x {args.games} games in {time.monotonic() - began:.0f} s;"
         f" Spearman of the ladder's order against its Elo order: {rho:.3f} ({len(names)} entries)"
@@ -304,6 +324,7 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=5)
     parser.add_argument("--movetime", type=float, default=0.02)
     parser.add_argument("--concurrency", type=int, default=1)
+    parser.add_argument("--keep-open", type=int, default=16, help="bots kept running per slot")
     parser.add_argument("--load-games", type=int, default=100_000)
     parser.add_argument("--skip-round-robin", action="store_true")
     parser.add_argument("--skip-load", action="store_true")

@@ -123,6 +123,25 @@ def entries(directory: Path) -> dict[str, Any]:
         store.close()
 
 
+def game_count(directory: Path) -> int:
+    store = LadderStore(directory, create=False)
+    try:
+        return store.game_count()
+    finally:
+        store.close()
+
+
+def quiet(directory: Path) -> bool:
+    """No game in progress, and none finished over the last second."""
+    store = LadderStore(directory, create=False)
+    try:
+        before = store.game_count()
+        time.sleep(1.0)
+        return not store.playing() and store.game_count() == before
+    finally:
+        store.close()
+
+
 def games_of(directory: Path, name: str) -> int:
     entry = entries(directory).get(name)
     return 0 if entry is None or entry.version is None else int(entry.version.games)
@@ -163,6 +182,18 @@ def test_a_ladder_plays_takes_entries_while_running_suspends_a_broken_one_and_re
     listed = alternator("ladder", str(out), "list").stdout
     assert "suspended: 3 faults in a row" in listed
     assert "broken" in alternator("ladder", str(out), "logs", "broken").stdout
+    alternator("ladder", str(out), "export", str(tmp_path / "games.csv"))
+    exported = (tmp_path / "games.csv").read_text().splitlines()
+    assert exported[0].startswith("seq,game_id,black,white,result") and len(exported) > 10
+
+    # Paused: the game in progress finishes, no new one starts; resumed: games again.
+    alternator("ladder", str(out), "pause")
+    wait_for("the game in progress to finish", lambda: quiet(out), ladder)
+    paused_at = game_count(out)
+    time.sleep(1.5)
+    assert game_count(out) == paused_at and "(paused)" in alternator("ladder", str(out), "list").stdout
+    alternator("ladder", str(out), "resume")
+    wait_for("games after resuming", lambda: game_count(out) > paused_at, ladder)
 
     # Stopped with Ctrl-C: exit 130, nothing lost; restarted: every rating as it was, and games go on from there.
     assert ladder.stop() == 130

@@ -2,7 +2,7 @@
 
 With no action it runs the ladder in DIR until Ctrl-C (exit 130), resuming from DIR's database; `--serve` also
 serves the leaderboard. The actions change the ladder through its database, also while it runs in another
-process: `add`, `update`, `retire`, `list`, `pause`, `resume`, `suspend`, `enable`, `logs`, `token add`, and
+process: `add`, `update`, `retire`, `list`, `pause`, `resume`, `suspend`, `enable`, `logs`, `export`, `token add`, and
 `serve` (the leaderboard alone, no games).
 """
 
@@ -37,6 +37,7 @@ actions (each works while the ladder runs in another process):
   alternator ladder DIR list                  the entries: rating ± uncertainty, games, status, reasons
   alternator ladder DIR logs NAME             the stderr logs of NAME's bots (the newest last)
   alternator ladder DIR token add NAME        a participant's upload token (printed once, stored hashed)
+  alternator ladder DIR export FILE.csv       every game: seq, id, black, white, result, how, reason, time
 Stop a running ladder with Ctrl-C: the games in progress are dropped (not scored); run it again to resume.
 """
 
@@ -54,6 +55,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     play.add_argument("--komi", type=komi_value, help="points added to White's score (default 3.5)")
     play.add_argument("--openings-plies", type=int, metavar="N", help="random placements opening each game (2)")
     play.add_argument("--concurrency", type=int, metavar="N", help="games at once on this machine (default 1)")
+    play.add_argument("--keep-open", type=int, metavar="N", help="bots kept running between games per slot (16)")
     play.add_argument("--max-faults", type=int, metavar="N", help="faults in a row that suspend an entry (3)")
     play.add_argument("--start-timeout", type=float, metavar="SECONDS", help="time a bot has to start (10)")
     limits = parser.add_argument_group("uploaded bots (always sandboxed)")
@@ -90,6 +92,7 @@ def _settings(args: argparse.Namespace, store: LadderStore) -> LadderSettings:
         ("komi", args.komi),
         ("openings_plies", args.openings_plies),
         ("concurrency", args.concurrency),
+        ("keep_open", args.keep_open),
         ("max_faults", args.max_faults),
         ("start_timeout_s", args.start_timeout),
         ("memory_mb", args.memory_mb),
@@ -109,6 +112,7 @@ def _settings(args: argparse.Namespace, store: LadderStore) -> LadderSettings:
         raise UsageError(f"--tc/--movetime: {error}") from None
     for name, value, low in (
         ("--concurrency", settings.concurrency, 1),
+        ("--keep-open", settings.keep_open, 2),
         ("--max-faults", settings.max_faults, 1),
         ("--memory-mb", settings.memory_mb, 16),
         ("--max-processes", settings.max_processes, 1),
@@ -200,6 +204,10 @@ def _manage(args: argparse.Namespace, store: LadderStore) -> int:
     elif action == "logs":
         (name,) = _expect(args, 1, "logs NAME")
         out.write(logs_text(store, name))
+    elif action == "export":
+        (target,) = _expect(args, 1, "export FILE.csv")
+        count = export_csv(store, Path(target))
+        out.write(f"wrote {count} games to {target}\n")
     elif action == "token":
         sub, name = _expect(args, 2, "token add NAME")
         if sub != "add":
@@ -240,6 +248,23 @@ def list_text(store: LadderStore) -> str:
         )
     paused = " (paused)" if store.paused else ""
     return "\n".join(lines) + f"\n{store.game_count()} games{paused}\n"
+
+
+def export_csv(store: LadderStore, target: Path) -> int:
+    """Every game as a CSV row (written beside, then moved into place); how many."""
+    import csv
+
+    temporary = target.with_name(target.name + ".tmp")
+    count = 0
+    with temporary.open("w", encoding="utf-8", newline="") as file:
+        writer = csv.writer(file)
+        writer.writerow(["seq", "game_id", "black", "white", "result", "termination", "reason", "finished_at"])
+        for game in store.all_games():
+            writer.writerow([game.seq, game.game_id, game.black, game.white, game.result, game.termination,
+                             game.reason, game.finished_at])  # fmt: skip
+            count += 1
+    temporary.replace(target)
+    return count
 
 
 def logs_text(store: LadderStore, name: str) -> str:
@@ -337,6 +362,9 @@ def _run_ladder(args: argparse.Namespace, store: LadderStore, *, play: bool) -> 
                     f"cannot listen on {args.host}:{args.port} ({failed.strerror or failed}); choose another --port"
                 ) from None
             raise
+    if not play:
+        print("stopped", file=sys.stderr)  # as `alternator serve`: serving only, nothing was cut short
+        return 0
     signum = stopped[0] if stopped else signal.SIGINT
     print(
         f"alternator ladder: stopped; games in progress were dropped. Run the same command to resume ({args.dir})",
@@ -361,3 +389,11 @@ def _cluster_error(error: BaseException) -> str | None:
 
     found = find_exception(error, ClusterError)
     return None if found is None else str(found)
+
+
+def serve_directory(directory: Path, host: str, port: int) -> int:
+    """`alternator serve DIR` on a ladder's directory: its leaderboard alone, as `alternator ladder DIR serve`."""
+    parser = argparse.ArgumentParser()
+    configure(parser)
+    args = parser.parse_args([str(directory), "serve", "--host", host, "--port", str(port)])
+    return run(args)

@@ -51,7 +51,10 @@ POLL_S = 0.5
 """How often an idle slot looks at the store again (paused, or fewer than two active entries)."""
 RECENT_GAMES = 200
 """The games the policy's pair discount and colour balance look back on."""
-POOL_LIMIT = 6
+KEEP_OPEN = 16
+"""Bot processes a local slot keeps open between games (the least recently used closed first): a ladder's pairs
+change all the time, and a Python bot takes 0.1-0.3 s to start (20 entries with 6 open: ~125 games/min on 5x5;
+see benchmarks/bench_ladder_live.py)."""
 FAULTS = (Termination.CRASH, Termination.PROTOCOL, Termination.UNRESPONSIVE)
 """Forfeits that say a bot is broken (it crashed, broke the protocol, hung), not merely weak or slow: `max_faults` of
 them in a row suspend its entry. Losses on time and illegal moves are ordinary losses."""
@@ -68,6 +71,7 @@ class LadderSettings:
     movetime: float | None = None
     openings_plies: int = 2
     concurrency: int = 1
+    keep_open: int = KEEP_OPEN
     max_faults: int = 3
     start_timeout_s: float = 10.0
     memory_mb: int = 512
@@ -109,9 +113,9 @@ class LadderSlot(Protocol):
 class LocalSlot:
     """A slot whose games run in a play loop of its own on this machine, bots kept open between games."""
 
-    def __init__(self, index: int, log_dir: Path, hidden: list[Path], limits: Limits) -> None:
+    def __init__(self, index: int, log_dir: Path, hidden: list[Path], limits: Limits, keep_open: int) -> None:
         self._loop = PlayLoop(f"ladder-{index}")
-        self._pool = BotPool(log_dir, self._loop.nursery, hidden=hidden, limit=POOL_LIMIT)
+        self._pool = BotPool(log_dir, self._loop.nursery, hidden=hidden, limit=keep_open)
         self._limits = limits
 
     async def play(self, game_id: str, black: BotSpec, white: BotSpec, settings: GameSettings) -> GameRecord:
@@ -241,7 +245,7 @@ class Ladder:
             else:
                 log_dir = self.directory / LOG_DIR
                 for index in range(max(1, self.settings.concurrency)):
-                    slots.append(LocalSlot(index, log_dir, self.hidden, limits))
+                    slots.append(LocalSlot(index, log_dir, self.hidden, limits, max(2, self.settings.keep_open)))
             task_status.started()
             async with trio.open_nursery() as nursery:
                 for slot in slots:

@@ -484,6 +484,22 @@ class LadderStore:
             )
         return [GameRow(*row) for row in rows]
 
+    def all_games(self) -> Iterator[GameRow]:
+        """Every game in order, read a page at a time (never all held at once)."""
+        last = 0
+        while True:
+            rows = self._read(
+                "SELECT g.seq, g.game_id, b.entry || '.v' || b.number, w.entry || '.v' || w.number, g.result,"
+                " g.termination, g.reason, g.finished_at FROM games g JOIN versions b ON b.id = g.black"
+                " JOIN versions w ON w.id = g.white WHERE g.seq > ? ORDER BY g.seq LIMIT 1000",
+                (last,),
+            )
+            if not rows:
+                return
+            for row in rows:
+                last = row[0]
+                yield GameRow(*row)
+
     def recent_pairs(self, limit: int) -> list[tuple[int, int]]:
         """(black version, white version) of the last `limit` games, oldest first."""
         rows = self._read("SELECT black, white FROM games ORDER BY seq DESC LIMIT ?", (limit,))
