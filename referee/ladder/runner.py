@@ -139,9 +139,10 @@ class LocalSlot:
 class ClusterSlot:
     """A slot whose games are played on the workers of a Dask cluster.
 
-    Each version is probed on every worker before its first game there (`Cluster.preflight`, once per version and
-    ladder run, `checked` is shared by the slots): a bot that cannot start is the entry's fault, reported as a
-    start failure, where a game would have been void and taken the worker out of the run.
+    Each version is probed on every worker before its first game there (`Cluster.preflight`, again when the workers
+    change; `checked` is shared by the slots): a bot that cannot start is the entry's fault, reported as a start
+    failure, where a game would have been void and taken the worker out of the run. A void game whose reason names
+    a side's bot (a start that failed on a worker all the same) is a fault of that side too.
     """
 
     def __init__(self, cluster: Cluster, start_timeout_s: float, checked: set[str]) -> None:
@@ -152,8 +153,10 @@ class ClusterSlot:
     async def play(self, game_id: str, black: BotSpec, white: BotSpec, settings: GameSettings) -> GameRecord:
         from referee.cluster import ClusterError, ClusterLostError
 
+        # Probed again when a worker joined since: a preflight probes the workers the scheduler knows then.
+        workers = "|".join(sorted(await trio.to_thread.run_sync(self._cluster.healthy)))
         for side, spec in (("black", black), ("white", white)):
-            key = spec.model_dump_json()
+            key = f"{workers}#{spec.model_dump_json()}"
             if key in self._checked:
                 continue
             try:
@@ -325,6 +328,9 @@ class Ladder:
             return
         if record.termination is Termination.VOID:
             self.on_message(f"{game_id}: void, not scored ({record.reason})")
+            for version in (black, white):
+                if f"bot {version.key!r}" in record.reason:  # it could not start on the worker that played it
+                    await self._fault(version, f"cannot start: {record.reason}", None, scored=False)
             await trio.sleep(POLL_S)  # the machine is struggling: no hurry to try again
             return
         with trio.CancelScope(shield=True):  # a game that ended is kept, whatever stops the ladder now
