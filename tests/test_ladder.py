@@ -28,6 +28,7 @@ import pytest
 
 from referee.ladder.api import Leaderboard
 from referee.ladder.store import LadderStore
+from tests.conftest import live_pids
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTBOT = ROOT / "tests" / "bots" / "testbot.py"
@@ -195,8 +196,11 @@ def test_a_ladder_plays_takes_entries_while_running_suspends_a_broken_one_and_re
     alternator("ladder", str(out), "resume")
     wait_for("games after resuming", lambda: game_count(out) > paused_at, ladder)
 
-    # Stopped with Ctrl-C: exit 130, nothing lost; restarted: every rating as it was, and games go on from there.
+    # Stopped with Ctrl-C: exit 130, nothing lost, no bot left running; restarted: every rating as it was, and
+    # games go on from there.
     assert ladder.stop() == 130
+    bot_pids = [int(log.name.split(".stderr")[0].rsplit("-", 1)[1]) for log in (out / "logs").glob("*.stderr.log")]
+    assert bot_pids and live_pids(bot_pids, wait_s=5) == []
     before = {name: (e.version.rating, e.version.rd, e.version.games) for name, e in entries(out).items()}
     lines = (out / "games.jsonl").read_text().splitlines()
     store = LadderStore(out, create=False)

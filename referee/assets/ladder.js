@@ -68,10 +68,10 @@ function chart(versions) {
 async function showEntry(name) {
   const e = await getJSON("/api/entries/" + encodeURIComponent(name));
   const versions = $("table", {id: "versions"});
-  versions.append($("tr", {}, ...["v", "Created", "Retired", "Rating", "±", "Games", "W-D-L", "Command"].map((h) => $("th", {}, h))));
+  versions.append($("tr", {}, ...["v", "Created", "Retired", "Rating", "±", "Games", "W-D-L", "Source"].map((h) => $("th", {}, h))));
   for (const v of e.versions) versions.append($("tr", {}, $("td", {}, v.number), $("td", {}, v.created), $("td", {}, v.retired || ""),
     $("td", {}, fmt(v.rating)), $("td", {}, fmt(v.uncertainty)), $("td", {}, v.games), $("td", {}, `${v.wins}-${v.draws}-${v.losses}`),
-    $("td", {}, v.command)));
+    $("td", {}, v.source)));
   const games = $("table", {id: "games"});
   games.append($("tr", {}, ...["#", "Game", "Black", "White", "Result", "How"].map((h) => $("th", {}, h))));
   for (const g of e.recent) games.append($("tr", {}, $("td", {}, g.seq), $("td", {}, gameLink(g.id)), $("td", {}, g.black),

@@ -162,7 +162,7 @@ class LadderSite:
                     "wins": version.wins,
                     "draws": version.draws,
                     "losses": version.losses,
-                    "command": shlex.join(version.spec.command),
+                    "source": version.source,
                     "history": [[seq, round(r, 1), round(d, 1)] for seq, r, d in self.store.history(version.id)],
                 }
             )
