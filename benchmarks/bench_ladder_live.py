@@ -2,11 +2,11 @@
 
 (benchmarks/bench_ladder.py is another benchmark: the sample bots' strength ladder by tournaments.)
 
-1. **A ladder of ENTRIES sample-bot entries** (random, greedy, and alphabeta and strong at depth limits 1..N, so
-   strengths differ) runs for MINUTES on a small board: games per minute; halfway it is stopped with Ctrl-C and
-   started again (a restart must lose nothing: the games and every rating are checked); a third of the way in one
-   more entry is added, and the games it needs to settle are counted (its RD under 110, `provisional` no more;
-   and its rating within 50 of where it ended).
+1. **A ladder of ENTRIES sample-bot entries** (random, greedy, and alphabeta at node budgets from 8 to 3,000 per
+   move, so strengths differ; `--field depth`: depth limits instead) runs for MINUTES on a small board: games
+   per minute; halfway it is stopped with Ctrl-C and started again (a restart must lose nothing: the games and
+   every rating are checked); a third of the way in one more entry is added, and the games it needs to settle
+   are counted (its RD under 110, `provisional` no more; and its rating within 50 of where it ended).
 2. **Upload to first game**: a participant's token, an upload over HTTP (a test bot, run in the sandbox), and the
    time until its first game is stored.
 3. **The same bots in a round robin** (`alternator tournament`, GAMES per pairing): the Spearman correlation of the
@@ -15,7 +15,8 @@
    build the leaderboard, and of GET /api/leaderboard, /, /api/entries/NAME over HTTP.
 
     python benchmarks/bench_ladder_live.py [--entries 20] [--minutes 3] [--games 2] [--size 5] [--movetime 0.02]
-                                           [--concurrency 1] [--keep-open 16] [--skip-load] [--skip-round-robin]
+                                           [--concurrency 1] [--keep-open 16] [--field nodes|depth]
+                                           [--skip-load] [--skip-round-robin]
 """
 
 from __future__ import annotations
@@ -49,9 +50,20 @@ def alternator(*args: str) -> str:
     return done.stdout
 
 
-def bots(count: int) -> list[tuple[str, str]]:
-    """`count` sample-bot entries of different strengths: (name, bot argument)."""
+def bots(count: int, field: str = "nodes") -> list[tuple[str, str]]:
+    """`count` sample-bot entries of different strengths: (name, bot argument).
+
+    `nodes`: random, greedy, then alphabeta with node budgets from 8 to 3,000 per move (a geometric series: each a
+    little stronger than the last, the ends far apart); `depth`: random, greedy, then alphabeta and strong at depth
+    limits 1, 2, ... (on a small board most of them play alike: a field without a true order).
+    """
     chosen = [("random", "random"), ("greedy", "greedy")]
+    if field == "nodes":
+        steps = max(1, count - 3)
+        for i in range(count - 2):
+            nodes = round(8 * (3000 / 8) ** (i / steps))
+            chosen.append((f"alphabeta-n{nodes}", f"alphabeta nodes={nodes}"))
+        return chosen[:count]
     depth = 1
     while len(chosen) < count:
         chosen.append((f"alphabeta-d{depth}", f"alphabeta depth={depth}"))
@@ -142,7 +154,7 @@ def spearman(a: list[float], b: list[float]) -> float:
 
 def run_ladder(args: argparse.Namespace, work: Path) -> dict[str, float]:
     directory = work / "ladder"
-    entries = bots(args.entries)
+    entries = bots(args.entries, args.field)
     late_name, late_bot = entries.pop(len(entries) // 2)
     for name, bot in entries:
         alternator("ladder", str(directory), "add", name, bot)
@@ -213,7 +225,7 @@ def round_robin(args: argparse.Namespace, work: Path, ratings: dict[str, float])
     out = work / "round-robin"
     command = ["tournament", "--out", str(out), "--games", str(args.games), "--size", str(args.size)]
     command += ["--movetime", str(args.movetime), "--concurrency", str(args.concurrency), "--quiet"]
-    for name, bot in bots(args.entries):
+    for name, bot in bots(args.entries, args.field):
         command += ["--bot", f"{name}={bot}"]
     began = time.monotonic()
     alternator(*command)
@@ -322,6 +334,7 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=3.0)
     parser.add_argument("--games", type=int, default=2, help="games per pairing of the round robin")
     parser.add_argument("--size", type=int, default=5)
+    parser.add_argument("--field", choices=["nodes", "depth"], default="nodes", help="how the entries differ")
     parser.add_argument("--movetime", type=float, default=0.02)
     parser.add_argument("--concurrency", type=int, default=1)
     parser.add_argument("--keep-open", type=int, default=16, help="bots kept running per slot")
