@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from protocol.messages import TimeControl
 from protocol.rules import IllegalMoveError, InvalidMoveError, Position, parse_size
 from referee.adjudication import Adjudication
+from referee.backoff import DEFAULT_MAX_WAIT_S, parse_duration
 from referee.botspec import BotName, BotSpec, BotSpecError, resolve_command
 from referee.cluster import ClusterConfig
 from referee.files import InputFileError, read_input_text
@@ -222,9 +223,20 @@ class RunConfig(BaseModel):
         gt=0,
         description="Seconds a bot may take to start and answer hello (raise it for bots that load large tables).",
     )
+    max_host_wait: float = Field(
+        DEFAULT_MAX_WAIT_S,
+        ge=0,
+        description="Seconds one pause for a busy host may last before the run stops (a string: 90s, 30m, 2h);"
+        " before pausing, the run plays fewer games at once.",
+    )
     adjudication: Adjudication | None = Field(
         None, description="End games early: [adjudication] solver = true, resign_moves/resign_score, draw_*."
     )
+
+    @field_validator("max_host_wait", mode="before")
+    @classmethod
+    def _max_host_wait(cls, value: object) -> object:
+        return parse_duration(value) if isinstance(value, str) else value
 
     @field_validator("cluster", mode="before")
     @classmethod
@@ -415,6 +427,7 @@ class RunPlan:
     cpu_affinity: bool = False
     cluster: ClusterConfig | None = None  # where the games are played; not in the fingerprint (resume anywhere)
     start_timeout_s: float = DEFAULT_START_TIMEOUT_S
+    max_host_wait_s: float = DEFAULT_MAX_WAIT_S
     adjudication: Adjudication | None = None
     title: str | None = None  # the event's title (--title, config `title`)
 
@@ -583,6 +596,7 @@ def resolve_plan(
         cpu_affinity=config.cpu_affinity if config.cpu_affinity is not None else auto_cpu_affinity(concurrency),
         cluster=config.cluster.resolved(base_dir) if config.cluster is not None else None,
         start_timeout_s=config.start_timeout,
+        max_host_wait_s=config.max_host_wait,
         adjudication=config.adjudication if config.adjudication is not None and config.adjudication.active else None,
         title=config.title,
     )

@@ -289,6 +289,7 @@ class RunDisplay:
         self._last_summary: float = time.monotonic()  # the last progress line (output not a terminal)
         self._playing: dict[int, str] = {}
         self._drawn = False
+        self._host = ""  # while a busy host holds the run back: its status
 
     def __call__(self, event: Event) -> None:
         from referee.clock import describe_time_control
@@ -341,6 +342,9 @@ class RunDisplay:
             score = f" ({100 * top.points / top.games:.1f}%)" if top.games else ""
             self._leader = f"{top.name} {format_number(top.points)}/{top.games}{score}"
             self._status()
+        elif event.type == "host_busy":
+            self._host = event.status if event.games_at_once < event.concurrency or event.paused else ""
+            self._line(event.status)
         elif event.type == "tournament_finished":
             self._total = 0  # no more status lines
             self._clear()
@@ -383,6 +387,8 @@ class RunDisplay:
         eta = f"~{_duration(elapsed / played * left)} left" if played else "estimating time left"
         leader = f", leader {self._leader}" if self._leader else ""
         text = f"{self._done}/{self._total} games, {_duration(elapsed)} elapsed, {eta}{leader}"
+        if self._host:
+            text += f"; {self._host}"
         if self._playing:
             text += f"; playing {', '.join(self._playing.values())}"
         return text

@@ -21,7 +21,7 @@ import json
 import logging
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, NoReturn
 
@@ -452,12 +452,20 @@ class _Game:
     def _late(self, color: Color, charge: Charge, move: Overrun) -> NoReturn:
         """A move past its deadline: a loss on time, or a void game if the host was later than the bot
         (`referee.timing.judge`, which says what counts as the host's)."""
+        waiting = self.bots[color.other]
+        mark, cpu_now = self._cpu_mark.get(color.other), waiting.cpu_ns()
+        hog = None if mark is None or cpu_now is None else max(0, cpu_now - mark)
         verdict = judge(
-            move, who=f"{color} ({self._bot_names[color]})", pressure=cpu_pressure() if move.answered else None
+            replace(move, opponent_cpu_ns=hog),
+            who=f"{color} ({self._bot_names[color]})",
+            pressure=cpu_pressure() if move.answered else None,
         )
         bot = self.bots[color]
         if verdict.give_up:
             bot.give_up(verdict.reason)
+        if verdict.opponent_lost:
+            waiting.give_up(verdict.reason)
+            raise _Forfeit(color.other, BotTimeout(verdict.reason, overrun_ms=charge.overrun_ns / NS_PER_MS))
         if verdict.void:
             raise _HostLate(verdict.reason, overrun_ms=charge.overrun_ns / NS_PER_MS, lag_ms=verdict.host_ms)
         raise BotTimeout(verdict.reason, overrun_ms=charge.overrun_ns / NS_PER_MS)

@@ -105,6 +105,9 @@ class LiveFeed:
                 reason=getattr(event, "reason", None),
                 scored=getattr(event, "scored", None),
             )
+        elif kind == "host_busy":
+            busy = event.paused or event.games_at_once < event.concurrency
+            self._write({"type": "host", "status": event.status if busy else ""})
         elif kind == "tournament_finished":
             self.run_finished(getattr(event, "ended", None))
 

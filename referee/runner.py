@@ -9,8 +9,11 @@ restarts one only when a fault left it `broken`, and prefers games whose bots it
 The database (`referee.store`) is the truth: a run that is killed or stopped resumes from it, playing
 only the games that are missing, and `games.jsonl` is rewritten from it. One void policy: a void game
 (the referee's own failure, e.g. the host too loaded to time the bots fairly) is never scored and is
-played again at once; a game void `MAX_VOIDS_PER_GAME` times in one run stops the run with a message
-about the machine. Everything a person or a program sees (progress, events) goes through `on_event`.
+played again at once. A game void because the host was late makes the run back off (`referee.backoff`):
+fewer games at once, down to one, then a pause until the host is calm, then full speed again; it stops, with a
+message about the machine, only past `--max-host-wait` in one pause. A game void for another reason
+`MAX_VOIDS_PER_GAME` times in one run stops the run. Everything a person or a program sees (progress,
+events) goes through `on_event`.
 
 Two-bot runs count game pairs (one opening, colours swapped) and, with an SPRT, stop at its verdict:
 pairs are scheduled in order, a pair counts when both its games are committed (in whatever order they
@@ -36,6 +39,7 @@ from typing import TYPE_CHECKING, Protocol
 import trio
 
 from protocol.rules import result_points
+from referee import backoff
 from referee.botspec import BotSpec
 from referee.config import RunPlan
 from referee.containment import CpuSlots
@@ -44,6 +48,7 @@ from referee.events import (
     Event,
     GameFinished,
     GameStarted,
+    HostBusy,
     StandingsUpdated,
     StatisticsUpdated,
     TournamentFinished,
@@ -59,7 +64,7 @@ from referee.files import (
     prepare_output_dir,
 )
 from referee.game import Limits
-from referee.latency import LatencySummary, LatencyTally
+from referee.latency import LatencySummary, LatencyTally, is_void_for_lag
 from referee.match import Ended, HeadToHead, head_to_head
 from referee.play import BotPool, MoveRelay, PlayLoop, ProcessPlayLoop, play_in_pool
 from referee.record import GameRecord, GameSettings, MoveRecord, Termination
@@ -86,6 +91,10 @@ LOG_DIR = "logs"
 MAX_VOIDS_PER_GAME = 3
 """A void game is played again at once; void this many times in one run, the run stops: the machine (its
 load, its memory, the referee itself) is not fit to play it, and playing on would only waste the bots' time."""
+HOST_READING_INTERVAL_S = 1.0
+"""How often the host is looked at while the run backs off for it (not at all otherwise)."""
+HOST_STATUS_INTERVAL_S = 10.0
+"""While backing off, the status line (a `host_busy` event) is told again at least this often."""
 STANDINGS_UPDATE_INTERVAL_S = 1.0
 """Standings are recomputed (and `standings_updated` sent) at most this often while games run, and after
 the last game: the Elo fit runs on the thread that times every move of every game in progress."""
@@ -136,6 +145,10 @@ class RunSummary:
     files: list[Path] = field(default_factory=list)
     workers: list[str] = field(default_factory=list)  # on a cluster: a line per worker
     latency: LatencySummary | None = None  # the referee's lateness per move, and games void for it (this run)
+    host_wait_s: float = 0.0  # time paused for a busy host (`referee.backoff`)
+    host_pauses: int = 0
+    games_at_once_min: int = 0  # the fewest games at once a busy host brought it down to
+    concurrency: int = 0  # games at once at full speed
 
     @property
     def interrupted(self) -> bool:
@@ -260,6 +273,18 @@ class Runner:
         self._started_ok: set[str] = set()
         self._failed_starts: dict[str, int] = {}
         self._voids_now = 0
+        self._backoff = backoff.Backoff(
+            self._slots,
+            max_wait_s=plan.max_host_wait_s,
+            calm_for_s=backoff.CALM_FOR_S,
+            ramp_after_s=backoff.RAMP_AFTER_S,
+            max_calm_voids=backoff.MAX_CALM_VOIDS,
+        )
+        self.host_watch = backoff.HostWatch()
+        """Reads the host while the run backs off (a test puts a stand-in here)."""
+        self._host_changed = trio.Event()
+        self._calm_at_start: dict[int, bool] = {}
+        self._last_host_status = -math.inf
         self._last_standings_write = 0.0
         self._last_standings_update = -math.inf
         self._started = 0.0
@@ -342,8 +367,11 @@ class Runner:
             )
             try:
                 async with trio.open_nursery() as nursery:
-                    for index in range(min(self._slots, len(self._pending))):
-                        nursery.start_soon(self._worker, index)
+                    nursery.start_soon(self._watch_host)
+                    async with trio.open_nursery() as workers:
+                        for index in range(min(self._slots, len(self._pending))):
+                            workers.start_soon(self._worker, index)
+                    nursery.cancel_scope.cancel()  # the watch: every game is done
             except BaseException as error:
                 full = disk_full_in(error)
                 if full is None:
@@ -377,6 +405,10 @@ class Runner:
                 error=self._error,
                 files=files,
                 latency=self._latency.summary(),
+                host_wait_s=self._backoff.waited_now(time.monotonic()),
+                host_pauses=self._backoff.pauses,
+                games_at_once_min=self._backoff.lowest,
+                concurrency=self._slots,
             )
             for finish in self.finishers:
                 summary.files.extend(finish(summary))
@@ -393,6 +425,7 @@ class Runner:
                     standings=standing_rows(standings),
                     statistics=self._head_to_head(),
                     latency=summary.latency,
+                    host_wait_s=round(summary.host_wait_s, 1),
                 )
             )
             return summary
@@ -414,6 +447,9 @@ class Runner:
             slot = GameSlot(index, self.plan, self.log_dir, cores, in_process=self.plan.concurrency > 1)
         try:
             while self._pending and self._ended is None:
+                if not self._backoff.admits(index):
+                    await self._host_changed.wait()  # a busy host: fewer games at once, or none for now
+                    continue
                 at = pick_next(self._pending, slot.running(), window=2 * self.plan.concurrency)
                 game = self._pending.pop(at)
                 await self._play(slot, game)
@@ -439,6 +475,8 @@ class Runner:
         )
         on_move = self.on_move
         started = time.monotonic()
+        last = self._backoff.last
+        self._calm_at_start[game.number] = not self._backoff.backing_off or (last is not None and last.calm)
         record: GameRecord | None = None
         try:
             with trio.CancelScope() as scope:
@@ -584,6 +622,14 @@ class Runner:
         self._latency.add(record)
         if counts:
             self._played_now += 1
+            self._backoff.scored(game.number)
+        elif not scored and is_void_for_lag(record):
+            self._voids_now += 1
+            self._pending.insert(0, game)
+            step = self._backoff.void(
+                time.monotonic(), game.number, calm_at_start=self._calm_at_start.get(game.number, True)
+            )
+            self._host_step(step, f"game {game.game_id} ", record.reason)
         elif not scored:
             self._voids_now += 1
             voids = self._voids[game.number] = self._voids.get(game.number, 0) + 1
@@ -598,6 +644,7 @@ class Runner:
             else:
                 self._pending.insert(0, game)
         self._announce(game, record, duration, scored=scored)
+        self._wake_workers()  # a slot held back by a busy host may be the one to play what is left, or to end
         statistics = self._statistics
         if pair_done and statistics is not None:
             self.on_event(
@@ -622,6 +669,57 @@ class Runner:
             if not finishing and time.monotonic() - self._last_standings_write >= STANDINGS_WRITE_INTERVAL_S:
                 self._last_standings_write = time.monotonic()
                 await self._in_thread(write_standings, standings, self.out_dir)
+
+    # -- a busy host (`referee.backoff`) ---------------------------------------------------------------
+
+    def _wake_workers(self) -> None:
+        self._host_changed.set()
+        self._host_changed = trio.Event()
+
+    def _host_step(self, step: backoff.Step, game: str = "", last_reason: str | None = None) -> None:
+        """Act on the back-off policy's step: stop (past its limits), or tell of and apply a new load."""
+        at = time.monotonic()
+        if step.give_up is not None:
+            last = f" (last: {last_reason})" if last_reason else ""
+            limit = f" --max-host-wait is {backoff.describe_duration(self.plan.max_host_wait_s)}." if not game else ""
+            self.stop(
+                "error",
+                f"{game}{step.give_up}{last}: this machine cannot play it fairly now (too loaded, short of"
+                f" memory, or a referee fault); nothing void was scored.{limit} Free the machine (or lower"
+                f" --concurrency) and run the same command to resume; if it persists, report it with"
+                f" {self.out_dir / DB_NAME}",
+            )
+            self._wake_workers()
+            return
+        if step.changed or at - self._last_host_status >= HOST_STATUS_INTERVAL_S:
+            self._last_host_status = at
+            self.on_event(
+                HostBusy(
+                    type="host_busy",
+                    time=now(),
+                    games_at_once=step.games_at_once,
+                    concurrency=self._slots,
+                    paused=step.paused,
+                    paused_s=round(self._backoff.waited_now(at) - self._backoff.waited_s, 1),
+                    waited_s=round(self._backoff.waited_now(at), 1),
+                    pressure_pct=None if self._backoff.last is None else self._backoff.last.pressure_pct,
+                    lateness_ms=None if self._backoff.last is None else self._backoff.last.lateness_ms,
+                    voids=self._backoff.voids,
+                    status=self._backoff.status(at) if self._backoff.backing_off else "host calm: back to full speed",
+                )
+            )
+        if step.changed:
+            self._wake_workers()
+
+    async def _watch_host(self) -> None:
+        """About once a second while the run backs off: a look at the host, for the policy to lower, pause,
+        resume or raise the games played at once."""
+        while True:
+            await trio.sleep(HOST_READING_INTERVAL_S)
+            if not self._backoff.backing_off or self._ended is not None:
+                continue
+            reading = await self.host_watch.read(time.monotonic())
+            self._host_step(self._backoff.reading(reading))
 
     # -- outputs -----------------------------------------------------------------------------------
 

@@ -7,7 +7,8 @@ database when a browser opens it), and the live feed (live.jsonl, referee/livefe
 games in progress). Browsers get the report page in live mode (referee/report.py, the same viewer) and a
 stream of server-sent events: `summary` (the head-to-head with its LLR, the standings and the list of games,
 after every finished game), `game` (a game started), `move`, `done` (a game ended, with its result and
-reason) and `finished` (the run is over).
+reason), `host` (a busy host made the run play fewer games at once or pause: its status line, "" when calm
+again) and `finished` (the run is over).
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ class LiveState:
     files_seen: tuple[Any, ...] | None = None
     kind: str | None = None  # "match" or "tournament", as the feed's run_started says
     finished: bool = False  # the feed says the run ended (or there is no feed: a run from before it)
+    host: str = ""  # a busy host holds the run back: the runner's status line ("" while the host is calm)
     last_reload: float = -math.inf
     lock: threading.Lock = field(default_factory=threading.Lock)  # the reader is used by one thread at a time
 
@@ -102,6 +104,7 @@ class LiveState:
                 self.summary = self.figures.summary(live=True, finished=self.finished)
             else:
                 self.summary = _empty_summary(self.out_dir, self.kind, finished=self.finished)
+            self.summary["host"] = self.host
 
     def _stale(self) -> bool:
         run = self.run
@@ -169,6 +172,9 @@ class LiveState:
             if self.finished:
                 self.finished = False
                 self.broadcast("finished", {"finished": False})
+        elif kind == "host":  # a busy host holds the run back ("" once it is calm again)
+            self.host = str(event.get("status") or "")
+            self.broadcast("host", {"status": self.host})
         elif kind == "run_finished":
             self.end_all_live()
             self.finished = True

@@ -20,7 +20,7 @@ import pytest
 import trio
 import trio.testing
 
-from referee import process
+from referee import backoff, process
 from referee.botspec import BotSpec
 from referee.cli import main
 from referee.clock import parse_time_control
@@ -530,11 +530,13 @@ def test_a_stamped_reply_over_its_time_loses_whatever_lateness_the_referee_measu
     assert records[0].moves == [] or all(m.latency_ms is not None and m.latency_ms < 10_000 for m in records[0].moves)
 
 
+@pytest.mark.usefixtures("quick_backoff")
 def test_games_voided_for_the_host_are_replayed_then_the_run_stops_about_the_machine(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Every move of the slow bot is 50 ms or more over its 100 ms, and the referee "measured" 10 s of its own
-    # lateness in every move: every game is void, replayed, and the run stops at the bound. Over plain pipes: a
+    # lateness in every move: every game is void, replayed after a pause, and though the host is calm before each
+    # try the game is void again: the run stops at the bound (MAX_CALM_VOIDS). Over plain pipes: a
     # reply the kernel stamps at the bot's write is timed exactly, and no stall of the referee excuses it.
     monkeypatch.setattr(process, "host_lag_monitor", lambda: ConstantLag(10_000 * MS))
     monkeypatch.setattr(process, "stdout_pair", os.pipe)
@@ -549,6 +551,34 @@ def test_games_voided_for_the_host_are_replayed_then_the_run_stops_about_the_mac
     summary = json.loads((out / "match.json").read_text())
     assert summary["ended"] == "error"
     latency = summary["latency"]
-    assert latency["void_for_lag"] == latency["games"] >= 3
+    assert latency["void_for_lag"] == latency["games"] == backoff.MAX_CALM_VOIDS
     assert "Lower --concurrency, raise the time control, or add --margin-ms" in latency["warning"]
-    assert "WARNING: 3 of 3 games (100.0%) were void because the host was late" in text
+    voids = backoff.MAX_CALM_VOIDS
+    assert f"WARNING: {voids} of {voids} games (100.0%) were void because the host was late" in text
+    assert f"game g0001 was void {voids} times in a row, each time started on a calm host" in err
+
+
+@pytest.mark.usefixtures("quick_backoff")
+def test_a_bot_whose_processes_keep_the_host_busy_loses_the_game_rather_than_stalling_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As above, every move of the slow bot is over its time and the referee "measured" 10 s of lateness in it:
+    # void, were the host's load not the other bot's own. That bot's eight escaped burners use every core while
+    # the slow bot thinks: it, not the host, made the move late, and it loses; the run does not wait for it.
+    monkeypatch.setattr(process, "host_lag_monitor", lambda: ConstantLag(10_000 * MS))
+    monkeypatch.setattr(process, "stdout_pair", os.pipe)
+    slow = f"name=slow cmd='python3 {TESTBOT} slow 150'"
+    burner = f"name=burner cmd='python3 {TESTBOT} burn 8'"
+    out = tmp_path / "m"
+    argv = ["match", "--black", slow, "--white", burner, "--movetime", "0.1", "--size", "3x3", "--games", "1"]
+    assert main([*argv, "--out", str(out), "-j1"]) == 0, capsys.readouterr().err
+    records = [GameRecord.model_validate_json(line) for line in (out / "games.jsonl").read_text().splitlines()]
+    assert len(records) == 1
+    record = records[0]
+    assert record.termination is Termination.TIME and record.loser == "white", record.reason
+    assert record.reason.startswith("white (burner) lost: its processes used "), record.reason
+    assert "played again" not in record.reason
+    assert "and that move came late because the host was busy (black (slow) took" in record.reason
+    # While its burners start up (a Python each) they may not yet fill the cores: such a try is void, and the
+    # next one, with the same bot and its burners running, is not.
+    assert json.loads((out / "match.json").read_text())["void_games"] < backoff.MAX_CALM_VOIDS - 1

@@ -216,6 +216,17 @@ def test_the_feed_follows_a_runners_events_and_the_live_state_follows_the_feed(t
     feed.on_event(SimpleNamespace(type="game_finished", game_id="g1"))
     state.read_feed()
     assert state.live == {}
+    # A busy host holds the run back: the page shows the runner's status line until the host is calm again.
+    status = "host busy: 2 → 1 game at once; paused 3 s (at most 30 min); CPU pressure 48 %"
+    busy = SimpleNamespace(type="host_busy", games_at_once=1, concurrency=2, paused=True, status=status)
+    feed.on_event(busy)
+    state.read_feed()
+    state.load()
+    assert state.host == status and state.summary["host"] == status
+    feed.on_event(SimpleNamespace(type="host_busy", games_at_once=2, concurrency=2, paused=False, status="calm"))
+    state.read_feed()
+    state.load()
+    assert state.host == "" and state.summary["host"] == ""
     feed.on_event(SimpleNamespace(type="game_started", game_id="g2", black="alpha", white="beta", opening=["d5d4"]))
     feed.on_event(SimpleNamespace(type="tournament_finished"))  # a run that ends takes its games with it
     feed.close()

@@ -69,6 +69,7 @@ function renderHeader() {
         running ? "running" : "finished") : null),
     el("div", { class: "muted" }, `${settings} · ${count}${totals} · ${s.live ? "updated" : "generated"} ${s.generated}`),
     el("div", { class: "muted small" }, s.outDir),
+    running && s.host ? el("div", { class: "warn", id: "hoststatus" }, s.host) : null,
     ...(s.errors || []).map((e) => el("div", { class: "warn" }, `left out: ${e}`)));
 }
 
@@ -349,6 +350,12 @@ function connectLive() {
     if (state.viewerGame === m.id) viewer.update(d);
   });
   source.addEventListener("done", (e) => gameEnded(JSON.parse(e.data)));
+  source.addEventListener("host", (e) => {
+    state.summary.host = JSON.parse(e.data).status;
+    const y = window.scrollY;
+    renderAll();
+    window.scrollTo(0, y);
+  });
   source.addEventListener("finished", (e) => {
     state.summary.finished = JSON.parse(e.data).finished;
     const y = window.scrollY;

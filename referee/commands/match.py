@@ -406,6 +406,7 @@ def _run(args: argparse.Namespace) -> int:
             llr=statistics.llr,
             statistics=statistics,
             void_games=summary.void_games,
+            host_wait_s=round(summary.host_wait_s, 1),
             off_turn_cpu_s=cpu,
             games_file="games.jsonl",
             latency=summary.latency if summary.played_now or summary.void_games else previous_latency(plan.out_dir),
