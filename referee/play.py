@@ -195,7 +195,8 @@ class PlayLoop:
         await trio.to_thread.run_sync(self._thread.join, CLOSE_WAIT_S)
         if not self._thread.is_alive():
             for fd in (self._wake_r, self._wake_w):
-                os.close(fd)
+                if fd >= 0:  # closed once already: closing is idempotent
+                    os.close(fd)
             self._wake_r = self._wake_w = -1
 
 
