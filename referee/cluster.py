@@ -50,7 +50,7 @@ from referee.botspec import BotSpec
 from referee.game import run_game
 from referee.play import BotPool, MoveBatches, decode_move, encode_move, void_record
 from referee.process import BotFault, BotProcess, BotStartError, open_bot
-from referee.record import GameRecord, GameSettings, MoveRecord, Termination
+from referee.record import GameRecord, GameSettings, MoveRecord, PlayedMove, Termination
 from referee.schedule import ScheduledGame
 
 if TYPE_CHECKING:
@@ -547,7 +547,7 @@ class Cluster:
         """How long games may wait for a worker when the scheduler has none before the run stops."""
         self._lost = False
         self.moves_topic = f"alternator-moves-{self._run}"
-        self._listeners: dict[tuple[str, int], Callable[[MoveRecord, int], None]] = {}
+        self._listeners: dict[tuple[str, int], Callable[[PlayedMove, int], None]] = {}
         self._moves_seen: dict[tuple[str, int], int] = {}
         self._token = trio.lowlevel.current_trio_token()
         client.subscribe_topic(self.moves_topic, self._moves_event)  # type: ignore[no-untyped-call]
@@ -683,7 +683,7 @@ class Cluster:
         black: BotSpec,
         white: BotSpec,
         settings: GameSettings,
-        on_move: Callable[[MoveRecord, int], None] | None = None,
+        on_move: Callable[[PlayedMove, int], None] | None = None,
         start_timeout_s: float = PROBE_TIMEOUT_S,
     ) -> GameRecord:
         """Play a game on some healthy worker and return its record (a void one when no worker could play it).
@@ -821,7 +821,7 @@ class ClusterSlot:
         return set()  # the bots run on the workers, which choose their own slots
 
     async def play(
-        self, game: ScheduledGame, settings: GameSettings, on_move: Callable[[MoveRecord, int], None] | None = None
+        self, game: ScheduledGame, settings: GameSettings, on_move: Callable[[PlayedMove, int], None] | None = None
     ) -> GameRecord:
         """Play `game` on the cluster; its moves stream back to `on_move` as the worker plays them."""
         black, white = self._specs[game.black], self._specs[game.white]

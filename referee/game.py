@@ -525,7 +525,7 @@ class _Game:
                 await trio.lowlevel.checkpoint()
                 continue
             if waited_here == "ready":
-                bot.catch_up()
+                bot.catch_up(to_a_line=True)
                 if not bot.has_news():
                     continue  # part of a line: wait again
             if waited_here is None:

@@ -40,7 +40,7 @@ from referee.containment import reap_lost_sessions, run_in_spawner
 from referee.game import Limits, run_game
 from referee.process import BotHost, BotProcess, BotStartError
 from referee.reader import sole_game_loop
-from referee.record import BotInfo, GameRecord, GameSettings, MoveRecord, Termination
+from referee.record import BotInfo, GameRecord, GameSettings, MoveFields, MoveRecord, PlayedMove, Termination
 
 __all__ = [
     "MAX_OPEN_PER_SLOT",
@@ -68,7 +68,7 @@ CLOSE_WAIT_S = 10.0
 
 DEFAULT_LIMITS = Limits()
 T = TypeVar("T")
-OnMove = Callable[[MoveRecord, int], None]
+OnMove = Callable[[PlayedMove, int], None]
 """What the coordinator is told of each move: its record and its ply number (1 for the first move played)."""
 
 
@@ -389,13 +389,13 @@ _MOVE_FIELDS = (
 
 def encode_move(move: MoveRecord, ply: int) -> list[Any]:
     """A move for the coordinator: its ply number and its record's fields, in `_MOVE_FIELDS` order."""
-    return [ply, *(str(move.color) if name == "color" else getattr(move, name) for name in _MOVE_FIELDS)]
+    fields = move.__dict__  # every field is set (`run_game` builds each move whole): read once, not by getattr
+    return [ply, str(fields["color"]), *map(fields.__getitem__, _MOVE_FIELDS[1:])]
 
 
-def decode_move(fields: Sequence[Any]) -> tuple[MoveRecord, int]:
-    """A move as the worker sent it: trusted (the worker built it), so constructed without validation."""
-    ply, *values = fields
-    return MoveRecord.model_construct(**dict(zip(_MOVE_FIELDS, values, strict=True))), int(ply)
+def decode_move(fields: Sequence[Any]) -> tuple[MoveFields, int]:
+    """A move as the worker sent it: trusted (the worker built it), so taken as it is."""
+    return MoveFields(*fields[1:]), int(fields[0])
 
 
 class PlayWorkerLost(Exception):

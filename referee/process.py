@@ -396,9 +396,10 @@ class BotChannel:
         for line in lines:
             self._lines.append((line, stamp))
 
-    def catch_up(self) -> None:
+    def catch_up(self, *, to_a_line: bool = False) -> None:
         """Take in whatever the bot has already written, without waiting for more: a deadline is never judged on
-        less than what had arrived by then."""
+        less than what had arrived by then. `to_a_line`: stop once a complete line is in (a reply the poll said
+        is there: no read that would find nothing more)."""
         reader = self._reader
         if reader is None:
             fileno = getattr(self._receive_stream, "fileno", None)
@@ -419,6 +420,8 @@ class BotChannel:
             data, stamp = chunk
             self._eof = not data
             self._feed(data, stamp)
+            if to_a_line and self._lines:
+                return
 
     def has_lines(self) -> bool:
         """Whether complete lines are waiting to be returned by `receive` (no read needed)."""

@@ -67,7 +67,7 @@ from referee.game import Limits
 from referee.latency import LatencySummary, LatencyTally, is_void_for_lag
 from referee.match import Ended, HeadToHead, head_to_head
 from referee.play import BotPool, MoveRelay, PlayLoop, ProcessPlayLoop, play_in_pool
-from referee.record import GameRecord, GameSettings, MoveRecord, Termination
+from referee.record import GameRecord, GameSettings, PlayedMove, Termination
 from referee.recovery import (
     GAMES_FILE as GAMES_FILE,
 )
@@ -108,9 +108,9 @@ REBUILD_HINT = "run the same command with --rebuild-db (the damaged database is 
 if TYPE_CHECKING:
     from referee.cluster import Cluster
 
-OnMove = Callable[[ScheduledGame, MoveRecord, int], None]
+OnMove = Callable[[ScheduledGame, PlayedMove, int], None]
 """Told of each move of a game in progress: the game, the move's record and its ply number."""
-SlotOnMove = Callable[[MoveRecord, int], None]
+SlotOnMove = Callable[[PlayedMove, int], None]
 
 
 class Slot(Protocol):

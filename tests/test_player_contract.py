@@ -15,7 +15,7 @@ import pytest
 import trio
 
 from referee.config import RunPlan, parse_config, resolve_plan
-from referee.record import GameRecord, MoveRecord, Termination
+from referee.record import GameRecord, PlayedMove, Termination
 from referee.runner import GameSlot, Slot, game_settings
 from referee.schedule import ScheduledGame
 from tests.conftest import child_pids
@@ -72,8 +72,8 @@ async def player(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
             await slot.aclose()
 
 
-async def play(player: Slot, game: ScheduledGame) -> tuple[GameRecord, list[tuple[int, MoveRecord]]]:
-    streamed: list[tuple[int, MoveRecord]] = []
+async def play(player: Slot, game: ScheduledGame) -> tuple[GameRecord, list[tuple[int, PlayedMove]]]:
+    streamed: list[tuple[int, PlayedMove]] = []
     settings = game_settings(PLAN, game)
     with trio.fail_after(120):
         record = await player.play(game, settings, lambda move, ply: streamed.append((ply, move)))

@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # imported in the functions that need them: `--help` must not
     from referee.config import RunPlan
     from referee.display import RunDisplay
     from referee.events import Event
-    from referee.record import MoveRecord
+    from referee.record import PlayedMove
     from referee.runner import RunSummary
     from referee.schedule import ScheduledGame
 
@@ -305,7 +305,7 @@ def execute(
         if writer is not None:
             writer(event)
 
-    def on_move(game: ScheduledGame, move: MoveRecord, ply: int) -> None:
+    def on_move(game: ScheduledGame, move: PlayedMove, ply: int) -> None:
         feed.on_move(game, move, ply)
         display.move_played(game, move, ply)
 
@@ -331,6 +331,7 @@ def execute(
                 while True:
                     await trio.sleep(1)
                     display.tick()
+                    feed.flush()  # the last moves of a batch, when no other write came since
 
             async def watch() -> None:
                 async for _ in signals:
