@@ -41,7 +41,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from referee.botspec import BotSpec, BotSpecError
-from referee.containment import reap_session
+from referee.containment import host_support, reap_session
 
 __all__ = [
     "HIDDEN_DIRS",
@@ -230,11 +230,15 @@ def _missing_prlimit(spec: BotSpec) -> SandboxError:
     )
 
 
-def launch_command(spec: BotSpec, *, private: Iterable[Path] = ()) -> list[str]:
+def launch_command(spec: BotSpec, *, private: Iterable[Path] = (), address_limit: bool = True) -> list[str]:
     """The argv that starts the bot: its command, wrapped as `spec.sandbox` and `spec.memory_mb` ask.
 
-    `private`: folders a sandboxed bot must not see (see `sandboxed_command`). SandboxError when a tool is missing.
+    `private`: folders a sandboxed bot must not see (see `sandboxed_command`). `address_limit`: whether
+    `spec.memory_mb` is held by limiting the address space (`prlimit --as`); False when a memory cgroup holds it
+    (`referee.containment`). SandboxError when a tool is missing.
     """
+    if not address_limit:
+        spec = spec.model_copy(update={"memory_mb": None})
     if not spec.sandbox and spec.memory_mb is None:
         return list(spec.command)
     prlimit = "prlimit"
@@ -283,7 +287,7 @@ def check_launch(spec: BotSpec) -> None:
 
     Finds the tools and tries the sandbox once per process (5-10 ms).
     """
-    launch_command(spec)  # the tools
+    launch_command(spec, address_limit=host_support().memory_cgroup is None)  # the tools
     if not spec.sandbox:
         return
     bwrap = find_bwrap()
