@@ -381,6 +381,7 @@ def detect_host(*, v2: bool = True, v1: bool = True) -> HostSupport:
         if memory is None:
             no_v2 = f"no cgroup v2 memory controller ({v2_problem or 'not offered'})" if V2 in cgroups else ""
             memory_problem = "; ".join(text for text in (no_v2, v1_memory_problem) if text)
+    atexit.register(_remove_bases, [*cgroups.values(), *([memory] if memory is not None else [])])
     return replace(
         support,
         cgroups=cgroups,
@@ -426,8 +427,6 @@ def host_support() -> HostSupport:
     `ALTERNATOR_NO_CGROUPS=1` turns cgroups off, `ALTERNATOR_NO_CGROUP_V2=1` the v2 hierarchy alone (for tests
     and benchmarks comparing them)."""
     support = detect_host()
-    bases = [*support.cgroups.values(), *([support.memory] if support.memory is not None else [])]
-    atexit.register(_remove_bases, bases)
     log.info("bot containment: %s", support.describe())
     return support
 
