@@ -564,7 +564,7 @@ def test_a_stand_in_cgroup_v2_with_controllers_gives_each_bot_pids_max_memory_ma
 
     monkeypatch.setattr(containment, "_write", noted)
     base, controllers, kill, problem = containment.probe_v2(root, "/")
-    assert (base, controllers, kill, problem) == (made, {"pids", "memory", "cpuset"}, True, None)
+    assert base == made and controllers == {"pids", "memory", "cpuset"} and kill and problem is None
     # Enabled from the hierarchy's root down to our folder, so that every bot's cgroup has them.
     for folder in (root, root / "alternator", made):
         assert {text for path, text in writes if path == folder / "cgroup.subtree_control"} == {
