@@ -52,7 +52,7 @@ def address_space_only() -> Iterator[None]:
     try:
         yield
     finally:
-        containment.host_support = saved  # type: ignore[assignment]
+        containment.host_support = saved
 
 
 def memory_status(pid: int) -> str:
@@ -62,7 +62,9 @@ def memory_status(pid: int) -> str:
     except OSError:
         return "gone"
     fields = {line.split(":")[0]: int(line.split()[1]) >> 10 for line in lines if line.startswith("Vm")}
-    return f"VmSize {fields.get('VmSize', 0)} MiB, VmRSS {fields.get('VmRSS', 0)} MiB, VmHWM {fields.get('VmHWM', 0)} MiB"
+    return (
+        f"VmSize {fields.get('VmSize', 0)} MiB, VmRSS {fields.get('VmRSS', 0)} MiB, VmHWM {fields.get('VmHWM', 0)} MiB"
+    )
 
 
 async def play(touch: int, memory_mb: int, log_dir: Path) -> None:

@@ -4,11 +4,21 @@ A bot is a process tree the referee does not trust: children that call setsid() 
 bot's process group, a double-forked daemon leaves its parent. `ProcessTree` keeps hold of all of them,
 with the strongest means the host allows, detected once (`host_support`), never assumed:
 
+- **cgroup v2** (preferred: a writable v2 hierarchy, found from /proc/self/cgroup and /proc/self/mounts, as root
+  or in a delegated subtree such as a systemd user scope; see `probe_v2`): each bot gets a cgroup of its own,
+  joined before its program starts, so every descendant is in it whatever it does with sessions and parents.
+  The tree is killed as one by `cgroup.kill`, frozen by `cgroup.freeze`, its CPU time read from `cpu.stat`;
+  where the controllers are delegated, its process count is bounded by `pids.max`, its resident memory by
+  `memory.max` (swap off), its cores set by `cpuset.cpus`. What v2 lacks here, v1 controllers supply where
+  they are writable (a hybrid host: v2 at /sys/fs/cgroup/unified beside v1).
 - **cgroup v1** (`pids`, `freezer`, `cpuacct`, `cpuset` controllers mounted and writable, as when the
-  referee runs as root): each bot gets a cgroup of its own in each controller, joined before its program
-  starts, so every descendant is in it whatever it does with sessions and parents. The tree is then
-  frozen and killed as one, its CPU time read from `cpuacct.usage`, its process count bounded by
-  `pids.max`, and its cores set by `cpuset.cpus`.
+  referee runs as root on a host without v2): a cgroup per bot in each controller, the tree frozen and killed
+  as one, its CPU time read from `cpuacct.usage`, its process count bounded by `pids.max`, and its cores set
+  by `cpuset.cpus`.
+- **a memory limit** (`--memory-mb`) is held by a memory cgroup (v2 `memory.max`, else v1
+  `memory.limit_in_bytes`, each with swap off) where there is one, so it bounds resident memory, not the
+  address space that JVM, Go and Node runtimes reserve; a bot the kernel kills for it is told apart
+  (`ProcessTree.memory_killed`). Without one, the launch command limits the address space (`referee.sandbox`).
 - **otherwise, /proc**: the referee is a child subreaper (`PR_SET_CHILD_SUBREAPER`), so orphans of a bot's
   tree are re-parented to it rather than to init; the tree is found by walking parent links from the bot
   and from every process seen before (pid and start time, so a reused pid is never taken), sampled at
@@ -257,13 +267,14 @@ def _read_words(path: Path) -> list[str]:
         return []
 
 
-def _enable_controllers(top: Path, mount: Path, pid: int) -> tuple[frozenset[str], str | None]:
+def _enable_controllers(top: Path, pid: int) -> tuple[frozenset[str], str | None]:
     """Enable `V2_CONTROLLERS` (those `top` has) for `top`'s children; the ones enabled, and why not the others.
 
     A v2 cgroup that holds processes cannot give controllers to children (the "no internal processes" rule), so a
     referee alone in a delegated cgroup (`systemd-run --user --scope -p Delegate=yes alternator ...`) moves itself
     into a leaf of it (`REFEREE_LEAF`) first; one sharing its cgroup with other processes (a login shell's) gets
-    tracking, freezing and CPU accounting but no controllers."""
+    tracking, freezing and CPU accounting but no controllers. The same holds at the root of a container's cgroup
+    namespace (a referee started as the container's only process moves itself too)."""
     available = set(_read_words(top / "cgroup.controllers"))
     wanted = [name for name in V2_CONTROLLERS if name in available]
     enabled = set(_read_words(top / "cgroup.subtree_control"))
@@ -276,7 +287,8 @@ def _enable_controllers(top: Path, mount: Path, pid: int) -> tuple[frozenset[str
         try:
             _write(top / "cgroup.subtree_control", f"+{name}")
         except OSError as error:
-            if error.errno != errno.EBUSY or top == mount or _read_words(top / "cgroup.procs") != [str(pid)]:
+            # EBUSY: processes inside (never at the true root, but at a container's, in its cgroup namespace).
+            if error.errno != errno.EBUSY or _read_words(top / "cgroup.procs") != [str(pid)]:
                 problem = f"cannot enable the {name} controller in {top} ({error.strerror or error})"
                 continue
             try:
@@ -311,7 +323,7 @@ def probe_v2(mount: Path, own: str, pid: int | None = None) -> tuple[Path | None
         if not os.access(top / "cgroup.procs", os.W_OK) or not os.access(top, os.W_OK):
             problems.append(f"{top} is not writable (not delegated to this user)")
             continue
-        controllers, problem = _enable_controllers(top, mount, pid)
+        controllers, problem = _enable_controllers(top, pid)
         base = top / "alternator" / str(pid)
         _sweep(base.parent)
         try:

@@ -17,10 +17,12 @@ process group the referee kills (the bot has no terminal to abuse anyway, its st
 and the referee starts it in a new session). Process limits, CPU accounting and freezing are the same with
 or without the sandbox (`referee.containment`: a cgroup per bot where the host allows it).
 
-A memory limit (`BotSpec.memory_mb`, with or without the sandbox) caps the bot's address space
-(`prlimit --as`, RLIMIT_AS): allocations beyond it fail, so a bot that wants too much crashes rather than
-pushing the machine into swap. It is virtual memory, not resident memory: runtimes that reserve large
-address ranges up front (Java, Go, Node) need a generous limit.
+A memory limit (`BotSpec.memory_mb`, with or without the sandbox) is held by the bot's memory cgroup where
+the host has one (`referee.containment`: resident memory, swap off; the sandbox runs inside that cgroup).
+Only without one does the command itself carry it, as a cap on the address space (`prlimit --as`,
+RLIMIT_AS): allocations beyond it fail, so a bot that wants too much crashes rather than pushing the
+machine into swap. That is virtual memory, not resident memory: runtimes that reserve large address ranges
+up front (Java, Go, Node) need a generous limit there.
 
 What the sandbox does not do: stop a bot from connecting to a Unix socket in a folder it can see outside
 /tmp and /run, or from reading what the system folders hold that is not listed in `SECRET_FILES`.
