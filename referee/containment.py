@@ -278,9 +278,9 @@ def _enable_controllers(top: Path, pid: int) -> tuple[frozenset[str], str | None
     available = set(_read_words(top / "cgroup.controllers"))
     wanted = [name for name in V2_CONTROLLERS if name in available]
     enabled = set(_read_words(top / "cgroup.subtree_control"))
-    problem = None
     if not wanted:
-        problem = f"{top} offers none of the {', '.join(V2_CONTROLLERS)} controllers"
+        return frozenset(), f"{top} offers none of the {', '.join(V2_CONTROLLERS)} controllers"
+    failed: dict[str, str] = {}
     for name in wanted:
         if name in enabled:
             continue
@@ -289,16 +289,20 @@ def _enable_controllers(top: Path, pid: int) -> tuple[frozenset[str], str | None
         except OSError as error:
             # EBUSY: processes inside (never at the true root, but at a container's, in its cgroup namespace).
             if error.errno != errno.EBUSY or _read_words(top / "cgroup.procs") != [str(pid)]:
-                problem = f"cannot enable the {name} controller in {top} ({error.strerror or error})"
+                failed[name] = error.strerror or str(error)
                 continue
             try:
                 (top / REFEREE_LEAF).mkdir(exist_ok=True)
                 _write(top / REFEREE_LEAF / "cgroup.procs", str(pid))
                 _write(top / "cgroup.subtree_control", f"+{name}")
             except OSError as again:
-                problem = f"cannot enable the {name} controller in {top} ({again.strerror or again})"
+                failed[name] = again.strerror or str(again)
                 continue
         enabled.add(name)
+    problem = None
+    if failed:
+        why = "; ".join(sorted(set(failed.values())))
+        problem = f"cannot enable the {', '.join(failed)} controllers in {top} ({why})"
     return frozenset(name for name in wanted if name in enabled), problem
 
 

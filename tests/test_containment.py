@@ -6,6 +6,7 @@ with cgroups where the host allows them and with /proc tracking alone.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shutil
@@ -638,3 +639,61 @@ def test_a_stand_in_cgroup_v1_memory_controller_limits_resident_memory_and_swap(
     assert older.memory_killed()
     # A bot without a memory limit joins no memory cgroup.
     assert "memory" not in containment.ProcessTree("plain", support=support).cgroups
+
+
+SCOPE = "/user.slice/user-1000.slice/user@1000.service/app.slice/run-alternator.scope"
+
+
+def _standin_kernel(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make writes to a stand-in v2 hierarchy follow the kernel's two rules that matter here: a cgroup other than
+    the root that holds processes cannot give controllers to children (EBUSY), and a process is in one cgroup."""
+    write = containment._write
+
+    def kernel(path: Path, text: str) -> None:
+        procs = path.parent / "cgroup.procs"
+        busy = path.parent != root and procs.exists() and procs.read_text().split()
+        if path.name == "cgroup.subtree_control" and busy:
+            raise OSError(errno.EBUSY, "Device or resource busy")
+        if path.name == "cgroup.procs":
+            for other in root.rglob("cgroup.procs"):
+                other.write_text("".join(f"{pid}\n" for pid in other.read_text().split() if pid != text))
+        write(path, text)
+
+    monkeypatch.setattr(containment, "_write", kernel)
+
+
+def test_a_referee_alone_in_a_delegated_scope_moves_into_a_leaf_so_its_bots_get_the_controllers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "cgroup2"
+    _standin_v2(root, "cpuset cpu io memory pids")
+    scope = root / SCOPE.lstrip("/")
+    made = _standin_v2(scope, "cpuset memory pids")
+    (scope / "cgroup.procs").write_text(f"{os.getpid()}\n")
+    _standin_kernel(root, monkeypatch)
+    base, controllers, _, problem = containment.probe_v2(root, SCOPE)
+    assert base == made and controllers == {"pids", "memory", "cpuset"} and problem is None
+    assert (scope / "alternator-referee" / "cgroup.procs").read_text() == str(os.getpid())
+    assert (scope / "cgroup.procs").read_text() == ""
+    # Its play workers, started there, find the scope again rather than making their own in the leaf.
+    base, controllers, _, _ = containment.probe_v2(root, SCOPE + "/alternator-referee")
+    assert base == made and controllers == {"pids", "memory", "cpuset"}
+
+
+def test_a_referee_sharing_its_scope_gets_no_controllers_there_and_a_root_one_takes_the_hierarchy_s_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "cgroup2"
+    at_root = _standin_v2(root, "cpuset cpu io memory pids")
+    scope = root / SCOPE.lstrip("/")
+    in_scope = _standin_v2(scope, "cpuset memory pids")
+    (scope / "cgroup.procs").write_text(f"1234\n{os.getpid()}\n")  # a login shell beside the referee
+    _standin_kernel(root, monkeypatch)
+    assert containment._enable_controllers(scope, os.getpid()) == (
+        frozenset(),
+        f"cannot enable the pids, memory, cpuset controllers in {scope} (Device or resource busy)",
+    )
+    assert (scope / "cgroup.procs").read_text().split() == ["1234", str(os.getpid())]  # nobody was moved
+    base, controllers, _, _ = containment.probe_v2(root, SCOPE)
+    assert base == at_root and controllers == {"pids", "memory", "cpuset"}
+    assert in_scope.exists()  # (a stand-in: the kernel would have removed the empty folder left unused)
