@@ -503,6 +503,9 @@ async def run_in_spawner(fn: Callable[[], T]) -> T:
     global _spawner
     with _spawner_lock:
         if _spawner is None:
+            # The host is probed before the first fork: a referee alone in a delegated cgroup can move into its leaf
+            # (and so give its bots the cgroup's controllers) only while no child of it shares the cgroup.
+            host_support()
             _spawner = _Spawner()
     return await _spawner.run(fn)
 

@@ -1,7 +1,8 @@
 """Containing untrusted bots: every process a bot starts ends with it, a crash is seen when the bot exits,
 the sandbox hides what is not the bot's, a fork bomb is bounded, CPU is accounted and a waiting bot can be
 frozen, and nothing a bot wrote reaches the terminal raw. Real misbehaving bots (tests/bots/testbot.py),
-with cgroups where the host allows them and with /proc tracking alone.
+with cgroups where the host allows them (cgroup v2 preferred, and v1 alone where writable) and with /proc
+tracking alone; cgroup v2's controller files, which this host's v2 hierarchy lacks, through stand-in hierarchies.
 """
 
 from __future__ import annotations
