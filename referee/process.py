@@ -853,9 +853,11 @@ class BotProcess(BotChannel):
             how = f"{describe_exit(128 - code)} (exit code {code} from the sandbox)"
         if self.spec.memory_mb is not None and self.tree is not None and self.tree.memory_limit is not None:
             # Held by a memory cgroup: the limit is named only when the kernel killed the bot for it.
-            if self.tree.memory_killed():
-                how = f"was killed by the kernel's out-of-memory killer ({how}): its memory was limited to"
-                how += f" {self.spec.memory_mb} MiB"
+            limited = f"its memory was limited to {self.spec.memory_mb} MiB"
+            if self.tree.memory_killed() and "SIGKILL" in how:
+                how = f"was killed by the kernel's out-of-memory killer ({how}): {limited}"
+            elif self.tree.memory_killed():
+                how += f" after the kernel's out-of-memory killer ended one of its processes: {limited}"
         elif self.spec.memory_mb is not None:
             how += f" (its memory was limited to {self.spec.memory_mb} MiB)"
         return BotCrashed(how)
