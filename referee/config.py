@@ -186,8 +186,8 @@ class RunConfig(BaseModel):
     memory_mb: int | None = Field(
         None,
         ge=16,
-        description="Limit every bot's address space (virtual memory) to this many MiB (a bot's own `memory_mb`"
-        " overrides).",
+        description="Limit every bot's memory to this many MiB: resident memory where the host has a memory cgroup,"
+        " else the address space (a bot's own `memory_mb` overrides).",
     )
     max_processes: int | None = Field(
         None,

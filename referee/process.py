@@ -854,7 +854,14 @@ class BotProcess(BotChannel):
         if self.spec.sandbox and 128 < code < 128 + signal.NSIG:
             # bwrap reports a child killed by signal N as exit code 128 + N.
             how = f"{describe_exit(128 - code)} (exit code {code} from the sandbox)"
-        if self.spec.memory_mb is not None:
+        if self.spec.memory_mb is not None and self.tree is not None and self.tree.memory_limit is not None:
+            # Held by a memory cgroup: the limit is named only when the kernel killed the bot for it.
+            limited = f"its memory was limited to {self.spec.memory_mb} MiB"
+            if self.tree.memory_killed() and "SIGKILL" in how:
+                how = f"was killed by the kernel's out-of-memory killer ({how}): {limited}"
+            elif self.tree.memory_killed():
+                how += f" after the kernel's out-of-memory killer ended one of its processes: {limited}"
+        elif self.spec.memory_mb is not None:
             how += f" (its memory was limited to {self.spec.memory_mb} MiB)"
         return BotCrashed(how)
 
@@ -986,10 +993,6 @@ async def open_bot(
     own = spec.dir.resolve() if spec.dir is not None else None
     others = {path.resolve() for path in hidden} - {own}
     private = [log_dir.absolute(), log_dir.absolute().parent, *sorted(others)]
-    try:
-        command = launch_command(spec, private=private)
-    except SandboxError as error:
-        raise BotStartError(str(error)) from None
     log_dir.mkdir(parents=True, exist_ok=True)
     _end_leftovers_once(log_dir)
     tree = ProcessTree(
@@ -998,7 +1001,14 @@ async def open_bot(
         cores=cores,
         note_dir=log_dir / RUNNING_DIR,
         sandboxed=spec.sandbox,
+        memory_mb=spec.memory_mb,
     )
+    try:
+        # A memory cgroup holds the bot's resident memory; without one, its address space is limited instead.
+        command = launch_command(spec, private=private, address_limit=tree.memory_limit is None)
+    except SandboxError as error:
+        tree.close()
+        raise BotStartError(str(error)) from None
     if spec.sandbox:
         env: dict[str, str] = sandbox_environment(spec, os.environ)
     else:

@@ -55,7 +55,11 @@ class BotInfo(BaseModel):
     sandbox: bool = Field(
         default=False, description="Whether it ran in the sandbox (no network, read-only filesystem but /tmp)."
     )
-    memory_mb: int | None = Field(default=None, description="Its address-space limit in MiB (null: none).")
+    memory_mb: int | None = Field(
+        default=None,
+        description="Its memory limit in MiB (null: none); `containment` says how it was held"
+        " (a memory cgroup on resident memory, or the address space).",
+    )
     run_command: list[str] | None = Field(
         default=None,
         description="The command line actually run when it differs from `command`: `command` wrapped in the"
@@ -70,7 +74,8 @@ class BotInfo(BaseModel):
     )
     containment: str | None = Field(
         default=None,
-        description="What held its processes: cgroups or /proc tracking, subreaper, death signal, process limit.",
+        description="What held its processes: cgroups (v2, v1) or /proc tracking, subreaper, death signal,"
+        " process limit, and how a memory limit was held.",
     )
     cores: list[int] | None = Field(default=None, description="The cores it was pinned to (--cpu-affinity).")
     options: dict[str, OptionValue] | None = Field(

@@ -125,7 +125,8 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
         "--memory-mb",
         type=int,
         metavar="N",
-        help="limit every bot's memory (address space) to N MiB; a bot that allocates more crashes",
+        help="limit every bot's memory to N MiB (resident memory, no swap, where the host has a memory cgroup;"
+        " else its address space); a bot that needs more loses",
     )
     parser.add_argument(
         "--max-processes",
