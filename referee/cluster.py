@@ -45,7 +45,7 @@ import trio
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from protocol.options import OptionError, resolve_options
-from referee import __version__
+from referee import __version__, process_wide
 from referee.botspec import BotSpec
 from referee.game import run_game
 from referee.play import BotPool, MoveBatches, decode_move, encode_move, void_record
@@ -358,19 +358,16 @@ async def _handshake(process: BotProcess, timeout_s: float = PROBE_TIMEOUT_S) ->
     return None
 
 
-_games: _WorkerGames | None = None
-_games_lock = threading.Lock()
+def _new_worker_games() -> _WorkerGames:
+    log_dir = Path(tempfile.gettempdir()) / f"alternator-worker-{os.getpid()}" / "logs"
+    games = _WorkerGames(log_dir)
+    atexit.register(games.close)
+    return games
 
 
 def _worker_games() -> _WorkerGames:
-    """This worker process's games loop, started by its first task."""
-    global _games
-    with _games_lock:
-        if _games is None:
-            log_dir = Path(tempfile.gettempdir()) / f"alternator-worker-{os.getpid()}" / "logs"
-            _games = _WorkerGames(log_dir)
-            atexit.register(_games.close)
-        return _games
+    """This worker process's games loop, started by its first task (`process_wide.DASK_WORKER_GAMES`)."""
+    return process_wide.DASK_WORKER_GAMES.get(_new_worker_games)
 
 
 def _worker_address() -> str:

@@ -54,6 +54,8 @@ from typing import Any, TypeVar
 
 import trio
 
+from referee import process_wide
+
 __all__ = [
     "CGROUP_CONTROLLERS",
     "ENV_TOKEN",
@@ -494,20 +496,16 @@ class _Spawner:
         return value  # type: ignore[no-any-return]
 
 
-_spawner_lock = threading.Lock()
-_spawner: _Spawner | None = None
+def _new_spawner() -> _Spawner:
+    # The host is probed before the first fork: a referee alone in a delegated cgroup can move into its leaf
+    # (and so give its bots the cgroup's controllers) only while no child of it shares the cgroup.
+    host_support()
+    return _Spawner()
 
 
 async def run_in_spawner(fn: Callable[[], T]) -> T:
-    """Run `fn` (a fork: subprocess.Popen) in the referee's long-lived spawner thread."""
-    global _spawner
-    with _spawner_lock:
-        if _spawner is None:
-            # The host is probed before the first fork: a referee alone in a delegated cgroup can move into its leaf
-            # (and so give its bots the cgroup's controllers) only while no child of it shares the cgroup.
-            host_support()
-            _spawner = _Spawner()
-    return await _spawner.run(fn)
+    """Run `fn` (a fork: subprocess.Popen) in the referee's long-lived spawner thread (`process_wide.SPAWNER`)."""
+    return await process_wide.SPAWNER.get(_new_spawner).run(fn)
 
 
 # -- /proc ---------------------------------------------------------------------------------------------

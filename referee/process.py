@@ -53,7 +53,7 @@ from protocol.messages import (
     parse_bot_line,
 )
 from protocol.session import ProtocolViolation, Session
-from referee import __version__
+from referee import __version__, process_wide
 from referee.botspec import BotSpec, script_start_problem
 from referee.containment import (
     RUNNING_DIR,
@@ -596,10 +596,6 @@ _READ_SYSCALLS = {"x86_64": (0, 17, 19), "aarch64": (63, 65, 67)}.get(platform.m
 """read, pread64 and readv on this machine (their numbers in /proc/PID/syscall); none known: never excused."""
 
 
-_SPAWNER_CORES: list[int] | None = None
-"""The spawner thread's own cores as it started (it pins itself to a bot's for each spawn; see `_spawn`)."""
-
-
 def _spawn(
     command: list[str],
     cwd: Path | None,
@@ -614,12 +610,10 @@ def _spawn(
     Without `preexec` the spawn forks nothing of the referee's (vfork); the child takes the spawning thread's
     cores, so this thread takes `cores` (or its own again) first.
     """
-    global _SPAWNER_CORES
     if hasattr(os, "sched_setaffinity"):
-        if _SPAWNER_CORES is None:
-            _SPAWNER_CORES = sorted(os.sched_getaffinity(0))
+        own = process_wide.SPAWNER_CORES.get(lambda: sorted(os.sched_getaffinity(0)))  # this thread's, as it started
         with contextlib.suppress(OSError):
-            os.sched_setaffinity(0, cores or _SPAWNER_CORES)
+            os.sched_setaffinity(0, cores or own)
     stdin_r, stdin_w = os.pipe()
     stdout_r, stdout_w = stdout_pair()
     stderr_r, stderr_w = os.pipe()
@@ -1043,14 +1037,11 @@ async def open_bot(
                 nursery.cancel_scope.cancel()
 
 
-_leftovers_ended: set[Path] = set()
-
-
 def _end_leftovers_once(log_dir: Path) -> None:
     """The first time this referee uses an output directory: end the bots a killed referee left there."""
     key = log_dir.resolve()
-    if key not in _leftovers_ended:
-        _leftovers_ended.add(key)
+    if key not in process_wide.LEFTOVERS_ENDED:
+        process_wide.LEFTOVERS_ENDED.add(key)
         end_leftovers(log_dir)
 
 
