@@ -16,6 +16,8 @@ runs in one process share none of it. What is left is what the operating system 
 - `LEFTOVERS_ENDED`: the output directories whose leftover bots (from a referee killed with `kill -9`) this
   process has ended already: once per directory and process is enough, and a second run in the same
   directory must not end the first run's live bots.
+- `STDERR_HUB`: the thread that copies every bot's stderr to its log (`referee.reader.StderrCopier`): a thread
+  per bot cost its start and join at every bot's start and stop, and a wake-up per bot while it thought.
 - `DASK_WORKER_GAMES`: in a Dask worker, the loop that plays its games and keeps its bots between tasks (Dask
   runs each task as a function call in the worker process; the bots outlive the call).
 
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
     from referee.cluster import _WorkerGames
     from referee.containment import _Spawner
     from referee.latency import HostLagMonitor
+    from referee.reader import _StderrHub
 
 __all__ = [
     "DASK_WORKER_GAMES",
@@ -47,6 +50,7 @@ __all__ = [
     "PLAY_WORKERS",
     "SPAWNER",
     "SPAWNER_CORES",
+    "STDERR_HUB",
     "Lazy",
 ]
 
@@ -81,4 +85,5 @@ SPAWNER_CORES: Lazy[list[int]] = Lazy("spawner cores")
 LAG_MONITOR: Lazy[HostLagMonitor] = Lazy("lag monitor")
 PLAY_WORKERS: set[int] = set()
 LEFTOVERS_ENDED: set[Path] = set()
+STDERR_HUB: Lazy[_StderrHub] = Lazy("stderr hub")
 DASK_WORKER_GAMES: Lazy[_WorkerGames] = Lazy("dask worker games")
