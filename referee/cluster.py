@@ -802,6 +802,23 @@ class Cluster:
         return [stat.describe() for stat in sorted(self.stats.values(), key=lambda s: s.address)]
 
 
+class ClusterPlayers:
+    """A run's games played on the cluster (`referee.runner.Players`): as many slots as games it keeps in flight,
+    each a `ClusterSlot`."""
+
+    def __init__(self, cluster: Cluster, bots: Sequence[BotSpec], start_timeout_s: float = PROBE_TIMEOUT_S) -> None:
+        self.cluster = cluster
+        self.bots = list(bots)
+        self.start_timeout_s = start_timeout_s
+
+    @property
+    def slots(self) -> int:
+        return self.cluster.in_flight
+
+    def player(self, index: int) -> ClusterSlot:
+        return ClusterSlot(index, self.cluster, self.bots, self.start_timeout_s)
+
+
 class ClusterSlot:
     """A runner's worker slot whose games are played on the cluster: the interface of a local slot (`index`,
     `running`, `play`, `aclose`), with no processes of its own."""

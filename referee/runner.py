@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import trio
 
@@ -105,9 +105,6 @@ stops the run: that is a set-up problem (a wrong command, output never flushed),
 forfeit every game of the bot. Those failed games are not scored."""
 REBUILD_HINT = "run the same command with --rebuild-db (the damaged database is kept beside it)"
 
-if TYPE_CHECKING:
-    from referee.cluster import Cluster
-
 OnMove = Callable[[ScheduledGame, PlayedMove, int], None]
 """Told of each move of a game in progress: the game, the move's record and its ply number."""
 SlotOnMove = Callable[[PlayedMove, int], None]
@@ -123,6 +120,35 @@ class Slot(Protocol):
     async def play(self, game: ScheduledGame, settings: GameSettings, on_move: SlotOnMove | None) -> GameRecord: ...
 
     async def aclose(self) -> None: ...
+
+
+class Players(Protocol):
+    """Where a run's games are played: `slots` at once, each slot by its own player (`player(index)`). The runner
+    is given its players when it is built (`LocalPlayers` here, `referee.cluster.ClusterPlayers` on a cluster)
+    and never asks which kind it has: `tests/test_player_contract.py` holds every kind to one contract."""
+
+    @property
+    def slots(self) -> int: ...
+
+    def player(self, index: int) -> Slot: ...
+
+
+class LocalPlayers:
+    """Games played on this machine: `plan.concurrency` slots, each a `GameSlot` (on its own cores with
+    --cpu-affinity: slot i gets set i modulo their number)."""
+
+    def __init__(self, plan: RunPlan, log_dir: Path) -> None:
+        self.plan = plan
+        self.log_dir = log_dir
+        self._cores: list[list[int]] = CpuSlots(plan.concurrency).sets if plan.cpu_affinity else [[]]
+
+    @property
+    def slots(self) -> int:
+        return self.plan.concurrency
+
+    def player(self, index: int) -> Slot:
+        cores = self._cores[index % len(self._cores)] or None
+        return GameSlot(index, self.plan, self.log_dir, cores, in_process=self.plan.concurrency > 1)
 
 
 class RunError(Exception):
@@ -247,11 +273,11 @@ class Runner:
         *,
         on_event: Callable[[Event], None] | None = None,
         on_move: OnMove | None = None,
-        cluster: Cluster | None = None,
+        players: Players | None = None,
     ) -> None:
         self.plan = plan
-        self.cluster = cluster
-        """Where games are played when not here: each slot submits its game to the cluster and waits."""
+        self.players = players or LocalPlayers(plan, plan.out_dir / LOG_DIR)
+        """Who plays the games: here (the default), or on a cluster (`referee.cluster.ClusterPlayers`)."""
         self.on_event = on_event or (lambda event: None)
         self.on_move = on_move
         self.out_dir = plan.out_dir
@@ -290,8 +316,6 @@ class Runner:
         self._started = 0.0
         self._store: RunStore | None = None
         self._write_lock = trio.Lock()
-        self._cores: list[list[int]] = CpuSlots(plan.concurrency).sets if plan.cpu_affinity else [[]]
-        """--cpu-affinity: the cores of each slot (slot i has set i modulo their number); [[]]: not pinned."""
         self.finishers: list[Callable[[RunSummary], list[Path]]] = []
         """Called with the summary at the end of every run (completed, decided, stopped or failed), after the
         standings and games.jsonl are written; the files they write are added to the summary (a report, ...)."""
@@ -434,17 +458,10 @@ class Runner:
 
     @property
     def _slots(self) -> int:
-        return self.cluster.in_flight if self.cluster is not None else self.plan.concurrency
+        return self.players.slots
 
     async def _worker(self, index: int) -> None:
-        slot: Slot
-        if self.cluster is not None:
-            from referee.cluster import ClusterSlot
-
-            slot = ClusterSlot(index, self.cluster, self.plan.bots, self.plan.start_timeout_s)
-        else:
-            cores = self._cores[index % len(self._cores)] or None
-            slot = GameSlot(index, self.plan, self.log_dir, cores, in_process=self.plan.concurrency > 1)
+        slot = self.players.player(index)
         try:
             while self._pending and self._ended is None:
                 if not self._backoff.admits(index):

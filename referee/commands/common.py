@@ -310,22 +310,22 @@ def execute(
         feed.on_move(game, move, ply)
         display.move_played(game, move, ply)
 
-    runner = Runner(plan, on_event=on_event, on_move=on_move)
-
     async def main() -> RunSummary:
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-            if plan.cluster is not None:
-                runner.cluster = await open_cluster(plan, display)
+            if plan.cluster is None:
+                return await play(signals, Runner(plan, on_event=on_event, on_move=on_move))
+            from referee.cluster import ClusterPlayers
+
+            cluster = await open_cluster(plan, display)
             try:
-                summary = await play(signals)
+                players = ClusterPlayers(cluster, plan.bots, plan.start_timeout_s)
+                summary = await play(signals, Runner(plan, on_event=on_event, on_move=on_move, players=players))
             finally:
-                if runner.cluster is not None:
-                    await runner.cluster.close()
-            if runner.cluster is not None:
-                summary.workers = runner.cluster.summary_lines()
+                await cluster.close()
+            summary.workers = cluster.summary_lines()
             return summary
 
-    async def play(signals: AsyncIterator[int]) -> RunSummary:
+    async def play(signals: AsyncIterator[int], runner: Runner) -> RunSummary:
         async with trio.open_nursery() as nursery:
 
             async def tick() -> None:
