@@ -381,7 +381,9 @@ class StderrCopier:
         name: str,
         cores: Sequence[int] | None = None,
     ) -> None:
-        self.fd = fd
+        self.fd = os.dup(fd)
+        """The copy's own descriptor of the pipe, closed by the copy when it ends: the owner may close its own at any
+        time without the copier ever reading a descriptor that the number was reused for."""
         self.name = name
         self._log_path = log_path
         self._cap_bytes = cap_bytes
@@ -392,10 +394,10 @@ class StderrCopier:
         self.done = trio.Event()
         self._token = trio.lowlevel.current_trio_token()
         self.stopping = False
-        os.set_blocking(fd, False)
+        os.set_blocking(self.fd, False)
         if STDERR_DRAIN_S:
             with contextlib.suppress(OSError):  # a smaller pipe still works: a flooding bot waits for the drain
-                fcntl.fcntl(fd, _F_SETPIPE_SZ, STDERR_PIPE_BYTES)
+                fcntl.fcntl(self.fd, _F_SETPIPE_SZ, STDERR_PIPE_BYTES)
         process_wide.STDERR_HUB.get(_StderrHub).add(self)
 
     def open_log(self) -> None:
@@ -420,6 +422,8 @@ class StderrCopier:
 
     def finish(self) -> None:
         """On the hub's thread, once: the copy is over."""
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
         if self._log_file is not None:
             with contextlib.suppress(OSError):
                 self._log_file.close()
@@ -490,9 +494,6 @@ class _StderrHub:
                 with self._lock:
                     added, self._added = self._added, []
                 for copier in added:
-                    stale = copiers.pop(copier.fd, None)
-                    if stale is not None:  # its pipe was closed without waiting for its stop, and the fd reused
-                        stale.finish()
                     copier.open_log()
                     copiers[copier.fd] = copier
                     poller.register(copier.fd, select.POLLIN)
