@@ -84,7 +84,7 @@ def test_the_example_config_is_valid() -> None:
         (
             '[[bots]]\nname = "a"\ncommand = "x"\n[[bots]]\nname = "b"\ncommand = "y"\ntime_control = "60+"\n',
             "tournament.toml: bots[1].time_control: unknown key; the keys here are command, cpu_limit_s, depth, dir,"
-            " env, max_processes, memory_mb, name, nodes, options, ponder, sandbox, tc (for this bot's own time"
+            " env, max_processes, memory_mb, name, nodes, options, ponder, rating, sandbox, tc (for this bot's own time"
             ' control, time odds, write tc = "..."; for every bot, time_control is a top-level key: move it above the'
             " first [table] or [[bots]])",
         ),
@@ -105,8 +105,8 @@ def test_the_example_config_is_valid() -> None:
             "tournament.toml: games: Input should be greater than or equal to 1",
         ),
         (
-            'format = "swiss"\n[[bots]]\nname = "a"\ncommand = "x"\n[[bots]]\nname = "b"\ncommand = "y"\n',
-            "tournament.toml: format: Input should be 'round-robin' or 'gauntlet'",
+            'format = "ladder"\n[[bots]]\nname = "a"\ncommand = "x"\n[[bots]]\nname = "b"\ncommand = "y"\n',
+            "tournament.toml: format: Input should be 'round-robin', 'gauntlet', 'pairings', 'swiss', 'knockout' or 'adaptive'",
         ),
         (
             'gmaes = 2\n[[bots]]\nname = "a"\ncommand = "x"\n[[bots]]\nname = "b"\ncommand = "y"\n',
