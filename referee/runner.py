@@ -29,7 +29,7 @@ import json
 import math
 import sqlite3
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -273,6 +273,7 @@ class Runner:
         on_event: Callable[[Event], None] | None = None,
         on_move: OnMove | None = None,
         cluster: Cluster | None = None,
+        suspended: Mapping[str, str] | None = None,
     ) -> None:
         self.plan = plan
         self.cluster = cluster
@@ -289,6 +290,7 @@ class Runner:
         self._field: list[str] = plan.bot_names  # every bot the run has had (retired ones too)
         self._retired: set[str] = set()
         self._suspended: dict[str, str] = {}  # name -> reason; their games are forfeited
+        self._suspend_at_start = dict(suspended or {})  # found broken before the run (a program not found)
         self._suspended_dirty = False
         self.scheduler: Scheduler | None = None
         self._in_flight = 0
@@ -403,6 +405,10 @@ class Runner:
         self._retired = set(change.retired)
         stored = store.get_meta(SUSPENDED_META)
         self._suspended = json.loads(stored) if stored else {}
+        for name, reason in self._suspend_at_start.items():
+            if name not in self._suspended:
+                self._suspended[name] = reason
+                self._suspended_dirty = True
         fingerprint = store.fingerprint() or {}
         ratings = {bot["name"]: float(bot["rating"]) for bot in fingerprint.get("bots", []) if "rating" in bot}
         try:
@@ -665,6 +671,7 @@ class Runner:
                 # Counted under the lock: no other game can commit between this one and the SPRT's look at it.
                 counts, pair_done = await trio.to_thread.run_sync(self._save, game, record)
                 if counts:
+                    self._points[game.number] = result_points(record.result)
                     self._results.append(
                         ScoredGame(
                             game.black,

@@ -394,10 +394,11 @@ class RunStore(_Reads):
                 self._db.execute("DELETE FROM games")
                 self._db.execute("DELETE FROM meta")
             stored = None
-        if stored is not None and pool:
-            change, fingerprint = _pool_change(json.loads(stored), fingerprint, self.path.parent)
         if stored is not None:
             old = json.loads(stored)
+            if pool and old.get("kind", "tournament") == fingerprint.get("kind"):
+                change, fingerprint = _pool_change(old, fingerprint, self.path.parent)
+                old = {**old, "bots": fingerprint["bots"]}  # compared by name in _pool_change
             if old != fingerprint:
                 was, now = old.get("kind", "tournament"), fingerprint.get("kind", "tournament")
                 if was != now:

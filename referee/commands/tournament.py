@@ -259,12 +259,13 @@ def _run(args: argparse.Namespace) -> int:
     from referee.standings import to_text
 
     plan = build_plan(args)
-    if plan.cluster is None:
-        check_bots(plan)  # on a cluster each worker checks them (the preflight)
+    suspended: dict[str, str] = {}
+    if plan.cluster is None:  # on a cluster each worker checks them (the preflight)
+        suspended = check_bots(plan, suspend=plan.sprt is None and len(plan.bots) > 2)
     display = RunDisplay(sys.stderr, report_every=args.report_every, quiet=args.quiet, title=plan.title)
     for line in controls_summary(plan):
         display.message(line)
-    summary = execute(plan, display, events=args.events, rebuild_db=args.rebuild_db)
+    summary = execute(plan, display, events=args.events, rebuild_db=args.rebuild_db, suspended=suspended)
     if summary is not None:
         table = to_text(summary.standings)
         results_out = sys.stderr if args.events == "-" else sys.stdout
