@@ -10,7 +10,8 @@ bot plays as many games with Black as with White; who plays Black first alternat
 has had it. With an odd field one bot a round gets a bye, worth a won encounter (2 points): the
 lowest-ranked bot that has not had one. Pairing is Dutch-style: bots are ranked by score, then seed
 (their place in the config); within a score group the top half meets the bottom half, and a bot that
-cannot be paired there without a rematch floats down to the next group. The search backtracks over
+cannot be paired there without a rematch floats down to the next group; within a group, an opponent whose
+colour history does not clash is preferred, so that Black first can alternate. The search backtracks over
 the whole round, so it finds a pairing without rematches whenever one exists (within a search budget;
 past it, the fewest rematches).
 
@@ -116,7 +117,8 @@ class Swiss:
             bye = next(name for name in reversed(ranked) if state.byes[name] == fewest)
             ranked.remove(bye)
         played = {frozenset((a, b)) for a, opponents in state.met.items() for b in opponents}
-        pairs = _pair(ranked, state.score, played, rematches=False) or _pair(ranked, state.score, played, True)
+        due = {name: 2 * state.first_black[name] - len(state.met[name]) for name in ranked}
+        pairs = _pair(ranked, state.score, played, False, due) or _pair(ranked, state.score, played, True, due)
         assert pairs is not None, "with rematches allowed every even field pairs"
         place = {name: index for index, name in enumerate(ranked)}
         encounters = [self._colours(a, b, state, place) for a, b in pairs]
@@ -124,10 +126,13 @@ class Swiss:
         return encounters, bye
 
     def _colours(self, a: str, b: str, state: SwissState, place: dict[str, int]) -> tuple[str, str]:
-        """(Black first, White first): the bot that has had Black first less often, then the one that had White
-        first last time, then the higher ranked in even rounds and the lower in odd ones."""
-        if state.first_black[a] != state.first_black[b]:
-            return (a, b) if state.first_black[a] < state.first_black[b] else (b, a)
+        """(Black first, White first): the bot with the lower balance of Black-first over White-first encounters,
+        then the one that had White first last time, then the higher ranked in even rounds and the lower in odd
+        ones."""
+        due_a = 2 * state.first_black[a] - len(state.met[a])
+        due_b = 2 * state.first_black[b] - len(state.met[b])
+        if due_a != due_b:
+            return (a, b) if due_a < due_b else (b, a)
         last_a, last_b = state.last_first_black.get(a), state.last_first_black.get(b)
         if last_a is not None and last_b is not None and last_a != last_b:
             return (b, a) if last_a else (a, b)
@@ -206,7 +211,11 @@ def max_rounds(bots: int) -> int:
 
 
 def _pair(
-    ranked: list[str], score: dict[str, float], played: set[frozenset[str]], rematches: bool
+    ranked: list[str],
+    score: dict[str, float],
+    played: set[frozenset[str]],
+    rematches: bool,
+    due: dict[str, int] | None = None,
 ) -> list[tuple[str, str]] | None:
     """Pair `ranked` (an even list, best first), Dutch-style (see the module), or None when the search finds no
     pairing without a rematch within its budget."""
@@ -219,7 +228,7 @@ def _pair(
         if steps[0] > _SEARCH_BUDGET:
             return None
         top, rest = players[0], players[1:]
-        for other in _candidates(top, rest, score):
+        for other in _candidates(top, rest, score, due):
             if not rematches and frozenset((top, other)) in played:
                 continue
             found = search([name for name in rest if name != other])
@@ -233,7 +242,7 @@ def _pair(
         players = list(ranked)
         while players:
             top, rest = players[0], players[1:]
-            candidates = _candidates(top, rest, score)
+            candidates = _candidates(top, rest, score, due)
             other = next((o for o in candidates if frozenset((top, o)) not in played), candidates[0])
             pairs.append((top, other))
             players = [name for name in rest if name != other]
@@ -241,11 +250,15 @@ def _pair(
     return search(ranked)
 
 
-def _candidates(top: str, rest: list[str], score: dict[str, float]) -> list[str]:
+def _candidates(top: str, rest: list[str], score: dict[str, float], due: dict[str, int] | None = None) -> list[str]:
     """`top`'s opponents in order of preference: its score group's Dutch choice (the top half meets the bottom
-    half: the player half a group below), then the rest of the group nearest that place, then lower groups."""
+    half: the player half a group below), then the rest of the group nearest that place, then lower groups;
+    within a group, opponents whose colour history clashes with `top`'s (both had Black first more often, or
+    both less) come after the others. `due`: Black-first encounters minus White-first ones, per bot."""
     group = [top, *(name for name in rest if score[name] == score[top])]
     ideal = max(1, len(group) // 2)
     order = list(range(ideal, len(group))) + list(range(ideal - 1, 0, -1))
     preferred = [group[index] for index in order]
+    if due is not None and due[top]:
+        preferred.sort(key=lambda name: due[name] * due[top] > 0)  # stable: the Dutch order within each kind
     return preferred + [name for name in rest if name not in preferred]

@@ -106,7 +106,8 @@ def test_the_example_config_is_valid() -> None:
         ),
         (
             'format = "ladder"\n[[bots]]\nname = "a"\ncommand = "x"\n[[bots]]\nname = "b"\ncommand = "y"\n',
-            "tournament.toml: format: Input should be 'round-robin', 'gauntlet', 'pairings', 'swiss', 'knockout' or 'adaptive'",
+            "tournament.toml: format: Input should be 'round-robin', 'gauntlet', 'pairings', 'swiss',"
+            " 'knockout' or 'adaptive'",
         ),
         (
             'gmaes = 2\n[[bots]]\nname = "a"\ncommand = "x"\n[[bots]]\nname = "b"\ncommand = "y"\n',

@@ -1,4 +1,4 @@
-"""`alternator tournament`: play a round robin, gauntlet, Swiss, knockout or adaptive run; resumable, with live standings.
+"""`alternator tournament`: a round robin, gauntlet, Swiss, knockout or adaptive run; resumable, live standings.
 
 With no config file and no `--bot`, it runs the built-in demo (the sample bots, a short round robin).
 Options override the config file's values. Re-running the same command resumes the tournament from
