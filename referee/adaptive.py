@@ -12,8 +12,10 @@ bots i and j is the variance of Ri - Rj: from the inverse of the information mat
 `FULL_COVARIANCE_BOTS`, and above that from its diagonal with a first-order correction for their games
 against each other. The confidence that i is above j is Phi((Ri - Rj) / sd).
 
-The policy: rank the pool by the fit; the order is decided when every neighbouring pair is ordered at the
-stated confidence (default 95 %), since those decide the whole chain. Until then, play the neighbouring
+The policy: rank the pool by the fit; the whole order is decided at the stated confidence (default 95 %) when
+every neighbouring pair is ordered at 1 - (1 - confidence) / (bots - 1) (Bonferroni: the chances that some
+neighbouring order is wrong add up to at most 1 - confidence), since the neighbours decide the whole chain.
+Until then, play the neighbouring
 pair whose order is least certain (the one a result moves most), skipping pairs already being played so
 that several game pairs can run at once.
 """
@@ -197,6 +199,11 @@ def neighbour_confidence(
     return order, confidences, result
 
 
+def pair_threshold(confidence: float, bots: int) -> float:
+    """The confidence each neighbouring order needs for the whole order of `bots` to be decided at `confidence`."""
+    return 1.0 - (1.0 - confidence) / max(1, bots - 1)
+
+
 def choose_pairs(
     confidences: Sequence[tuple[str, str, float]],
     *,
@@ -265,9 +272,8 @@ class Adaptive:
         if room <= 0:
             return []
         _, confidences, _ = self._state(progress)
-        chosen = choose_pairs(
-            confidences, busy=busy, count=room, confidence=self.confidence, excluded=progress.withdrawn
-        )
+        threshold = pair_threshold(self.confidence, len(progress.bots))
+        chosen = choose_pairs(confidences, busy=busy, count=room, confidence=threshold, excluded=progress.withdrawn)
         met: dict[Pair, int] = {}
         encounters = 0
         for game in progress.scheduled:
@@ -291,18 +297,20 @@ class Adaptive:
 
     def summary(self, progress: Progress) -> FormatSummary:
         order, confidences, _ = self._state(progress)
-        undecided = [f"{u} > {lo} ({100 * c:.0f}%)" for u, lo, c in confidences if c < self.confidence]
+        threshold = pair_threshold(self.confidence, len(progress.bots))
+        undecided = [f"{u} > {lo} ({100 * c:.1f}%)" for u, lo, c in confidences if c < threshold]
         decided = not undecided
         verdict = (
-            f"the whole order is decided at {100 * self.confidence:g}% (every neighbouring pair)"
+            f"the whole order is decided at {100 * self.confidence:g}% (every neighbouring order at"
+            f" {100 * threshold:.2f}%)"
             if decided
-            else f"{len(undecided)} neighbouring order(s) below {100 * self.confidence:g}%"
+            else f"{len(undecided)} neighbouring order(s) below {100 * threshold:.2f}%"
         )
         return FormatSummary(
             format="adaptive",
             rules=[
-                f"Adaptive: game pairs between the neighbours whose order is least certain, until every neighbouring"
-                f" order is at {100 * self.confidence:g}% or {self.max_games} games are played."
+                "Adaptive: game pairs between the neighbours whose order is least certain, until the whole order is"
+                f" decided at {100 * self.confidence:g}% or {self.max_games} games are played."
             ],
             order=order,
             undecided=undecided,

@@ -168,7 +168,7 @@ def test_an_adaptive_run_spends_its_budget_on_undecided_neighbours_and_says_what
     assert sorted(summary["order"]) == ["alpha", "greedy", "random"]
     assert "Order: " in out
     if len(games) == 12 and summary["undecided"]:
-        assert "Still undecided: " in out and "below 95%" in summary["notes"][0]
+        assert "Still undecided: " in out and "below 97.50%" in summary["notes"][0]
     for game in games:  # only neighbours in the order of the moment: each encounter a pair, colours swapped
         twin = next(g for g in games if g.pairing == game.pairing and g.number != game.number)
         assert (twin.black, twin.white) == (game.white, game.black) and twin.opening == game.opening
