@@ -79,7 +79,16 @@ from referee.recovery import (
     set_aside,
     sync_games_file,
 )
-from referee.schedule import Progress, ScheduledGame, ScheduleError, Scheduler, make_schedule, pick_next
+from referee.schedule import (
+    Format,
+    Progress,
+    ScheduledGame,
+    ScheduleError,
+    Scheduler,
+    make_schedule,
+    pick_next,
+    schedule_pairs,
+)
 from referee.sprt import CountedGame, MatchStatistics, PairCounter
 from referee.standings import ScoredGame, Standings, StandingsTally, write_standings
 from referee.store import DB_NAME, RunStore, StoreError, damaged_database
@@ -888,14 +897,46 @@ def rebuild_from_games_file(plan: RunPlan) -> tuple[int, Path | None]:
     out_dir = plan.out_dir
     if not (out_dir / GAMES_FILE).exists():
         raise StoreError(f"--rebuild-db: {out_dir / GAMES_FILE} does not exist: there is nothing to rebuild from")
-    schedule = make_schedule(plan.bot_names, plan.format, plan.games_per_pairing, plan.openings)
     try:
-        match_to_schedule(read_games_file(out_dir / GAMES_FILE).records, schedule)
+        records = read_games_file(out_dir / GAMES_FILE).records
+        schedule = replay_schedule(plan, records)
+        match_to_schedule(records, schedule)
     except RecoveryError as error:
         raise StoreError(f"--rebuild-db: {error}") from None
     kept = set_aside(out_dir / DB_NAME)
     with RunStore(out_dir / DB_NAME) as store:
         return rebuild_database(store, out_dir, plan.fingerprint, schedule), kept
+
+
+def replay_schedule(plan: RunPlan, records: Sequence[GameRecord]) -> list[ScheduledGame]:
+    """The games the plan's format schedules given `records` (games.jsonl): a fixed schedule whole; a Swiss or
+    knockout pairing replayed from the recorded results, round by round, as far as they go. RecoveryError for
+    an adaptive run (its choices depended on which results had come in, which games.jsonl does not keep)."""
+    from referee.formats import make_scheduler
+
+    if plan.format.is_fixed:
+        if plan.format is Format.PAIRINGS:
+            return schedule_pairs(list(plan.pairs), plan.games_per_pairing, plan.openings)
+        return make_schedule(plan.bot_names, plan.format, plan.games_per_pairing, plan.openings, seeds=plan.seeds)
+    if plan.format is Format.ADAPTIVE:
+        raise RecoveryError(
+            "an adaptive run cannot be rebuilt from games.jsonl (which games it chose depended on the order results"
+            " came in); start a new run in another directory (--out DIR), or restore tournament.db"
+        )
+    scored = {record.game_id: record for record in records if record.termination.is_scored}
+    ratings = {bot["name"]: float(bot["rating"]) for bot in plan.fingerprint["bots"] if "rating" in bot}
+    scheduler = make_scheduler(plan, plan.bot_names, ratings)
+    scheduled: list[ScheduledGame] = []
+    points: dict[int, float] = {}
+    while True:
+        new = scheduler.next_games(Progress(plan.bot_names, scheduled, points))
+        if not new:
+            return scheduled
+        scheduled.extend(new)
+        for game in new:
+            record = scored.get(game.game_id)
+            if record is not None and (record.black.name, record.white.name) == (game.black, game.white):
+                points[game.number] = result_points(record.result)
 
 
 def refuse_old_match_directory(out_dir: Path) -> None:

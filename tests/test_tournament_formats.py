@@ -256,3 +256,23 @@ def test_a_directory_made_by_the_static_scheduler_resumes_with_the_same_games_in
     assert main([*args, "--games", "6"]) == 0
     games, points = stored(out)
     assert games == make_schedule(["a", "b", "c"], Format.ROUND_ROBIN, 6, []) and len(points) == 18
+
+
+def test_a_swiss_database_is_rebuilt_from_games_jsonl_by_replaying_the_pairings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "s"
+    args = ["tournament", *bot_args(SEEDED), "--format", "swiss", "--rounds", "3", *SMALL, "--out", str(out), "-q"]
+    assert main(args) == 0
+    before = stored(out)
+    (out / DB_NAME).unlink()
+    for suffix in ("-wal", "-shm"):
+        (out / f"{DB_NAME}{suffix}").unlink(missing_ok=True)
+    capsys.readouterr()
+    assert main([*args, "--rebuild-db"]) == 0
+    assert "from games.jsonl: 12 game(s)" in capsys.readouterr().err
+    assert stored(out) == before
+    adaptive = ["tournament", *bot_args(SEEDED[:3]), "--format", "adaptive", "--max-games", "4", *SMALL]
+    assert main([*adaptive, "--out", str(tmp_path / "a"), "-q"]) == 0
+    assert main([*adaptive, "--out", str(tmp_path / "a"), "--rebuild-db"]) == 2
+    assert "an adaptive run cannot be rebuilt from games.jsonl" in capsys.readouterr().err
