@@ -1,10 +1,17 @@
-"""The one runner of matches and tournaments: a schedule played by N worker slots, every game committed.
+"""The one runner of matches and tournaments: a format's games played by N worker slots, every game committed.
 
 `alternator match` (a schedule of two bots) and `alternator tournament` are thin front-ends over
 `Runner`. Each worker slot takes the next pending game, plays it (`GameSlot.play`: the separable unit
 "one scheduled game, given its settings and bots", with the slot's bot processes reused) and commits it
 before taking another. A slot keeps its bot processes open between games (one per bot name); it
 restarts one only when a fault left it `broken`, and prefers games whose bots it already has running.
+
+The games come from the run's format (`referee.schedule.Scheduler`, made by `referee.formats`): asked once at the
+start and, for a format that pairs from results (Swiss, knockout, adaptive), again after every result; each
+game is stored as it is scheduled. A slot with nothing to play waits while games are in progress (their results
+may let the format pair more); the run ends when nothing is pending or in progress. A bot that cannot start is
+suspended in a tournament (its games forfeited, the others play on; kept in the store), a bot added to the
+config joins as a latecomer, and one removed retires (see `Runner._open_format`).
 
 The database (`referee.store`) is the truth: a run that is killed or stopped resumes from it, playing
 only the games that are missing, and `games.jsonl` is rewritten from it. One void policy: a void game
@@ -371,13 +378,14 @@ class Runner:
         return games
 
     def _add_scheduled(self, games: list[ScheduledGame]) -> None:
+        from referee.formats import fixed_field
+
+        fixed = fixed_field(self.plan)
         for game in games:
             self._scheduled.append(game)
-            if game.black in self._retired or game.white in self._retired:
-                from referee.formats import fixed_field
-
-                if game.number not in self._points and not fixed_field(self.plan):
-                    continue  # a retired bot's game not played: it is not played now either
+            retired = game.black in self._retired or game.white in self._retired
+            if retired and not fixed and game.number not in self._points:
+                continue  # a retired bot's game not played: it is not played now either (a fixed field forfeits it)
             self.schedule.append(game)
             self._by_number[game.number] = game
             if game.number not in self._points:
@@ -823,8 +831,8 @@ class Runner:
                     type="statistics_updated", time=now(), games_done=len(self._results), statistics=statistics
                 )
             )
-        if counts and self.scheduler is not None:
-            await self._extend()
+        if counts and not self.plan.format.is_fixed:
+            await self._extend()  # a fixed schedule was whole from the start: no need to ask after every game
         finishing = not self._pending and self._in_flight <= 1
         if counts and (finishing or time.monotonic() - self._last_standings_update >= STANDINGS_UPDATE_INTERVAL_S):
             self._last_standings_update = time.monotonic()
