@@ -6,8 +6,9 @@ per-pair totals, with no notion of games, numbers or a run, so that a continuous
 
 The fit: a logistic (Bradley-Terry) model on the Elo scale, a draw counting half a win, each bot given
 `PRIOR_DRAWS` virtual draws against a phantom rated 0 (it keeps an unbeaten bot's rating finite and puts
-a bot with no games in the middle of the pool), fitted by coordinate Newton steps (each sweep costs the
-number of pairs that have met, so a pool of 1,000 bots stays cheap). The uncertainty of the order of two
+a bot with no games in the middle of the pool), fitted by coordinate Newton steps (a sweep costs the number
+of pairs that have met, and after the first only the bots whose rating still moves are visited, so a pool of
+1,000 bots stays cheap from a warm start). The uncertainty of the order of two
 bots i and j is the variance of Ri - Rj: from the inverse of the information matrix for pools of up to
 `FULL_COVARIANCE_BOTS`, and above that from its diagonal with a first-order correction for their games
 against each other. The confidence that i is above j is Phi((Ri - Rj) / sd).
@@ -93,9 +94,13 @@ def fit(bots: Sequence[str], pairs: Mapping[Pair, PairTotal], start: Mapping[str
             neighbours[a].append((b, total.games, total.points))
             neighbours[b].append((a, total.games, total.games - total.points))
     rating = {name: (start or {}).get(name, 0.0) for name in bots}
+    # Gauss-Seidel sweeps that visit, after the first, only the bots whose rating moved and their opponents: from
+    # a warm start (the last fit) a few new games touch a few bots, not the whole pool.
+    dirty = set(bots)
     for _ in range(_MAX_SWEEPS):
-        largest = 0.0
-        for name in bots:
+        current = [name for name in bots if name in dirty]
+        dirty = set()
+        for name in current:
             r = rating[name]
             p0 = _expected(r)  # the phantom, rated 0
             gradient = PRIOR_DRAWS * (0.5 - p0)
@@ -107,8 +112,10 @@ def fit(bots: Sequence[str], pairs: Mapping[Pair, PairTotal], start: Mapping[str
             step = gradient / (_K * information)
             step = max(-400.0, min(400.0, step))
             rating[name] = r + step
-            largest = max(largest, abs(step))
-        if largest < _TOLERANCE_ELO:
+            if abs(step) >= _TOLERANCE_ELO:
+                dirty.add(name)
+                dirty.update(other for other, _, _ in neighbours[name])
+        if not dirty:
             break
     diagonal: dict[str, float] = {}
     for name in bots:
