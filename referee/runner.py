@@ -310,6 +310,7 @@ class Runner:
         self._suspended_dirty = False
         self.scheduler: Scheduler | None = None
         self._in_flight = 0
+        self._held_notices: list[str] | None = []  # notices before tournament_started, said right after it
         self._changed = trio.Event()  # set (and replaced) when games are added, finish, or the run stops
         self._total = 0
         self._two_bots = len(plan.bots) == 2
@@ -460,7 +461,11 @@ class Runner:
             self._notice(f"suspended {name}: {reason}; its remaining games are forfeited")
 
     def _notice(self, text: str) -> None:
-        self.on_event(RunNotice(type="notice", time=now(), text=text))
+        """Say `text` (a `notice` event), after `tournament_started`: the ones found while opening wait for it."""
+        if self._held_notices is not None:
+            self._held_notices.append(text)
+        else:
+            self.on_event(RunNotice(type="notice", time=now(), text=text))
 
     @property
     def decided(self) -> bool:
@@ -521,6 +526,9 @@ class Runner:
                     time_control=self.plan.time_control,
                 )
             )
+            held, self._held_notices = self._held_notices or [], None
+            for text in held:
+                self._notice(text)
             try:
                 async with trio.open_nursery() as nursery:
                     room = len(self._pending) if self.plan.format.is_fixed else self._total - len(self._results)

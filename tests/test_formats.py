@@ -353,3 +353,32 @@ def test_adaptive_keeps_parallel_pairs_in_flight_and_within_the_budget() -> None
     first = adaptive.next_games(Progress(names(5), [], {}))
     assert len(first) == 4 and len({frozenset((g.black, g.white)) for g in first}) == 2
     assert adaptive.next_games(Progress(names(5), first, {})) == []  # two pairs in flight already
+
+
+def test_an_adaptive_latecomer_is_placed_by_games_against_the_pool() -> None:
+    bots = names(4)
+    elo = {"a": 600, "b": 400, "c": 200, "d": 0, "e": 300}
+    rng = random.Random(8)
+
+    def result(game: ScheduledGame) -> float:
+        p = 1 / (1 + 10 ** ((elo[game.white] - elo[game.black]) / 400))
+        return 1.0 if rng.random() < p else 0.0
+
+    games, points = play_out(Adaptive(4000, []), bots, result)
+    joined = Adaptive(4000, [])
+    new = joined.next_games(Progress([*bots, "e"], games, points))
+    assert new and all("e" in (g.black, g.white) for g in new)
+    more, done = play_out_from(joined, [*bots, "e"], games, points, result)
+    assert joined.summary(Progress([*bots, "e"], more, done)).order == ["a", "b", "e", "c", "d"]
+
+
+def play_out_from(
+    scheduler: Scheduler, bots: list[str], games: list[ScheduledGame], points: dict[int, float], result: Result
+) -> tuple[list[ScheduledGame], dict[int, float]]:
+    scheduled, done = list(games), dict(points)
+    while True:
+        scheduled.extend(scheduler.next_games(Progress(bots, scheduled, done)))
+        pending = [g for g in scheduled if g.number not in done]
+        if not pending:
+            return scheduled, done
+        done[pending[0].number] = result(pending[0])

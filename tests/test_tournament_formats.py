@@ -186,9 +186,12 @@ def test_a_latecomer_joins_a_finished_run_and_a_removed_bot_retires(
     before = read_games(Path(out))
     assert len(before) == 6
     capsys.readouterr()
-    assert main([*base, *bot_args(SEEDED[:4])]) == 0
+    assert main([*base, *bot_args(SEEDED[:4]), "--events", str(tmp_path / "events.jsonl")]) == 0
     err = capsys.readouterr().err
     assert "added latecomer d: 6 games scheduled" in err
+    events = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    assert [e["type"] for e in events[:2]] == ["tournament_started", "notice"]
+    assert events[1]["text"] == "added latecomer d: 6 games scheduled" and events[0]["games_total"] == 12
     after = read_games(Path(out))
     assert len(after) == 12 and after[:6] == before  # the earlier games kept, untouched
     assert all("d" in (r.black.name, r.white.name) for r in after[6:])
@@ -276,3 +279,16 @@ def test_a_swiss_database_is_rebuilt_from_games_jsonl_by_replaying_the_pairings(
     assert main([*adaptive, "--out", str(tmp_path / "a"), "-q"]) == 0
     assert main([*adaptive, "--out", str(tmp_path / "a"), "--rebuild-db"]) == 2
     assert "an adaptive run cannot be rebuilt from games.jsonl" in capsys.readouterr().err
+
+
+def test_a_knockout_seeded_by_rating_from_the_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "ko.toml"
+    lines = ['format = "knockout"', 'seeding = "rating"', 'size = "5x5"', 'time_control = "5+0.1"']
+    for seed, (name, rating) in enumerate((("a", 1000), ("b", 1900), ("c", 1500), ("d", None)), start=1):
+        lines += ["[[bots]]", f'name = "{name}"', f'command = "python3 -m sample_bots.random --seed {seed}"']
+        lines += [f"rating = {rating}"] if rating is not None else []
+    config.write_text("\n".join(lines) + "\n")
+    assert main(["tournament", str(config), "--out", str(tmp_path / "out"), "-q"]) == 0
+    bracket = json.loads((tmp_path / "out" / "standings.json").read_text())["format_summary"]["bracket"]
+    first = [(e["top"], e["top_seed"], e["bottom"], e["bottom_seed"]) for e in bracket if e["round"] == 1]
+    assert first == [("b", 1, "d", 4), ("c", 2, "a", 3)]  # by rating; a bot without one after the rated ones
