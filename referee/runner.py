@@ -876,6 +876,15 @@ class Runner:
     def _standings(self) -> Standings:
         standings = with_time_odds(self._tally.standings(self._field), self.plan.bots)
         summary = None if self.scheduler is None else self.scheduler.summary(self._progress())
+        notes = [f"{name}: suspended, {reason}" for name, reason in self._suspended.items()]
+        notes += [
+            f"{name}: retired (no new games; its games count)" for name in self._retired if name not in self._suspended
+        ]
+        if notes:
+            from referee.standings import FormatSummary
+
+            summary = summary or FormatSummary(format=str(self.plan.format))
+            summary = summary.model_copy(update={"notes": [*summary.notes, *notes]})
         standings = standings.model_copy(update={"title": self.plan.title, "format_summary": summary})
         statistics = self._head_to_head()
         return standings if statistics is None else standings.model_copy(update={"head_to_head": statistics})

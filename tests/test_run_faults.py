@@ -183,6 +183,7 @@ def test_a_bot_that_never_starts_is_suspended_and_forfeits_while_the_others_fini
     standings = json.loads((out / "standings.json").read_text())
     kit = next(row for row in standings["bots"] if row["name"] == "kit")
     assert (kit["games"], kit["losses"], kit["points"]) == (8, 8, 0)
+    assert standings["format_summary"]["notes"][0].startswith("kit: suspended, failed to start 3 times in a row")
     # Resumed, the suspension stands (it is stored) and nothing is played twice.
     capsys.readouterr()
     assert tournament(out, bots=(f"kit={broken}", "random", "greedy"), games=4) == 0

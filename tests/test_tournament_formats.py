@@ -205,6 +205,7 @@ def test_a_latecomer_joins_a_finished_run_and_a_removed_bot_retires(
     assert len(final) == 18 and not any("b" in (r.black.name, r.white.name) for r in final[12:])
     standings = json.loads((Path(out) / "standings.json").read_text())
     assert {row["name"]: row["games"] for row in standings["bots"]} == {"a": 8, "b": 6, "c": 8, "d": 8, "e": 6}
+    assert standings["format_summary"]["notes"] == ["b: retired (no new games; its games count)"]
     # A bot of both runs must be the same bot.
     changed = [SEEDED[0].replace("--seed 1", "--seed 9"), SEEDED[2], SEEDED[3], SEEDED[4]]
     assert main([*base, *bot_args(changed)]) == 2
