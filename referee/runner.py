@@ -411,14 +411,8 @@ class Runner:
         already scheduled and the ones the format adds now. StoreError when the stored games cannot go on."""
         from referee.formats import fixed_field, make_scheduler
 
-        change = store.start(self.plan.fingerprint, None, pool=self._pool)
         fixed = fixed_field(self.plan)
-        if fixed and change.added:
-            raise StoreError(
-                f"{self.out_dir} holds a {self.plan.format} tournament whose field is fixed once it has started:"
-                f" {', '.join(change.added)} cannot join it. Play them in another tournament (--out DIR), or"
-                " leave them out to resume this one"
-            )
+        change = store.start(self.plan.fingerprint, None, pool=self._pool, latecomers=not fixed)
         self._field = change.field
         self._retired = set(change.retired)
         stored = store.get_meta(SUSPENDED_META)
@@ -453,7 +447,7 @@ class Runner:
             self._notice(f"added latecomer {name}: {count} games scheduled")
         for name in change.retired:
             if fixed:
-                self._suspended.setdefault(name, "retired (removed from the config): its games are forfeited")
+                self._suspended.setdefault(name, "retired (removed from the config)")
                 continue
             played = sum(name in (game.black, game.white) for game in self.schedule)
             self._notice(f"retired {name}: no new games; its {played} games played still count")
@@ -725,6 +719,8 @@ class Runner:
         loser = {"black": record.black, "white": record.white}.get(str(record.loser))
         if loser is None or loser.name in self._started_ok or "failed the handshake" not in record.reason:
             return False
+        if loser.name in self._suspended:
+            return False  # suspended meanwhile (by another slot's game): this failure is one of its forfeits
         failures = self._failed_starts[loser.name] = self._failed_starts.get(loser.name, 0) + 1
         line, log = forfeit_stderr(record)
         playing = [name for name in self._progress().bots if name not in self._suspended]

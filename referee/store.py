@@ -371,7 +371,12 @@ class RunStore(_Reads):
     # -- the schedule --------------------------------------------------------------------------------
 
     def start(
-        self, fingerprint: dict[str, Any], schedule: list[ScheduledGame] | None, *, pool: bool = False
+        self,
+        fingerprint: dict[str, Any],
+        schedule: list[ScheduledGame] | None,
+        *,
+        pool: bool = False,
+        latecomers: bool = True,
     ) -> PoolChange:
         """Create the tournament, or check that this one can resume it; StoreError explains a mismatch.
 
@@ -379,7 +384,8 @@ class RunStore(_Reads):
         game already scheduled is scheduled again identically. More games per pairing simply adds games.
         `schedule` None: the games are added as they are scheduled (`add_games`), and the caller's scheduler
         checks the stored ones. `pool`: the bots may differ from the stored ones by name (latecomers and retired
-        bots; a bot of both must be the same), and the stored fingerprint keeps every bot the run has had.
+        bots; a bot of both must be the same), and the stored fingerprint keeps every bot the run has had;
+        `latecomers` False: a new bot is refused (a format whose field is fixed once started).
         """
         from referee.config import describe_changes
 
@@ -398,6 +404,12 @@ class RunStore(_Reads):
             old = json.loads(stored)
             if pool and old.get("kind", "tournament") == fingerprint.get("kind"):
                 change, fingerprint = _pool_change(old, fingerprint, self.path.parent)
+                if change.added and not latecomers:
+                    raise StoreError(
+                        f"{self.path.parent} holds a {fingerprint.get('format')} tournament whose field is fixed once"
+                        f" it has started: {', '.join(change.added)} cannot join it. Play them in another tournament"
+                        " (--out DIR), or leave them out to resume this one"
+                    )
                 old = {**old, "bots": fingerprint["bots"]}  # compared by name in _pool_change
             if old != fingerprint:
                 was, now = old.get("kind", "tournament"), fingerprint.get("kind", "tournament")

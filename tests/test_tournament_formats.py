@@ -219,6 +219,16 @@ def test_a_swiss_field_is_fixed_once_started(tmp_path: Path, capsys: pytest.Capt
     capsys.readouterr()
     assert main([*base, *bot_args(SEEDED[:5])]) == 2
     assert "whose field is fixed once it has started: e cannot join it" in capsys.readouterr().err
+    # d is removed and a second round played: d stays in the field and forfeits its encounter.
+    more = [arg if arg != "1" else "2" for arg in base]
+    assert main([*more, *bot_args(SEEDED[:3])]) == 0
+    assert "suspended d: retired (removed from the config); its remaining games are forfeited" in (
+        capsys.readouterr().err
+    )
+    records = read_games(Path(out))
+    assert len(records) == 8
+    second = [r for r in records[4:] if "d" in (r.black.name, r.white.name)]
+    assert len(second) == 2 and all((r.black if r.loser == "black" else r.white).name == "d" for r in second)
 
 
 def test_a_bot_whose_program_is_missing_is_suspended_before_the_first_game(
