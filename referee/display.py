@@ -309,6 +309,8 @@ class RunDisplay:
                 f" komi {format_number(event.komi)}, time control {describe_time_control(event.time_control)};"
                 f" {event.concurrency} at once; output in {event.out_dir}"
             )
+        elif event.type == "notice":
+            self._line(event.text)
         elif event.type == "game_started":
             self._playing[event.number] = f"{event.black}-{event.white}"
             self._status()

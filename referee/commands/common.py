@@ -215,14 +215,22 @@ def parse_sprt(words: list[str]) -> dict[str, float]:
     return values
 
 
-def check_bots(plan: RunPlan) -> None:
+def check_bots(plan: RunPlan, *, suspend: bool = False) -> dict[str, str]:
+    """Refuse a bot whose program or folder cannot be found (UsageError). `suspend` (a tournament of three or
+    more): such a bot is returned instead, {name: why}, to be suspended while the others play, as long as two
+    bots are left to play."""
     from referee.botspec import BotSpecError, check_bot_command
 
+    broken: dict[str, str] = {}
     for spec in plan.bots:
         try:
             check_bot_command(spec)
         except BotSpecError as error:
-            raise UsageError(str(error)) from None
+            if not suspend:
+                raise UsageError(str(error)) from None
+            broken[spec.name] = f"cannot start: {error}"
+    if len(plan.bots) - len(broken) < 2:
+        raise UsageError("; ".join(broken.values()).replace("cannot start: ", "") + " (fewer than two bots can play)")
     if any(spec.options for spec in plan.bots):
         import tempfile
 
@@ -236,6 +244,7 @@ def check_bots(plan: RunPlan) -> None:
                 trio.run(check_options, plan.bots, Path(logs), plan.start_timeout_s)
             except OptionsRefused as error:
                 raise UsageError(str(error)) from None
+    return broken
 
 
 class EventWriter:
@@ -271,6 +280,7 @@ def execute(
     *,
     events: str | None,
     rebuild_db: bool = False,
+    suspended: dict[str, str] | None = None,
 ) -> RunSummary | None:
     """Run `plan` to its end, a verdict, an error or a signal. None when a signal came before the first game
     (nothing was recorded); UsageError when a bot cannot start or the output directory is another run's."""
@@ -313,13 +323,14 @@ def execute(
     async def main() -> RunSummary:
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             if plan.cluster is None:
-                return await play(signals, Runner(plan, on_event=on_event, on_move=on_move))
+                return await play(signals, Runner(plan, on_event=on_event, on_move=on_move, suspended=suspended))
             from referee.cluster import ClusterPlayers
 
             cluster = await open_cluster(plan, display)
             try:
                 players = ClusterPlayers(cluster, plan.bots, plan.start_timeout_s)
-                summary = await play(signals, Runner(plan, on_event=on_event, on_move=on_move, players=players))
+                runner = Runner(plan, on_event=on_event, on_move=on_move, players=players, suspended=suspended)
+                summary = await play(signals, runner)
             finally:
                 await cluster.close()
             summary.workers = cluster.summary_lines()
