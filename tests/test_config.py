@@ -335,7 +335,7 @@ def test_match_and_tournament_read_their_shared_options_from_one_table(tmp_path:
         tournament.margin_ms,
         tournament.concurrency,
         tournament.title,
-        tournament.time_control.move_time_ms / 1000,
+        (tournament.time_control.move_time_ms or 0) / 1000,
         900,
     )
     assert set(shared_keys(match_args)) == {"margin_ms", "concurrency", "title", "movetime", "nodes"}
