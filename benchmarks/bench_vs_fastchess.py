@@ -69,7 +69,7 @@ from benchmarks.bench_referee_cpu import sample  # noqa: E402
 TC = "60+1"
 SIDES = ("this", "baseline", "fastchess")
 ABNORMAL: dict[str, int] = {}
-"""Games of the arenas that did not end normally (void, forfeit, time loss), by checkout: they skew the figures."""
+"""Games that did not end normally (void, forfeit, time loss), by checkout (or fastchess): they skew the figures."""
 UCI_MOVE = re.compile(r"\b[a-h][1-8][a-h][1-8][qrbn]?\b")
 
 START_CODE = """
@@ -196,6 +196,8 @@ def fastchess_run(binary: Path, programs: Programs) -> Run:
         main, _, wall = sample(command, out)  # in `out`: fastchess saves its config.json where it runs
         text = (out / "games.pgn").read_text()
         played = text.count("[Result ")
+        if played != text.count('[Termination "normal"]'):
+            ABNORMAL["fastchess"] = ABNORMAL.get("fastchess", 0) + played - text.count('[Termination "normal"]')
         moves = len(UCI_MOVE.findall(re.sub(r"\{[^}]*\}|\[[^\]]*\]", " ", text)))
         return main, wall, played, moves
 
