@@ -1,7 +1,7 @@
 """This arena beside a baseline checkout of it and beside fastchess, in one run: issue 27's table.
 
     python benchmarks/bench_vs_fastchess.py [--baseline DIR] [--baseline-commit 3add8e7] [--fastchess PATH]
-        [--rounds 2] [--games 60] [--throughput-games 400] [--think-ms 100] [--start-runs 20]
+        [--rounds 2] [--games 200] [--throughput-games 400] [--think-ms 100] [--start-runs 20]
         [--rr-bots 48] [--rr-games 2] [--only ROW ...] [--profile]
 
 Three sides, measured alternately (round by round, side by side, so that the machine's noise hits all alike):
@@ -21,13 +21,15 @@ thinking time in ms (a sleep before each move). Every tournament uses 60+1 and w
 arena its database and games.jsonl, fastchess a PGN).
 
 Rows (the "referee" is the arena's own processes, its play workers included, never the bots; for fastchess its
-process, every thread; CPU is sampled from /proc every 20 ms by `bench_referee_cpu.sample`):
+process, every thread; CPU is sampled from /proc every 20 ms by `bench_referee_cpu.sample`; wall time runs from
+the launch to the last game stored, the games file's modification time, which leaves out the arena's final
+report and fastchess's exit, up to a second late as it checks for the end of its games once a second):
 - referee CPU per move and wall time per move at concurrency 1 and 2: slopes between a 10-game and a
   `--games`-game run of two instant bots, so start-up cancels out (the wall time includes the bots' instant
   replies and the pipes: the whole cost of a move with a free bot);
-- games per minute at concurrency 2 over `--throughput-games` games (start-up included);
+- games per minute at concurrency 2 over `--throughput-games` games (start-up included, as above);
 - referee CPU while bots think: bots that sleep `--think-ms` a move, concurrency 2, the slope of CPU over wall
-  time between a 2-game and a 4-game run, in ms of CPU per second;
+  time between a 2-game and a 6-game run, in ms of CPU per second;
 - bot start to hello (p50), stop (p50) and the referee's CPU per start + stop: `bench_bot_start.py`'s own
   functions (`bare`, `referee`), run in a process of each arena checkout (arenas only; the bare spawn floor is
   printed beside);
@@ -37,10 +39,11 @@ process, every thread; CPU is sampled from /proc every 20 ms by `bench_referee_c
 Figures are medians over the rounds, with the range when there are several. The load average (1 min) is shown
 for every row: the host is shared, so read the figures with it. No figure is judged here.
 
-`--profile` instead runs one tournament of the instant bots at concurrency 2 for each arena side under cProfile
+`--profile` instead runs tournaments of the instant bots at concurrency 2 for each arena side under cProfile
 (`profile_child.py`: the coordinator and, through a wrapped `referee.play._spawn_worker`, every play worker,
 each thread on its own CPU clock) and prints where the referee's CPU per move goes: the process CPU per move
-of the coordinator and the workers, and the top functions by own time per move.
+of the coordinator and the workers, and the top functions by own time per move: differences between a 10-game
+and a `--profile-games`-game run, so that start-up and the final report cancel out.
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -173,7 +177,9 @@ def arena_run(checkout: Path, programs: Programs) -> Run:
             bot = f"{programs.bot} {think_ms}" if think_ms else str(programs.bot)
             command += ["--bot", f"b{number:02d}={bot}"]
         command += ["--games", str(games), "--concurrency", str(concurrency), "--tc", TC, "--out", str(out)]
-        main, workers, wall = sample(command, checkout)
+        begun = time.time()
+        main, workers, _ = sample(command, checkout)
+        wall = (out / "games.jsonl").stat().st_mtime - begun  # to the last game stored: the final report left out
         records = [json.loads(line) for line in (out / "games.jsonl").read_text().splitlines() if line]
         for record in records:
             if record.get("termination") != "normal":
@@ -193,7 +199,10 @@ def fastchess_run(binary: Path, programs: Programs) -> Run:
         # `games` per pairing, as the arena's --games: rounds of 2 games (colours swapped).
         command += ["-each", f"tc={TC}", "proto=uci", "-rounds", str(max(1, games // 2)), "-games", "2"]
         command += ["-concurrency", str(concurrency), "-pgnout", f"file={out / 'games.pgn'}", "notation=uci"]
-        main, _, wall = sample(command, out)  # in `out`: fastchess saves its config.json where it runs
+        begun = time.time()
+        main, _, _ = sample(command, out)  # in `out`: fastchess saves its config.json where it runs
+        # To the last game stored: fastchess checks for the end of its games once a second, so its exit is late.
+        wall = (out / "games.pgn").stat().st_mtime - begun
         text = (out / "games.pgn").read_text()
         played = text.count("[Result ")
         if played != text.count('[Termination "normal"]'):
@@ -223,9 +232,9 @@ def per_move(run: Run, games: int, concurrency: int, scratch: Path) -> tuple[flo
 
 
 def thinking(run: Run, think_ms: int, scratch: Path) -> float:
-    """Referee CPU per second of wall time (ms/s) while the bots think: the slope between 2 and 4 games."""
+    """Referee CPU per second of wall time (ms/s) while the bots think: the slope between 2 and 6 games."""
     short = run(2, 2, think_ms, 2, scratch / "short")
-    long = run(4, 2, think_ms, 2, scratch / "long")
+    long = run(6, 2, think_ms, 2, scratch / "long")
     return (long[0] - short[0]) / max(1e-9, long[1] - short[1]) * 1e3
 
 
@@ -412,7 +421,7 @@ def main() -> None:
     )
     parser.add_argument("--fastchess", type=Path, metavar="PATH", help="the fastchess binary (default: on the PATH)")
     parser.add_argument("--rounds", type=int, default=2, help="rounds of every measurement (median shown)")
-    parser.add_argument("--games", type=int, default=60, help="games of the long per-move run (the short has 10)")
+    parser.add_argument("--games", type=int, default=200, help="games of the long per-move run (the short has 10)")
     parser.add_argument("--throughput-games", type=int, default=400)
     parser.add_argument("--think-ms", type=int, default=100, help="the thinking bots' sleep per move")
     parser.add_argument("--start-runs", type=int, default=20, help="bot starts per side and round")
