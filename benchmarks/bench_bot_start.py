@@ -33,15 +33,18 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import trio
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from referee import containment  # noqa: E402
 from referee.botspec import BotSpec  # noqa: E402
 from referee.process import open_bot  # noqa: E402
+
+if TYPE_CHECKING:
+    from referee import containment
 
 C_BOT = r"""
 #include <stdio.h>
@@ -89,9 +92,12 @@ def bare(program: Path) -> tuple[float, float]:
 async def referee(
     program: Path, log_dir: Path, cores: list[int] | None, memory_mb: int | None = None
 ) -> tuple[float, float]:
-    spec = BotSpec(name="cbot", command=[str(program)], memory_mb=memory_mb)
+    # Only the options given, so that an older checkout's open_bot (no cores, no memory limit) runs this too.
+    limits: dict[str, Any] = {"memory_mb": memory_mb} if memory_mb else {}
+    pinning: dict[str, Any] = {"cores": cores} if cores else {}
+    spec = BotSpec(name="cbot", command=[str(program)], **limits)
     start = time.perf_counter()
-    async with open_bot(spec, log_dir, cores=cores) as bot:
+    async with open_bot(spec, log_dir, **pinning) as bot:
         await bot.handshake()
         hello = time.perf_counter() - start
         start = time.perf_counter()
@@ -100,6 +106,8 @@ async def referee(
 
 def tree_cpu(support: containment.HostSupport, memory_mb: int | None, runs: int = 300) -> list[float]:
     """The referee's CPU per containment set-up and removal alone (no process started), seconds."""
+    from referee import containment
+
     saved = containment.host_support
     containment.host_support = lambda: support  # type: ignore[assignment]
     cpus = []
@@ -122,6 +130,8 @@ def ms(values: list[float], fraction: float) -> str:
 
 
 async def main(args: argparse.Namespace) -> None:
+    from referee import containment
+
     with tempfile.TemporaryDirectory(prefix="bench-start-") as folder:
         program = build(Path(folder))
         cores = sorted(os.sched_getaffinity(0))[-1:] if args.cores else None
