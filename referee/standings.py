@@ -7,18 +7,19 @@ Schema is published as `referee/schema/standings.json`); `to_text`, `to_markdown
 Elo: one fit of the whole pool, the ratings with a first-move term and a draw parameter (Davidson's model, as
 Ordo and BayesElo fit white's advantage and draws): for Black i (who moves first, RULES.md) against White j,
 with x = k (R_i - R_j + A), k = ln 10 / 400 and u = x / 2,
-    P(Black wins) = e^u / Z,  P(White wins) = e^-u / Z,  P(draw) = ν / Z,  Z = e^u + e^-u + ν.
-A is the Elo the first move is worth; ν >= 0 sets how often equal bots draw (100 ν / (2 + ν) percent, the
-first move left out). With ν = 0 this is the logistic (Bradley-Terry) model, P(i beats j) = 1 / (1 +
-10^((R_j - R_i - A) / 400)); a field that drew no game (a komi of 3.5 makes draws impossible) has ν = 0
+    P(Black wins) = e^u / Z,  P(White wins) = e^-u / Z,  P(draw) = nu / Z,  Z = e^u + e^-u + nu.
+A is the Elo the first move is worth; nu >= 0 sets how often equal bots draw (100 nu / (2 + nu) percent, the
+first move left out). With nu = 0 this is the logistic (Bradley-Terry) model, P(i beats j) = 1 / (1 +
+10^((R_j - R_i - A) / 400)); a field that drew no game (a komi of 3.5 makes draws impossible) has nu = 0
 exactly, its maximum likelihood. With draws, the model's expected score, P(win) + P(draw) / 2, rises more
-slowly through an even game than the logistic curve, by a factor 2 / (2 + ν); the ratings, the first-move term
+slowly through an even game than the logistic curve, by a factor 2 / (2 + nu); the ratings, the first-move term
 and their margins are reported multiplied by that factor, so that near an even game a difference of D Elo
-means the usual logistic expected score (200 Elo: ~76%) whatever the draw rate. The fit is by Newton's method on the log posterior: every bot that played,
+means the usual logistic expected score (200 Elo: ~76%) whatever the draw rate. The fit is by Newton's method
+on the log posterior: every bot that played,
 and the first-move term, get `prior_draws` (default 1) virtual draws against a phantom rated 0, counted as
 half a win and half a loss, a weak prior that keeps the rating of a bot that won (or lost) every game finite
 instead of infinite and shrinks the others a little (two bots, 75% over 100 games: +-94.8 instead of the
-maximum-likelihood +-95.4); when some game was drawn, ν gets `prior_draws` virtual games between equals, half
+maximum-likelihood +-95.4); when some game was drawn, nu gets `prior_draws` virtual games between equals, half
 of them drawn (it keeps a field that drew every game finite). Ratings are then shifted so that their mean over
 the bots that played is 0 (or, with an anchor, so that the anchor bot has the anchor's rating), and the 95%
 margin is 1.96 standard deviations of (rating - field mean) (or of (rating - the anchor's)), from the inverse
@@ -237,15 +238,15 @@ class Standings(BaseModel):
     draw_nu: float | None = Field(
         default=None,
         ge=0,
-        description="Davidson's draw parameter ν of the fit: P(draw) = ν / (e^u + e^-u + ν); 0 when no game was"
+        description="Davidson's draw parameter nu of the fit: P(draw) = nu / (e^u + e^-u + nu); 0 when no game was"
         " drawn (null: no games).",
     )
     draw_nu_interval: list[float] | None = Field(
-        default=None, description="The 95% interval of ν, [low, high] ([0, 0] when no game was drawn)."
+        default=None, description="The 95% interval of nu, [low, high] ([0, 0] when no game was drawn)."
     )
     draw_pct_equal: float | None = Field(
         default=None,
-        description="100 ν / (2 + ν): how often two equal bots draw, the first move left out (null: no games).",
+        description="100 nu / (2 + nu): how often two equal bots draw, the first move left out (null: no games).",
     )
     anchor: Anchor | None = Field(
         default=None,
@@ -453,7 +454,7 @@ class RatingFit:
     """The whole-pool fit: each rated bot's Elo and 95% margin on the reported scale, the first-move term and the
     draw parameter; `parameters` (the raw fit) start the next fit near its answer."""
 
-    ratings: dict[str, tuple[float, float]]  # on the Elo scale: the model's values times 2 / (2 + ν)
+    ratings: dict[str, tuple[float, float]]  # on the Elo scale: the model's values times 2 / (2 + nu)
     first_move: tuple[float, float]  # Elo Black gains by moving first, and its 95% margin (also scaled)
     draw_nu: float  # Davidson's draw parameter (0: no game was drawn)
     draw_nu_interval: tuple[float, float]
@@ -486,6 +487,15 @@ def _fit_elo(
     for _ in range(_MAX_NEWTON_STEPS):
         gradient, information = problem.gradient_and_information(theta)
         step = _solve(_cholesky(information), gradient)
+        largest = max(map(abs, step))
+        if largest < 1e-3:
+            # In Newton's quadratic basin, where the objective is too flat for rounding to rank the two points: each
+            # full step squares the error, so one or two more end it.
+            theta = [t + s for t, s in zip(theta, step, strict=True)]
+            if largest < 1e-7:  # in Elo (and in ln nu): far below anything shown, above rounding's noise
+                break
+            objective = problem.log_posterior(theta)
+            continue
         # Damped Newton: the log posterior is strictly concave, so halving the step always ends in an ascent.
         scale = 1.0
         while True:
@@ -495,8 +505,6 @@ def _fit_elo(
                 break
             scale /= 2
         theta, objective = trial, trial_objective
-        if max(abs(scale * s) for s in step) < 1e-9:
-            break
     else:  # pragma: no cover - a strictly concave smooth objective converges long before this
         raise RuntimeError(f"the Elo fit did not converge in {_MAX_NEWTON_STEPS} Newton steps")
 
@@ -508,7 +516,7 @@ def _fit_elo(
         eta, spread = theta[m + 1], _Z95 * math.sqrt(max(covariance[m + 1][m + 1], 0.0))
         nu, interval = math.exp(eta), (math.exp(max(eta - spread, -700)), math.exp(min(eta + spread, 700)))
     # On the Elo scale: with draws the model's expected score rises more slowly than the logistic curve, by
-    # 2 / (2 + ν) at an even game, so its differences are scaled by that to keep 200 Elo the usual ~76%.
+    # 2 / (2 + nu) at an even game, so its differences are scaled by that to keep 200 Elo the usual ~76%.
     scale = 2.0 / (2.0 + nu)
     fitted: dict[str, tuple[float, float]] = {}
     if anchor is not None and anchor.name in played:
@@ -549,10 +557,10 @@ def _sigmoid(x: float) -> float:
 
 @dataclass(frozen=True)
 class _Problem:
-    """The log posterior of the ratings (Elo), the first-move term (Elo) and, when some game was drawn, η = ln ν.
+    """The log posterior of the ratings (Elo), the first-move term (Elo) and, when some game was drawn, eta = ln nu.
 
     A game of Black i against White j with x = k (R_i - R_j + A) and u = x / 2 has
-    P(Black wins) = e^u / Z, P(White wins) = e^-u / Z, P(draw) = ν / Z, Z = e^u + e^-u + ν (Davidson 1970).
+    P(Black wins) = e^u / Z, P(White wins) = e^-u / Z, P(draw) = nu / Z, Z = e^u + e^-u + nu (Davidson 1970).
     log Z is a log-sum-exp of affine functions of the parameters, so the log likelihood is concave; the priors
     (below) are strictly concave, so the posterior has one maximum and Newton's method finds it.
     """
@@ -576,7 +584,7 @@ class _Problem:
         half = 0.5 * self.prior
         for r in theta[: m + 1]:  # each bot, and the first move, drew `prior` virtual games against a 0
             total += half * (_log_sigmoid(_K * r) + _log_sigmoid(-_K * r))
-        if self.fit_draws:  # `prior` virtual games between equals, half of them drawn: q = ν / (2 + ν) near 1/2
+        if self.fit_draws:  # `prior` virtual games between equals, half of them drawn: q = nu / (2 + nu) near 1/2
             y = eta - _LN2
             total += half * (_log_sigmoid(y) + _log_sigmoid(-y))
         return total
@@ -587,7 +595,7 @@ class _Problem:
         gradient = [0.0] * size
         information = [[0.0] * size for _ in range(size)]
         advantage = theta[m]
-        d = m + 1  # the index of η, when fitted
+        d = m + 1  # the index of eta, when fitted
         eta = theta[d] if self.fit_draws else -math.inf
         for i, j, black, drawn, white in self.encounters:
             n = black + drawn + white
@@ -668,11 +676,16 @@ def _fmt_points(points: float) -> str:
     return f"{points:g}" if points == int(points) else f"{points:.1f}"
 
 
-def _fmt_elo(bot: BotStanding) -> str:
+def _fmt_elo(bot: BotStanding, anchored: bool = False) -> str:
+    """`+35 ± 20` relative to the field mean; `1535 ± 20` on an anchor's scale."""
     if bot.elo is None or bot.elo_margin is None:
         return "-"
     rounded = round(bot.elo) or 0  # `or 0`: no "-0" for a rating a hair below zero
-    return f"{rounded:+d} ± {bot.elo_margin:.0f}"
+    return f"{rounded:{'d' if anchored else '+d'}} ± {bot.elo_margin:.0f}"
+
+
+def _fmt_colour(record: ColourRecord | None) -> str:
+    return "-" if record is None or not record.games else f"{record.wins}-{record.draws}-{record.losses}"
 
 
 def _fmt_score(bot: BotStanding) -> str:
@@ -701,7 +714,20 @@ def _totals_line(totals: Totals) -> str:
 def to_text(standings: Standings) -> str:
     """A fixed-width table for the terminal: the standings, then the crosstable (columns by rank)."""
     cpu = any(bot.off_turn_cpu_s is not None for bot in standings.bots)
-    header = ["#", "Bot", "Games", "W", "D", "L", "Points", "Score", "Elo", "Forfeit losses"]
+    header = [
+        "#",
+        "Bot",
+        "Games",
+        "W",
+        "D",
+        "L",
+        "Points",
+        "Score",
+        "Elo",
+        "Black W-D-L",
+        "White W-D-L",
+        "Forfeit losses",
+    ]
     header += ["Off-turn CPU"] if cpu else []
     body = [
         [
@@ -713,13 +739,15 @@ def to_text(standings: Standings) -> str:
             str(bot.losses),
             _fmt_points(bot.points),
             _fmt_score(bot),
-            _fmt_elo(bot),
+            _fmt_elo(bot, standings.anchor is not None),
+            _fmt_colour(bot.as_black),
+            _fmt_colour(bot.as_white),
             _fmt_forfeits(bot),
             *([_fmt_cpu(bot)] if cpu else []),
         ]
         for bot in standings.bots
     ]
-    left = {1, 9}  # name and forfeits read left to right; numbers line up on the right
+    left = {1, 11}  # name and forfeits read left to right; numbers line up on the right
     lines = ([standings.title, ""] if standings.title else []) + _fixed_width([header, *body], left)
     order = [bot.name for bot in standings.bots]
     if len(order) > 1:
@@ -733,7 +761,7 @@ def to_text(standings: Standings) -> str:
         lines.extend(_fixed_width([cross_header, *cross_body], {1}))
     lines.append("")
     lines.append(_totals_line(standings.totals))
-    lines.append(_elo_note(standings))
+    lines.extend(elo_notes(standings))
     return "\n".join(lines) + "\n"
 
 
@@ -752,11 +780,28 @@ def _fixed_width(table: list[list[str]], left: set[int]) -> list[str]:
     return lines
 
 
-def _elo_note(standings: Standings) -> str:
-    return (
-        "Elo: relative to the field mean, ± the 95% margin; logistic maximum-likelihood fit with "
-        f"{standings.elo_prior_draws:g} virtual draw(s) per bot against a 0-rated phantom."
+def elo_notes(standings: Standings) -> list[str]:
+    """What the Elo column means, and the fit's first-move and draw figures (the terminal, Markdown and report)."""
+    anchor = standings.anchor
+    scale = (
+        f"anchored: {anchor.name} = {anchor.rating:g} (margins are from it)"
+        if anchor is not None
+        else "relative to the field mean"
     )
+    notes = [
+        f"Elo: {scale}, ± the 95% margin; one maximum-likelihood fit of the pool with a first-move term and a draw"
+        f" parameter (Davidson), {standings.elo_prior_draws:g} virtual draw(s) per bot against a 0-rated phantom."
+    ]
+    if standings.first_move_elo is not None and standings.first_move_margin is not None:
+        advantage = round(standings.first_move_elo) or 0
+        nu = standings.draw_nu or 0.0
+        draws = (
+            "no game drawn (nu = 0)"
+            if not nu
+            else f"nu = {nu:.3g}: {standings.draw_pct_equal or 0:.1f}% draws between equal bots"
+        )
+        notes.append(f"First move (Black): {advantage:+d} ± {standings.first_move_margin:.0f} Elo; {draws}.")
+    return notes
 
 
 def _md_escape(text: str) -> str:
@@ -765,21 +810,27 @@ def _md_escape(text: str) -> str:
 
 def to_markdown(standings: Standings) -> str:
     """The standings and the crosstable as Markdown tables."""
+    anchored = standings.anchor is not None
     lines = [
         *([f"# {_md_escape(standings.title)}", ""] if standings.title else []),
         "## Standings",
         "",
-        "| # | Bot | Games | W | D | L | Points | Score | Elo | Forfeit losses | Off-turn CPU |",
-        "|---:|:---|---:|---:|---:|---:|---:|---:|---:|:---|---:|",
+        "| # | Bot | Games | W | D | L | Points | Score | Elo | Black W-D-L | White W-D-L | Forfeit losses"
+        " | Off-turn CPU |",
+        "|---:|:---|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---|---:|",
     ]
     for bot in standings.bots:
         lines.append(
             f"| {bot.rank} | {_md_escape(bot.name if bot.time_control is None else f'{bot.name} [{bot.time_control}]')}"
             f" | {bot.games} | {bot.wins} | {bot.draws} | {bot.losses} "
-            f"| {_fmt_points(bot.points)} | {_fmt_score(bot)} | {_fmt_elo(bot)} | {_fmt_forfeits(bot)} "
+            f"| {_fmt_points(bot.points)} | {_fmt_score(bot)} | {_fmt_elo(bot, anchored)}"
+            f" | {_fmt_colour(bot.as_black)}"
+            f" | {_fmt_colour(bot.as_white)} | {_fmt_forfeits(bot)} "
             f"| {_fmt_cpu(bot)} |"
         )
-    lines += ["", _totals_line(standings.totals), "", _elo_note(standings)]
+    lines += ["", _totals_line(standings.totals)]
+    for note in elo_notes(standings):
+        lines += ["", note]
     if len(standings.bots) > 1:
         order = [bot.name for bot in standings.bots]
         lines += [
@@ -818,6 +869,7 @@ def to_csv(standings: Standings) -> str:
             "score_pct",
             "elo",
             "elo_margin",
+            *(f"{colour}_{count}" for colour in ("black", "white") for count in ("wins", "draws", "losses")),
             *(f"losses_{kind}" for kind in kinds),
             "off_turn_cpu_s",
         ]
@@ -836,11 +888,17 @@ def to_csv(standings: Standings) -> str:
                 "" if bot.score_pct is None else f"{bot.score_pct:.2f}",
                 "" if bot.elo is None else f"{bot.elo:.2f}",
                 "" if bot.elo_margin is None else f"{bot.elo_margin:.2f}",
+                *_colour_cells(bot.as_black),
+                *_colour_cells(bot.as_white),
                 *(bot.losses_by_kind.get(kind, 0) for kind in kinds),
                 "" if bot.off_turn_cpu_s is None else f"{bot.off_turn_cpu_s:.3f}",
             ]
         )
     return out.getvalue()
+
+
+def _colour_cells(record: ColourRecord | None) -> list[int | str]:
+    return ["", "", ""] if record is None else [record.wins, record.draws, record.losses]
 
 
 # --- files ----------------------------------------------------------------------------------------------------

@@ -162,7 +162,10 @@ def test_two_bots_75_percent_matches_the_closed_form() -> None:
     # Information: h1 [1 1; 1 1] + h2 [1 -1; -1 1], h1 = 50 * .8 * .2 k^2, h2 = 50 * .7 * .3 k^2, so
     # var D = (1/h1 + 1/h2) / 4 and var F the same; each rating is +-D/2 around the mean, its margin 1.96 sd(D) / 2.
     results = (
-        games("A", "B", "1-0", 40) + games("A", "B", "0-1", 10) + games("B", "A", "0-1", 35) + games("B", "A", "1-0", 15)
+        games("A", "B", "1-0", 40)
+        + games("A", "B", "0-1", 10)
+        + games("B", "A", "0-1", 35)
+        + games("B", "A", "1-0", 15)
     )
     s = compute_standings(results, ["A", "B"], prior_draws=TINY_PRIOR)
     a, b = s.bots
@@ -197,7 +200,10 @@ def test_two_bots_with_the_default_prior_solve_the_one_dimensional_equation() ->
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if gradient(mid) > 0 else (lo, mid)
     results = (
-        games("A", "B", "1-0", 38) + games("A", "B", "0-1", 12) + games("B", "A", "0-1", 38) + games("B", "A", "1-0", 12)
+        games("A", "B", "1-0", 38)
+        + games("A", "B", "0-1", 12)
+        + games("B", "A", "0-1", 38)
+        + games("B", "A", "1-0", 12)
     )
     s = compute_standings(results, ["A", "B"])
     a, b = s.bots
@@ -222,7 +228,9 @@ DRAWN_TABLE: dict[tuple[str, str], tuple[int, int, int]] = {
 def drawn_table_games() -> list[ScoredGame]:
     out: list[ScoredGame] = []
     for (black, white), (won, drawn, lost) in DRAWN_TABLE.items():
-        out += games(black, white, "1-0", won) + games(black, white, "1/2-1/2", drawn) + games(black, white, "0-1", lost)
+        out += (
+            games(black, white, "1-0", won) + games(black, white, "1/2-1/2", drawn) + games(black, white, "0-1", lost)
+        )
     return out
 
 
@@ -322,7 +330,10 @@ def test_the_fit_with_draws_and_an_anchor_matches_a_brute_force_maximum() -> Non
     assert s.first_move_margin == pytest.approx(scale * 1.96 * math.sqrt(covariance[2][2]), rel=1e-3)
     low, high = s.draw_nu_interval or [0, 0]
     spread = 1.96 * math.sqrt(covariance[3][3])
-    assert (low, high) == (pytest.approx(nu * math.exp(-spread), rel=1e-3), pytest.approx(nu * math.exp(spread), rel=1e-3))
+    assert (low, high) == (
+        pytest.approx(nu * math.exp(-spread), rel=1e-3),
+        pytest.approx(nu * math.exp(spread), rel=1e-3),
+    )
     # The figures themselves, so that a change of model shows here in numbers.
     assert (round(scale * r_a, 1), round(scale * r_c, 1), round(scale * first, 1), round(nu, 3)) == EXPECTED_DRAWN
 
@@ -648,12 +659,30 @@ def test_a_rating_a_hair_below_zero_prints_as_plus_zero() -> None:
 
 
 def test_text_and_markdown_print_the_fitted_elo_and_margin() -> None:
-    # The 75% table of the closed-form test above: +95.42 / -95.42, margins 39.32 (no prior to speak of).
-    results = games("A", "B", "1-0", 75) + games("B", "A", "1-0", 25)
+    # The 75% table of the closed-form test above: +97.0 / -97.0 (margins 39.95), the first move +46.8 ± 79.5.
+    results = (
+        games("A", "B", "1-0", 40)
+        + games("A", "B", "0-1", 10)
+        + games("B", "A", "0-1", 35)
+        + games("B", "A", "1-0", 15)
+    )
     standings = compute_standings(results, ["A", "B"], prior_draws=TINY_PRIOR)
     for rendered in (to_text(standings), to_markdown(standings)):
-        assert "+95 ± 39" in rendered and "-95 ± 39" in rendered
+        assert "+97 ± 40" in rendered and "-97 ± 40" in rendered
         assert "+0 ±" not in rendered
+        assert "40-0-10" in rendered and "35-0-15" in rendered  # A as Black, A as White
+        assert "First move (Black): +47 ± 80 Elo; no game drawn (nu = 0)." in rendered
+        assert "relative to the field mean" in rendered
     rows = {row["name"]: row for row in csv.DictReader(io.StringIO(to_csv(standings)))}
-    assert (rows["A"]["elo"], rows["A"]["elo_margin"]) == ("95.42", "39.32")
-    assert (rows["B"]["elo"], rows["B"]["elo_margin"]) == ("-95.42", "39.32")
+    assert (rows["A"]["elo"], rows["A"]["elo_margin"]) == ("97.00", "39.95")
+    assert (rows["B"]["elo"], rows["B"]["elo_margin"]) == ("-97.00", "39.95")
+    assert [rows["A"][f"black_{k}"] for k in ("wins", "draws", "losses")] == ["40", "0", "10"]
+    assert [rows["B"][f"white_{k}"] for k in ("wins", "draws", "losses")] == ["10", "0", "40"]
+    anchored = compute_standings(results, ["A", "B"], prior_draws=TINY_PRIOR, anchor=Anchor(name="B", rating=1000))
+    text = to_text(anchored)
+    assert (
+        "1194 ± 80" in text
+        and "1000 ± 0" in text
+        and "+1194" not in text
+        and "anchored: B = 1000 (margins are from it)" in text
+    )
