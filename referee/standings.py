@@ -15,9 +15,8 @@ exactly, its maximum likelihood. With draws, the model's expected score, P(win) 
 slowly through an even game than the logistic curve, by a factor 2 / (2 + nu); the ratings, the first-move term
 and their margins are reported multiplied by that factor, so that near an even game a difference of D Elo
 means the usual logistic expected score (200 Elo: ~76%) whatever the draw rate. The fit is by Newton's method
-on the log posterior: every bot that played,
-and the first-move term, get `prior_draws` (default 1) virtual draws against a phantom rated 0, counted as
-half a win and half a loss, a weak prior that keeps the rating of a bot that won (or lost) every game finite
+on the log posterior: every bot that played, and the first-move term, get `prior_draws` (default 1) virtual
+draws against a phantom rated 0, counted as half a win and half a loss, a weak prior that keeps the rating of a bot that won (or lost) every game finite
 instead of infinite and shrinks the others a little (two bots, 75% over 100 games: +-94.8 instead of the
 maximum-likelihood +-95.4); when some game was drawn, nu gets `prior_draws` virtual games between equals, half
 of them drawn (it keeps a field that drew every game finite). Ratings are then shifted so that their mean over
