@@ -736,7 +736,7 @@ class Runner:
         return self._statistics
 
     def _standings(self) -> Standings:
-        standings = with_time_odds(self._tally.standings(self.plan.bot_names), self.plan.bots)
+        standings = with_time_odds(self._tally.standings(self.plan.bot_names, anchor=self.plan.anchor), self.plan.bots)
         standings = standings.model_copy(update={"title": self.plan.title})
         statistics = self._head_to_head()
         return standings if statistics is None else standings.model_copy(update={"head_to_head": statistics})

@@ -124,7 +124,7 @@ class Anchor(BaseModel):
     rating: float = Field(allow_inf_nan=False, description="Its rating: the others are relative to it.")
 
     def __str__(self) -> str:
-        return f"{self.name}={self.rating:g}"
+        return f"{self.name}={self.rating:.15g}"
 
 
 def parse_anchor(text: str) -> Anchor:

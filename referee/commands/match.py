@@ -294,6 +294,7 @@ def config_data(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, str
         ("margin_ms", "--margin-ms", args.margin_ms),
         ("concurrency", "--concurrency", args.concurrency),
         ("title", "--title", args.title),
+        ("anchor", "--anchor", args.anchor),
     ):
         if value is not None:
             data[key], sources[key] = value, flag

@@ -156,6 +156,7 @@ def build_plan(args: argparse.Namespace) -> RunPlan:
         "margin_ms": ("--margin-ms", args.margin_ms),
         "concurrency": ("--concurrency", args.concurrency),
         "title": ("--title", args.title),
+        "anchor": ("--anchor", args.anchor),
         "out": ("--out", str(cwd / args.out) if args.out is not None else None),
     }
     overrides.update({key: value for key, value in simple.items() if value[1] is not None})
