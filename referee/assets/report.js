@@ -92,7 +92,7 @@ function renderStandings() {
     hasLag ? el("th", { title: "the referee's own mean lateness during its moves (not charged)" }, "referee lag ms") : null);
   const rows = st.rows.map((r) => el("tr", { "data-bot": r.name },
     el("td", {}, r.rank), el("td", { class: "name" }, r.name), el("td", {}, r.games), el("td", {}, r.w), el("td", {}, r.d), el("td", {}, r.l),
-    el("td", {}, fmtNum(r.points)), el("td", {}, pct(r.pct)), el("td", {}, anchored && r.elo !== null ? fmtNum(r.elo) : signed(r.elo)),
+    el("td", {}, fmtNum(r.points)), el("td", {}, pct(r.pct)), el("td", {}, anchored && r.elo !== null ? r.elo.toFixed(1) : signed(r.elo)),
     el("td", {}, r.margin === null ? "–" : r.margin.toFixed(1)), wdl(r.asBlack), wdl(r.asWhite),
     el("td", { class: "kinds" }, kinds.filter((k) => r.lossKinds[k]).map((k) => `${k} ${r.lossKinds[k]}`).join(", ") || "–"),
     num(r.msMean), num(r.msP95), num(r.msMax),
