@@ -110,7 +110,7 @@ def test_the_example_config_is_valid() -> None:
         ),
         (
             'gmaes = 2\n[[bots]]\nname = "a"\ncommand = "x"\n[[bots]]\nname = "b"\ncommand = "y"\n',
-            "tournament.toml: gmaes: unknown key; the keys here are adjudication, bots, cluster, concurrency,",
+            "tournament.toml: gmaes: unknown key; the keys here are adjudication, anchor, bots, cluster, concurrency,",
         ),
         (
             '[openings]\nplys = 2\n[[bots]]\nname = "a"\ncommand = "x"\n[[bots]]\nname = "b"\ncommand = "y"\n',
@@ -267,3 +267,16 @@ def test_an_openings_file_is_fingerprinted_by_its_content(tmp_path: Path) -> Non
     assert plan.fingerprint["openings"]["file_openings"] == 2
     (tmp_path / "openings.txt").write_text("a1a2\nb2b1\n")
     assert plan_for(path).fingerprint["openings"] != plan.fingerprint["openings"]
+
+
+def test_the_anchor_names_one_of_the_bots(tmp_path: Path) -> None:
+    from referee.standings import Anchor
+
+    path = write(tmp_path, GOOD)
+    plan = build_plan(parse_args(str(path), "--anchor", f"{plan_for(path).bot_names[0]}=1500"))
+    assert plan.anchor == Anchor(name=plan.bot_names[0], rating=1500)
+    assert plan.fingerprint["anchor"] == f"{plan.bot_names[0]}=1500"
+    with pytest.raises(UsageError, match=r"anchor: 'nobody' is not one of the bots \("):
+        build_plan(parse_args(str(path), "--anchor", "nobody=1500"))
+    with pytest.raises(UsageError, match="anchor: '1500' is not NAME=RATING"):
+        build_plan(parse_args(str(path), "--anchor", "1500"))
