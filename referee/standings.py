@@ -596,45 +596,56 @@ class _Problem:
         advantage = theta[m]
         d = m + 1  # the index of eta, when fitted
         eta = theta[d] if self.fit_draws else -math.inf
+        # Summed per bot and put into the matrix at the end (a game touches 9 of its cells, 15 with draws).
+        diagonal = [0.0] * m  # information[i][i] from the games
+        with_first = [0.0] * m  # information[i][m]
+        with_draw = [0.0] * m  # information[i][d]
+        first_first = first_draw = draw_draw = draw_gradient = 0.0
+        half_k, quarter_kk = 0.5 * _K, 0.25 * _K * _K
         for i, j, black, drawn, white in self.encounters:
             n = black + drawn + white
-            u = 0.5 * _K * (theta[i] - theta[j] + advantage)
+            u = half_k * (theta[i] - theta[j] + advantage)
             top = max(abs(u), eta)
-            log_z = top + math.log(math.exp(u - top) + math.exp(-u - top) + math.exp(eta - top))
-            p_black, p_white = math.exp(u - log_z), math.exp(-u - log_z)
-            p_draw = max(0.0, 1.0 - p_black - p_white)
+            up, down, tie = math.exp(u - top), math.exp(-u - top), math.exp(eta - top)
+            z = up + down + tie
+            p_black, p_white, p_draw = up / z, down / z, tie / z
             lead = p_black - p_white
-            g = 0.5 * _K * ((black - white) - n * lead)  # d/dR_i; -d/dR_j; d/dA
-            h = 0.25 * _K * _K * n * (p_black + p_white - lead * lead)
+            g = half_k * ((black - white) - n * lead)  # d/dR_i; -d/dR_j; d/dA
+            h = quarter_kk * n * (p_black + p_white - lead * lead)
             gradient[i] += g
             gradient[j] -= g
             gradient[m] += g
-            row_i, row_j, row_a = information[i], information[j], information[m]
-            row_i[i] += h
-            row_j[j] += h
-            row_a[m] += h
-            row_i[j] -= h
-            row_j[i] -= h
-            row_i[m] += h
-            row_a[i] += h
-            row_j[m] -= h
-            row_a[j] -= h
-            if self.fit_draws:
-                gradient[d] += drawn - n * p_draw
-                c = -0.5 * _K * n * lead * p_draw  # the covariance of (u, draw) under the model, per game, times k/2
-                row_d = information[d]
-                row_d[d] += n * p_draw * (1.0 - p_draw)
-                for index, sign in ((i, 1.0), (j, -1.0), (m, 1.0)):
-                    information[index][d] += sign * c
-                    row_d[index] += sign * c
+            diagonal[i] += h
+            diagonal[j] += h
+            information[i][j] -= h
+            information[j][i] -= h
+            with_first[i] += h
+            with_first[j] -= h
+            first_first += h
+            if drawn or p_draw:
+                draw_gradient += drawn - n * p_draw
+                c = -half_k * n * lead * p_draw  # the covariance of (u, draw) under the model, times k/2
+                draw_draw += n * p_draw * (1.0 - p_draw)
+                with_draw[i] += c
+                with_draw[j] -= c
+                first_draw += c
+        prior = self.prior
         for index in range(m + 1):
             q = _sigmoid(_K * theta[index])
-            gradient[index] += _K * self.prior * (0.5 - q)
-            information[index][index] += _K * _K * self.prior * q * (1.0 - q)
+            gradient[index] += _K * prior * (0.5 - q)
+            curvature = _K * _K * prior * q * (1.0 - q)
+            if index < m:
+                information[index][index] = diagonal[index] + curvature
+                information[index][m] = information[m][index] = with_first[index]
+            else:
+                information[m][m] = first_first + curvature
         if self.fit_draws:
             q = _sigmoid(eta - _LN2)
-            gradient[d] += self.prior * (0.5 - q)
-            information[d][d] += self.prior * q * (1.0 - q)
+            gradient[d] = draw_gradient + prior * (0.5 - q)
+            information[d][d] = draw_draw + prior * q * (1.0 - q)
+            information[m][d] = information[d][m] = first_draw
+            for index in range(m):
+                information[index][d] = information[d][index] = with_draw[index]
         return gradient, information
 
 
