@@ -41,7 +41,7 @@ from referee.match import head_to_head
 from referee.record import GameRecord, Termination
 from referee.rundir import RunDirectory, RunReadError, ScoredRow, counted_game, first_line
 from referee.sprt import PairCounter
-from referee.standings import ColourRecord, ScoredGame, compute_standings, elo_notes
+from referee.standings import ColourRecord, ScoredGame, StandingsTally, compute_standings, elo_notes
 from referee.viewerline import game_line, numbered
 
 REPORT_FILE = "report.html"
@@ -329,8 +329,12 @@ class RunFigures:
                     score[name].append(round(100 * points[name] / games[name], 1) if games[name] else None)
         elo_at = _marks(n, PROGRESS_POINTS)
         elo: dict[str, list[float | None]] = {name: [] for name in names}
+        tally, counted = StandingsTally(warm_start=True), 0  # each fit starts from the last: a few Newton steps
         for mark in elo_at:
-            fitted = compute_standings(self.results[:mark], names, anchor=self.anchor)
+            for result in self.results[counted:mark]:
+                tally.add(result)
+            counted = mark
+            fitted = tally.standings(names, anchor=self.anchor)
             # Before the anchor has played, the ratings are on another scale (the field mean's): no point then.
             on_scale = self.anchor is None or fitted.anchor is not None
             by_name = {bot.name: bot.elo if on_scale else None for bot in fitted.bots}
