@@ -62,7 +62,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.epilog = (
         "examples:\n"
         "  alternator export cup --format pgn -o cup.pgn\n"
-        "  ordo -p cup.pgn -W -D -a 0          ratings by Ordo, with the first move's worth (-W) and draws (-D)\n"
+        "  ordo -p cup.pgn -W -D -a 0 -z 200.24   Ordo's ratings: the first move's worth (-W), draws (-D), the\n"
+        "                                        mean at 0 (-a 0), the logistic scale (-z 200.24: 76%)\n"
         "  alternator export cup --format csv | head\n"
         "PGN's White is the first mover (Alternator's Black); the result reads the same in both."
     )
