@@ -29,6 +29,7 @@ def main() -> None:
     parser.add_argument("--burn-s", type=float, default=60.0)
     parser.add_argument("--games", type=int, default=40, help="games in all (a round robin of 4 bots)")
     parser.add_argument("--extra-job-s", type=float, default=10.0, help="one more burner, this long, at 20 s")
+    parser.add_argument("--size", default="8", help="board size (8: 8x8)")
     parser.add_argument("--out", type=Path, help="output directory (default: a temporary one)")
     args = parser.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix="backoff-")) / "run"
@@ -38,7 +39,7 @@ def main() -> None:
     events = out.parent / "events.jsonl"
     command = [sys.executable, "-m", "referee", "tournament", "--out", str(out), "--events", str(events)]
     command += [arg for bot in bots for arg in ("--bot", bot)]
-    command += ["--games", str(per_pairing), "--movetime", "0.05", "--size", "6", "--concurrency", "2"]
+    command += ["--games", str(per_pairing), "--movetime", "0.05", "--size", args.size, "--concurrency", "2"]
     burners = [subprocess.Popen([sys.executable, "-c", BURN, str(args.burn_s)]) for _ in range(args.burners)]
     started = time.monotonic()
     run = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -45,12 +45,12 @@ import trio
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from protocol.options import OptionError, resolve_options
-from referee import __version__
+from referee import __version__, process_wide
 from referee.botspec import BotSpec
 from referee.game import run_game
 from referee.play import BotPool, MoveBatches, decode_move, encode_move, void_record
 from referee.process import BotFault, BotProcess, BotStartError, open_bot
-from referee.record import GameRecord, GameSettings, MoveRecord, Termination
+from referee.record import GameRecord, GameSettings, MoveRecord, PlayedMove, Termination
 from referee.schedule import ScheduledGame
 
 if TYPE_CHECKING:
@@ -358,19 +358,16 @@ async def _handshake(process: BotProcess, timeout_s: float = PROBE_TIMEOUT_S) ->
     return None
 
 
-_games: _WorkerGames | None = None
-_games_lock = threading.Lock()
+def _new_worker_games() -> _WorkerGames:
+    log_dir = Path(tempfile.gettempdir()) / f"alternator-worker-{os.getpid()}" / "logs"
+    games = _WorkerGames(log_dir)
+    atexit.register(games.close)
+    return games
 
 
 def _worker_games() -> _WorkerGames:
-    """This worker process's games loop, started by its first task."""
-    global _games
-    with _games_lock:
-        if _games is None:
-            log_dir = Path(tempfile.gettempdir()) / f"alternator-worker-{os.getpid()}" / "logs"
-            _games = _WorkerGames(log_dir)
-            atexit.register(_games.close)
-        return _games
+    """This worker process's games loop, started by its first task (`process_wide.DASK_WORKER_GAMES`)."""
+    return process_wide.DASK_WORKER_GAMES.get(_new_worker_games)
 
 
 def _worker_address() -> str:
@@ -547,7 +544,7 @@ class Cluster:
         """How long games may wait for a worker when the scheduler has none before the run stops."""
         self._lost = False
         self.moves_topic = f"alternator-moves-{self._run}"
-        self._listeners: dict[tuple[str, int], Callable[[MoveRecord, int], None]] = {}
+        self._listeners: dict[tuple[str, int], Callable[[PlayedMove, int], None]] = {}
         self._moves_seen: dict[tuple[str, int], int] = {}
         self._token = trio.lowlevel.current_trio_token()
         client.subscribe_topic(self.moves_topic, self._moves_event)  # type: ignore[no-untyped-call]
@@ -683,7 +680,7 @@ class Cluster:
         black: BotSpec,
         white: BotSpec,
         settings: GameSettings,
-        on_move: Callable[[MoveRecord, int], None] | None = None,
+        on_move: Callable[[PlayedMove, int], None] | None = None,
         start_timeout_s: float = PROBE_TIMEOUT_S,
     ) -> GameRecord:
         """Play a game on some healthy worker and return its record (a void one when no worker could play it).
@@ -805,6 +802,23 @@ class Cluster:
         return [stat.describe() for stat in sorted(self.stats.values(), key=lambda s: s.address)]
 
 
+class ClusterPlayers:
+    """A run's games played on the cluster (`referee.runner.Players`): as many slots as games it keeps in flight,
+    each a `ClusterSlot`."""
+
+    def __init__(self, cluster: Cluster, bots: Sequence[BotSpec], start_timeout_s: float = PROBE_TIMEOUT_S) -> None:
+        self.cluster = cluster
+        self.bots = list(bots)
+        self.start_timeout_s = start_timeout_s
+
+    @property
+    def slots(self) -> int:
+        return self.cluster.in_flight
+
+    def player(self, index: int) -> ClusterSlot:
+        return ClusterSlot(index, self.cluster, self.bots, self.start_timeout_s)
+
+
 class ClusterSlot:
     """A runner's worker slot whose games are played on the cluster: the interface of a local slot (`index`,
     `running`, `play`, `aclose`), with no processes of its own."""
@@ -821,7 +835,7 @@ class ClusterSlot:
         return set()  # the bots run on the workers, which choose their own slots
 
     async def play(
-        self, game: ScheduledGame, settings: GameSettings, on_move: Callable[[MoveRecord, int], None] | None = None
+        self, game: ScheduledGame, settings: GameSettings, on_move: Callable[[PlayedMove, int], None] | None = None
     ) -> GameRecord:
         """Play `game` on the cluster; its moves stream back to `on_move` as the worker plays them."""
         black, white = self._specs[game.black], self._specs[game.white]

@@ -95,6 +95,9 @@ class BotConfig(BaseModel):
         default_factory=dict,
         description="Values for options the bot declares (a [bots.options] table); checked before the first game.",
     )
+    rating: float | None = Field(
+        None, allow_inf_nan=False, description="The bot's rating, for a knockout's `seeding = \"rating\"`."
+    )
 
     @field_validator("tc", mode="before")
     @classmethod
@@ -150,6 +153,14 @@ class SprtConfig(BaseModel):
     beta: float = Field(0.05, description="The chance of accepting H0 when H1 holds.")
 
 
+class PairingConfig(BaseModel):
+    """One `[[pairings]]` entry: two bots that meet (the first has Black in their first game)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    bots: list[BotName] = Field(min_length=2, max_length=2, description="The two bots' names.")
+
+
 class RunConfig(BaseModel):
     """A match or tournament config, as written (a tournament's TOML file, or a match's options)."""
 
@@ -158,7 +169,31 @@ class RunConfig(BaseModel):
     bots: list[BotConfig] = Field(
         min_length=2, max_length=MAX_BOTS, description="The bots; at least two, names unique."
     )
-    format: Format = Field(Format.ROUND_ROBIN, description="round-robin, or gauntlet (the first bot vs each other).")
+    format: Format = Field(
+        Format.ROUND_ROBIN,
+        description="round-robin, gauntlet (the first `seeds` bots vs each other bot), pairings (the [[pairings]]"
+        " list), swiss (`rounds` rounds), knockout (a seeded bracket) or adaptive (game pairs where the order is"
+        " least certain, up to `max_games`).",
+    )
+    seeds: int = Field(1, ge=1, description="Gauntlet: how many of the first bots play every other bot.")
+    pairings: list[PairingConfig] | None = Field(
+        None, description='The pairs that meet ([[pairings]] bots = ["a", "b"]); sets format = pairings.'
+    )
+    rounds: int | None = Field(None, ge=1, description="Swiss: the number of rounds (default: log2 of the field).")
+    seeding: Literal["rating", "order", "random"] = Field(
+        "order", description="Knockout: seeds by the bots' `rating`, their order, or a shuffle by `format_seed`."
+    )
+    format_seed: int | str = Field(1, description="Seed of a knockout's random seeding.")
+    tiebreak_pairs: int = Field(
+        2,
+        ge=0,
+        le=50,
+        description="Knockout: tie-break game pairs of a tied encounter before the higher seed advances.",
+    )
+    max_games: int | None = Field(None, ge=2, description="Adaptive: the budget of games (default: a round robin's).")
+    confidence: float = Field(
+        0.95, gt=0.5, lt=1.0, description="Adaptive: how sure every neighbouring order must be to call it decided."
+    )
     games: int = Field(
         DEFAULT_GAMES, ge=1, le=MAX_GAMES_PER_PAIRING, description="Games per pairing (with [sprt]: the most)."
     )
@@ -194,8 +229,8 @@ class RunConfig(BaseModel):
     memory_mb: int | None = Field(
         None,
         ge=16,
-        description="Limit every bot's address space (virtual memory) to this many MiB (a bot's own `memory_mb`"
-        " overrides).",
+        description="Limit every bot's memory to this many MiB: resident memory where the host has a memory cgroup,"
+        " else the address space (a bot's own `memory_mb` overrides).",
     )
     max_processes: int | None = Field(
         None,
@@ -296,6 +331,7 @@ _KNOWN_KEYS = {
     "sprt": sorted(SprtConfig.model_fields),
     "cluster": sorted(ClusterConfig.model_fields),
     "adjudication": sorted(Adjudication.model_fields),
+    "pairings": sorted(PairingConfig.model_fields),
 }
 
 
@@ -306,7 +342,8 @@ def _message(error: Any) -> str:
         return "field required"
     if kind == "extra_forbidden":
         tables = (("openings",), ("sprt",), ("cluster",), ("adjudication",))
-        parent = "bots" if loc[:1] == ("bots",) and len(loc) == 3 else (str(loc[0]) if loc[:1] in tables else "")
+        listed = loc[:1] in (("bots",), ("pairings",)) and len(loc) == 3
+        parent = str(loc[0]) if listed else (str(loc[0]) if loc[:1] in tables else "")
         hint = ""
         if parent and str(loc[-1]) in _KNOWN_KEYS[""]:
             # A TOML trap: a key written after a [table] belongs to that table.
@@ -353,6 +390,7 @@ def parse_config(data: dict[str, Any], *, source: str, key_sources: dict[str, st
         seen[bot.name] = index
     if config.time_control is not None and config.movetime is not None:
         raise ConfigError(f"{source}: time_control and movetime: give one of them, not both")
+    config = _check_format(config, sources, source)
     openings = config.openings
     if sum((openings.moves is not None, openings.file is not None, openings.plies > 0)) > 1:
         raise ConfigError(
@@ -377,6 +415,69 @@ def parse_config(data: dict[str, Any], *, source: str, key_sources: dict[str, st
             SprtParameters(**config.sprt.model_dump())
         except ValueError as error:
             raise ConfigError(f"{where}: sprt: {error}") from None
+    return config
+
+
+def _check_format(config: RunConfig, sources: dict[str, str], source: str) -> RunConfig:
+    """The format's own settings: pairings name bots of the field, a gauntlet has fewer seeds than bots, a Swiss
+    no more rounds than a round robin, a knockout plays pairs. Returns the config with `pairings` implying the
+    format."""
+    from referee.swiss import max_rounds
+
+    where = sources.get("format", source)
+    bots = [bot.name for bot in config.bots]
+    if config.pairings is not None:
+        if "format" in config.model_fields_set and config.format is not Format.PAIRINGS:
+            raise ConfigError(
+                f"{where}: format: {config.format} with [[pairings]]: the pairings are the schedule; drop the format"
+                ' (or write format = "pairings"), or drop the [[pairings]]'
+            )
+        listed = config.pairings
+        config = config.model_copy(update={"format": Format.PAIRINGS})
+        seen: set[frozenset[str]] = set()
+        for index, pairing in enumerate(listed):
+            a, b = pairing.bots
+            for name in (a, b):
+                if name not in bots:
+                    raise ConfigError(
+                        f"{source}: pairings[{index}].bots: {name!r} is not one of the bots ({', '.join(bots)})"
+                    )
+            if a == b:
+                raise ConfigError(f"{source}: pairings[{index}].bots: a bot cannot play itself ({a!r})")
+            if frozenset((a, b)) in seen:
+                raise ConfigError(f"{source}: pairings[{index}].bots: {a} and {b} are already paired; list a pair once")
+            seen.add(frozenset((a, b)))
+    elif config.format is Format.PAIRINGS:
+        raise ConfigError(f'{where}: format: pairings needs a [[pairings]] list (bots = ["a", "b"] per entry)')
+    if config.format is Format.GAUNTLET and config.seeds >= len(bots):
+        raise ConfigError(
+            f"{sources.get('seeds', source)}: seeds: {config.seeds} seeds of {len(bots)} bots leave no one to play;"
+            f" give 1 to {len(bots) - 1}"
+        )
+    if config.seeds != 1 and config.format is not Format.GAUNTLET:
+        raise ConfigError(f"{sources.get('seeds', source)}: seeds: only a gauntlet has seeds (--format gauntlet)")
+    if config.format is Format.SWISS:
+        most = max_rounds(len(bots))
+        if config.rounds is not None and config.rounds > most:
+            raise ConfigError(
+                f"{sources.get('rounds', source)}: rounds: {config.rounds} rounds of {len(bots)} bots would need"
+                f" rematches; give 1 to {most} (or play a round robin)"
+            )
+    elif config.rounds is not None:
+        raise ConfigError(
+            f"{sources.get('rounds', source)}: rounds: only a Swiss tournament has rounds (--format swiss)"
+        )
+    if config.format is Format.KNOCKOUT and config.games % 2:
+        raise ConfigError(
+            f"{sources.get('games', source)}: games: {config.games} games an encounter: a knockout plays game pairs;"
+            " give an even number (the default 2 is one pair)"
+        )
+    if config.max_games is not None and config.format is not Format.ADAPTIVE:
+        raise ConfigError(
+            f"{sources.get('max_games', source)}: max_games: only an adaptive run has a budget (--format adaptive)"
+        )
+    if not config.format.is_fixed and config.sprt is not None:
+        raise ConfigError(f"{sources.get('sprt', source)}: sprt: the SPRT is for a two-bot round robin (a match)")
     return config
 
 
@@ -439,6 +540,14 @@ class RunPlan:
     adjudication: Adjudication | None = None
     title: str | None = None  # the event's title (--title, config `title`)
     anchor: Anchor | None = None  # the rating scale's anchor (--anchor, config `anchor`)
+    seeds: int = 1  # a gauntlet's seeds
+    pairs: tuple[tuple[str, str], ...] = ()  # explicit [[pairings]]
+    rounds: int | None = None  # Swiss
+    seeding: str = "order"  # knockout
+    format_seed: int | str = 1
+    tiebreak_pairs: int = 2
+    max_games: int | None = None  # adaptive
+    confidence: float = 0.95
 
     @property
     def bot_names(self) -> list[str]:
@@ -510,7 +619,7 @@ def resolve_plan(
         time_control = movetime_control(config.movetime)
     else:
         time_control = parse_time_control(config.time_control or DEFAULT_TIME_CONTROL)
-    rounds = (config.games + 1) // 2
+    rounds = _openings_needed(config)
     if config.openings.moves is not None:
         moves = config.openings.moves.replace(",", " ").split()
         try:
@@ -573,10 +682,13 @@ def resolve_plan(
                 **({"nodes": s.nodes} if s.nodes is not None else {}),
                 **({"depth": s.depth} if s.depth is not None else {}),
                 **({"options": s.options} if s.options else {}),
+                **({"rating": b.rating} if b.rating is not None else {}),
             }
-            for s in specs
+            for s, b in zip(specs, config.bots, strict=True)
         ],
         "format": str(config.format),
+        # Only for what a format has beyond a round robin: a run started before formats had settings resumes.
+        **({"format_settings": settings} if (settings := _format_settings(config)) else {}),
         "size": config.size,
         "komi": config.komi,
         "time_control": time_control.model_dump(),
@@ -611,7 +723,62 @@ def resolve_plan(
         adjudication=config.adjudication if config.adjudication is not None and config.adjudication.active else None,
         title=config.title,
         anchor=anchor,
+        seeds=config.seeds,
+        pairs=tuple((p.bots[0], p.bots[1]) for p in config.pairings or ()),
+        rounds=_swiss_rounds(config) if config.format is Format.SWISS else None,
+        seeding=config.seeding,
+        format_seed=config.format_seed,
+        tiebreak_pairs=config.tiebreak_pairs,
+        max_games=_adaptive_budget(config) if config.format is Format.ADAPTIVE else None,
+        confidence=config.confidence,
     )
+
+
+def _swiss_rounds(config: RunConfig) -> int:
+    """The rounds given, or enough to leave one bot unbeaten in a knockout's sense: log2 of the field."""
+    from referee.swiss import max_rounds
+
+    if config.rounds is not None:
+        return config.rounds
+    return min(max_rounds(len(config.bots)), max(1, (len(config.bots) - 1).bit_length()))
+
+
+def _adaptive_budget(config: RunConfig) -> int:
+    """The budget given, or a round robin's games with `games` per pairing."""
+    if config.max_games is not None:
+        return config.max_games
+    n = len(config.bots)
+    return max(2, n * (n - 1) // 2 * config.games)
+
+
+def _openings_needed(config: RunConfig) -> int:
+    """How many openings a run can use (random openings are made up to this; the rest reuse them in order)."""
+    if config.format is Format.SWISS:
+        return _swiss_rounds(config)
+    if config.format is Format.KNOCKOUT:
+        return config.games // 2 + config.tiebreak_pairs
+    if config.format is Format.ADAPTIVE:
+        return min(256, _adaptive_budget(config) // 2)
+    return (config.games + 1) // 2
+
+
+def _format_settings(config: RunConfig) -> dict[str, Any]:
+    """What names a run's format beyond its name, for the fingerprint (budgets such as rounds are left out: a
+    resumed run may play more)."""
+    if config.format is Format.GAUNTLET and config.seeds != 1:
+        return {"seeds": config.seeds}
+    if config.format is Format.PAIRINGS:
+        return {"pairings": [list(p.bots) for p in config.pairings or ()]}
+    if config.format is Format.KNOCKOUT:
+        return {
+            "games": config.games,
+            "seeding": config.seeding,
+            "tiebreak_pairs": config.tiebreak_pairs,
+            **({"format_seed": config.format_seed} if config.seeding == "random" else {}),
+        }
+    if config.format is Format.ADAPTIVE:
+        return {"confidence": config.confidence}
+    return {}
 
 
 def _anchor(config: RunConfig, specs: list[BotSpec], source: str) -> Anchor | None:

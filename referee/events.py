@@ -52,9 +52,11 @@ class StandingRow(BaseModel):
 class TournamentStarted(_Event):
     type: Literal["tournament_started"]
     kind: Literal["match", "tournament"] = Field(description="Which command runs it.")
-    format: str = Field(description="round-robin or gauntlet.")
+    format: str = Field(description="round-robin, gauntlet, pairings, swiss, knockout or adaptive.")
     bots: list[str]
-    games_total: int = Field(description="Games in the schedule.")
+    games_total: int = Field(
+        description="Games in the schedule (a format that pairs from results: as many as it expects)."
+    )
     games_done: int = Field(description="Games already played (non-zero when resuming).")
     concurrency: int
     out_dir: str
@@ -62,6 +64,14 @@ class TournamentStarted(_Event):
     height: int
     komi: float
     time_control: TimeControl
+
+
+class RunNotice(_Event):
+    """Something the run decided that a person should read: a latecomer's games scheduled, a bot retired or
+    suspended (with the reason)."""
+
+    type: Literal["notice"]
+    text: str
 
 
 class GameStarted(_Event):
@@ -149,6 +159,7 @@ class TournamentFinished(_Event):
 
 Event = Annotated[
     TournamentStarted
+    | RunNotice
     | GameStarted
     | GameFinished
     | StatisticsUpdated

@@ -31,7 +31,7 @@ from protocol.messages import GameOver, Info, MoveReply, NewGame, Pong, Ready
 from protocol.options import OptionError
 from protocol.rules import BLACK, WHITE, Color, IllegalMoveError, InvalidMoveError, Move, Position, Result, result_for
 from referee.adjudication import Adjudicator, Verdict
-from referee.clock import NS_PER_MS, Charge
+from referee.clock import NS_PER_MS, Charge, GameClock
 from referee.controls import new_game_fields, nodes_over_limit
 from referee.hints import with_hint
 from referee.latency import LagWindow, ReadWatch, cpu_pressure
@@ -46,7 +46,6 @@ from referee.process import (
 from referee.reader import TurnWrite
 from referee.record import GameRecord, GameSettings, MoveRecord, OptionValue, Termination
 from referee.solver_worker import solve_elsewhere
-from referee.time_odds import SideClocks
 from referee.timing import HELD_CPU_NS, GiveUp, Overrun, host_kept, judge, past_deadline, write_lag
 
 __all__ = ["Limits", "run_game"]
@@ -154,7 +153,7 @@ class _Game:
                 raise ValueError(f"the opening of game {game_id!r} is not playable: {error}") from None
         if self.position.is_over():
             raise ValueError(f"the opening of game {game_id!r} ends the game (two passes); leave moves for the bots")
-        self.clock = SideClocks(settings.time_control_for(BLACK), settings.time_control_for(WHITE), settings.margin_ms)
+        self.clock = GameClock(settings.time_control_for(BLACK), settings.time_control_for(WHITE), settings.margin_ms)
         rules = settings.adjudication
         self.adjudicator = Adjudicator(rules) if rules is not None and rules.active else None
         self.notes: list[str] = []
@@ -260,7 +259,6 @@ class _Game:
     def _turn_line(self, color: Color) -> bytes:
         """The `Turn` message as a line (the same JSON `encode(Turn(...))` gives; a test checks it)."""
         clock = self.clock
-        control = clock.control_for(color)
         return b"%s%s],%s}\n" % (
             self._turn_prefix,
             b",".join(self._history),
@@ -268,8 +266,8 @@ class _Game:
             % (
                 _json_int(clock.remaining_ns(BLACK), NS_PER_MS),
                 _json_int(clock.remaining_ns(WHITE), NS_PER_MS),
-                control.increment_ms,
-                _json_int(control.move_time_ms),
+                clock.increment_ms(color),
+                _json_int(clock.move_limit_ms(color)),
                 _json_int(clock.moves_to_go(color)),
             ),
         )
@@ -525,7 +523,7 @@ class _Game:
                 await trio.lowlevel.checkpoint()
                 continue
             if waited_here == "ready":
-                bot.catch_up()
+                bot.catch_up(to_a_line=True)
                 if not bot.has_news():
                     continue  # part of a line: wait again
             if waited_here is None:

@@ -53,7 +53,7 @@ from protocol.messages import (
     parse_bot_line,
 )
 from protocol.session import ProtocolViolation, Session
-from referee import __version__
+from referee import __version__, process_wide
 from referee.botspec import BotSpec, script_start_problem
 from referee.containment import (
     RUNNING_DIR,
@@ -396,9 +396,10 @@ class BotChannel:
         for line in lines:
             self._lines.append((line, stamp))
 
-    def catch_up(self) -> None:
+    def catch_up(self, *, to_a_line: bool = False) -> None:
         """Take in whatever the bot has already written, without waiting for more: a deadline is never judged on
-        less than what had arrived by then."""
+        less than what had arrived by then. `to_a_line`: stop once a complete line is in (a reply the poll said
+        is there: no read that would find nothing more)."""
         reader = self._reader
         if reader is None:
             fileno = getattr(self._receive_stream, "fileno", None)
@@ -419,6 +420,8 @@ class BotChannel:
             data, stamp = chunk
             self._eof = not data
             self._feed(data, stamp)
+            if to_a_line and self._lines:
+                return
 
     def has_lines(self) -> bool:
         """Whether complete lines are waiting to be returned by `receive` (no read needed)."""
@@ -593,10 +596,6 @@ _READ_SYSCALLS = {"x86_64": (0, 17, 19), "aarch64": (63, 65, 67)}.get(platform.m
 """read, pread64 and readv on this machine (their numbers in /proc/PID/syscall); none known: never excused."""
 
 
-_SPAWNER_CORES: list[int] | None = None
-"""The spawner thread's own cores as it started (it pins itself to a bot's for each spawn; see `_spawn`)."""
-
-
 def _spawn(
     command: list[str],
     cwd: Path | None,
@@ -611,12 +610,10 @@ def _spawn(
     Without `preexec` the spawn forks nothing of the referee's (vfork); the child takes the spawning thread's
     cores, so this thread takes `cores` (or its own again) first.
     """
-    global _SPAWNER_CORES
     if hasattr(os, "sched_setaffinity"):
-        if _SPAWNER_CORES is None:
-            _SPAWNER_CORES = sorted(os.sched_getaffinity(0))
+        own = process_wide.SPAWNER_CORES.get(lambda: sorted(os.sched_getaffinity(0)))  # this thread's, as it started
         with contextlib.suppress(OSError):
-            os.sched_setaffinity(0, cores or _SPAWNER_CORES)
+            os.sched_setaffinity(0, cores or own)
     stdin_r, stdin_w = os.pipe()
     stdout_r, stdout_w = stdout_pair()
     stderr_r, stderr_w = os.pipe()
@@ -851,7 +848,14 @@ class BotProcess(BotChannel):
         if self.spec.sandbox and 128 < code < 128 + signal.NSIG:
             # bwrap reports a child killed by signal N as exit code 128 + N.
             how = f"{describe_exit(128 - code)} (exit code {code} from the sandbox)"
-        if self.spec.memory_mb is not None:
+        if self.spec.memory_mb is not None and self.tree is not None and self.tree.memory_limit is not None:
+            # Held by a memory cgroup: the limit is named only when the kernel killed the bot for it.
+            limited = f"its memory was limited to {self.spec.memory_mb} MiB"
+            if self.tree.memory_killed() and "SIGKILL" in how:
+                how = f"was killed by the kernel's out-of-memory killer ({how}): {limited}"
+            elif self.tree.memory_killed():
+                how += f" after the kernel's out-of-memory killer ended one of its processes: {limited}"
+        elif self.spec.memory_mb is not None:
             how += f" (its memory was limited to {self.spec.memory_mb} MiB)"
         return BotCrashed(how)
 
@@ -983,10 +987,6 @@ async def open_bot(
     own = spec.dir.resolve() if spec.dir is not None else None
     others = {path.resolve() for path in hidden} - {own}
     private = [log_dir.absolute(), log_dir.absolute().parent, *sorted(others)]
-    try:
-        command = launch_command(spec, private=private)
-    except SandboxError as error:
-        raise BotStartError(str(error)) from None
     log_dir.mkdir(parents=True, exist_ok=True)
     _end_leftovers_once(log_dir)
     tree = ProcessTree(
@@ -995,7 +995,14 @@ async def open_bot(
         cores=cores,
         note_dir=log_dir / RUNNING_DIR,
         sandboxed=spec.sandbox,
+        memory_mb=spec.memory_mb,
     )
+    try:
+        # A memory cgroup holds the bot's resident memory; without one, its address space is limited instead.
+        command = launch_command(spec, private=private, address_limit=tree.memory_limit is None)
+    except SandboxError as error:
+        tree.close()
+        raise BotStartError(str(error)) from None
     if spec.sandbox:
         env: dict[str, str] = sandbox_environment(spec, os.environ)
     else:
@@ -1030,14 +1037,11 @@ async def open_bot(
                 nursery.cancel_scope.cancel()
 
 
-_leftovers_ended: set[Path] = set()
-
-
 def _end_leftovers_once(log_dir: Path) -> None:
     """The first time this referee uses an output directory: end the bots a killed referee left there."""
     key = log_dir.resolve()
-    if key not in _leftovers_ended:
-        _leftovers_ended.add(key)
+    if key not in process_wide.LEFTOVERS_ENDED:
+        process_wide.LEFTOVERS_ENDED.add(key)
         end_leftovers(log_dir)
 
 

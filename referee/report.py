@@ -39,7 +39,7 @@ from referee.clock import describe_time_control
 from referee.display import format_statistics, format_verdict
 from referee.match import head_to_head
 from referee.record import GameRecord, Termination
-from referee.rundir import RunDirectory, RunReadError, ScoredRow, counted_game, first_line
+from referee.rundir import RunDirectory, RunReadError, ScoredRow, counted_game, first_line, format_summary_of
 from referee.sprt import PairCounter
 from referee.standings import ColourRecord, ScoredGame, StandingsTally, compute_standings, elo_notes
 from referee.viewerline import game_line, numbered
@@ -212,6 +212,7 @@ class RunFigures:
             "terminations": TERMINATIONS,
             "headToHead": self.head_to_head(),
             "standings": self.standings(),
+            "format": format_summary_of(self.run.out_dir),
             "progress": self.progress(),
             "games": self.rows,
             "total": self.run.total(),

@@ -420,3 +420,14 @@ def _field_of(out_dir: Path) -> list[str]:
         return [str(bot["name"]) for bot in standings["bots"]]
     except (OSError, ValueError, KeyError, TypeError):
         return []
+
+
+def format_summary_of(out_dir: Path) -> dict[str, Any] | None:
+    """What the run's format adds to its standings (Swiss tie-breaks, a knockout bracket, an adaptive verdict), as
+    the runner last wrote it to standings.json; None for the other formats or when there is none yet."""
+    try:
+        standings = json.loads((out_dir / "standings.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    summary = standings.get("format_summary") if isinstance(standings, dict) else None
+    return summary if isinstance(summary, dict) else None

@@ -213,6 +213,59 @@ class Totals(BaseModel):
     forfeits: int = Field(ge=0, description="Decisive games that ended by forfeit rather than on the board.")
 
 
+class TiebreakRow(BaseModel):
+    """One bot of a Swiss tournament, ranked by score, then Buchholz, Sonneborn-Berger and head-to-head."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rank: int = Field(ge=1)
+    name: str
+    score: float = Field(ge=0, description="Points from games plus byes (a bye is worth a won encounter).")
+    byes: int = Field(ge=0)
+    buchholz: float = Field(description="The sum of the scores of the bot's opponents.")
+    sonneborn_berger: float = Field(
+        description="The sum over opponents of the points scored against them times their score."
+    )
+    head_to_head: float | None = Field(
+        default=None, description="Points against the bots tied with it on score, Buchholz and SB (null: no tie)."
+    )
+
+
+class BracketEncounter(BaseModel):
+    """One encounter of a knockout bracket."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    round: int = Field(ge=1, description="The bracket round, from 1.")
+    match: int = Field(ge=1, description="The encounter's place in its round, from the top of the bracket.")
+    top: str | None = Field(description="The higher seed (null: not known yet).")
+    bottom: str | None = Field(description="The lower seed (null: a bye, or not known yet).")
+    top_seed: int | None = None
+    bottom_seed: int | None = None
+    top_points: float = 0.0
+    bottom_points: float = 0.0
+    games: int = Field(0, ge=0, description="Games finished in this encounter.")
+    winner: str | None = Field(default=None, description="Who advanced (null: undecided).")
+    note: str | None = Field(default=None, description="A bye, tie-break pairs, or the final rule applied.")
+
+
+class FormatSummary(BaseModel):
+    """What a format adds to the standings: Swiss tie-breaks, a knockout bracket, an adaptive run's verdict."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    format: str = Field(description="swiss, knockout or adaptive.")
+    rules: list[str] = Field(default_factory=list, description="The format's stated rules, for people.")
+    tiebreaks: list[TiebreakRow] = Field(default_factory=list, description="Swiss: the ranking with tie-breaks.")
+    bracket: list[BracketEncounter] = Field(default_factory=list, description="Knockout: every encounter.")
+    champion: str | None = Field(default=None, description="Knockout: the winner of the final.")
+    order: list[str] = Field(default_factory=list, description="Adaptive: the ranking, best first.")
+    undecided: list[str] = Field(
+        default_factory=list, description="Adaptive: neighbouring orders below the stated confidence."
+    )
+    notes: list[str] = Field(default_factory=list)
+
+
 class Standings(BaseModel):
     """The standings of a tournament."""
 
@@ -257,6 +310,9 @@ class Standings(BaseModel):
         default=None,
         description="Two-bot runs: the first bot against the second over the counted games (score, Elo, nElo,"
         " LOS, draw ratio, pentanomial, SPRT).",
+    )
+    format_summary: FormatSummary | None = Field(
+        default=None, description="Swiss, knockout and adaptive runs: tie-breaks, the bracket, the verdict."
     )
 
 
@@ -783,7 +839,60 @@ def to_text(standings: Standings) -> str:
     lines.append("")
     lines.append(_totals_line(standings.totals))
     lines.extend(elo_notes(standings))
+    if standings.format_summary is not None:
+        lines.extend(format_summary_lines(standings.format_summary))
     return "\n".join(lines) + "\n"
+
+
+def format_summary_lines(summary: FormatSummary) -> list[str]:
+    """The Swiss table with tie-breaks, the knockout bracket, or the adaptive verdict, for the terminal."""
+    lines: list[str] = [""]
+    if summary.tiebreaks:
+        lines.append("Swiss: score (games and byes), then Buchholz, Sonneborn-Berger, head-to-head.")
+        header = ["#", "Bot", "Score", "Byes", "Buchholz", "SB", "H2H"]
+        body = [
+            [
+                str(row.rank),
+                row.name,
+                _fmt_points(row.score),
+                str(row.byes),
+                _fmt_points(row.buchholz),
+                _fmt_points(row.sonneborn_berger),
+                "-" if row.head_to_head is None else _fmt_points(row.head_to_head),
+            ]
+            for row in summary.tiebreaks
+        ]
+        lines.extend(_fixed_width([header, *body], {1}))
+    if summary.bracket:
+        lines.append("Bracket:")
+        for encounter in summary.bracket:
+            lines.append(f"  {_fmt_encounter(encounter)}")
+        if summary.champion is not None:
+            lines.append(f"Champion: {summary.champion}")
+    if summary.order:
+        lines.append(f"Order: {' > '.join(summary.order)}")
+        if summary.undecided:
+            lines.append(f"Still undecided: {'; '.join(summary.undecided)}")
+    lines.extend(summary.rules)
+    lines.extend(summary.notes)
+    return lines
+
+
+def _fmt_encounter(encounter: BracketEncounter) -> str:
+    def side(name: str | None, seed: int | None) -> str:
+        if name is None:
+            return "?"
+        return name if seed is None else f"({seed}) {name}"
+
+    top, bottom = side(encounter.top, encounter.top_seed), side(encounter.bottom, encounter.bottom_seed)
+    text = f"round {encounter.round} match {encounter.match}: {top} vs {bottom}"
+    if encounter.games:
+        text += f"  {_fmt_points(encounter.top_points)}-{_fmt_points(encounter.bottom_points)}"
+    if encounter.winner is not None:
+        text += f"  -> {encounter.winner}"
+    if encounter.note:
+        text += f"  ({encounter.note})"
+    return text
 
 
 def _fmt_cpu(bot: BotStanding) -> str:

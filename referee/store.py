@@ -117,6 +117,15 @@ class DoneGame(NamedTuple):
     game_id: str
 
 
+class PoolChange(NamedTuple):
+    """How the bots of a resumed tournament differ from those it was started with (`RunStore.start`)."""
+
+    field: list[str]
+    """Every bot the run has had: the stored order, then the latecomers."""
+    added: list[str]
+    retired: list[str]
+
+
 class StoreError(Exception):
     """The database cannot be used for this tournament; the message says why and what to do."""
 
@@ -365,15 +374,27 @@ class RunStore(_Reads):
 
     # -- the schedule --------------------------------------------------------------------------------
 
-    def start(self, fingerprint: dict[str, Any], schedule: list[ScheduledGame]) -> None:
+    def start(
+        self,
+        fingerprint: dict[str, Any],
+        schedule: list[ScheduledGame] | None,
+        *,
+        pool: bool = False,
+        latecomers: bool = True,
+    ) -> PoolChange:
         """Create the tournament, or check that this one can resume it; StoreError explains a mismatch.
 
         Compatible means: the same fingerprint (bots, board, komi, time control, openings source), and every
         game already scheduled is scheduled again identically. More games per pairing simply adds games.
+        `schedule` None: the games are added as they are scheduled (`add_games`), and the caller's scheduler
+        checks the stored ones. `pool`: the bots may differ from the stored ones by name (latecomers and retired
+        bots; a bot of both must be the same), and the stored fingerprint keeps every bot the run has had;
+        `latecomers` False: a new bot is refused (a format whose field is fixed once started).
         """
         from referee.config import describe_changes
 
         fingerprint = dict(fingerprint)
+        change = PoolChange([bot["name"] for bot in fingerprint.get("bots", []) if isinstance(bot, dict)], [], [])
         # The event's title and the rating scale's anchor: shown, never compared (a run may be renamed, re-anchored).
         shown = {key: fingerprint.pop(key, None) for key in _SHOWN}
         stored = self.get_meta("fingerprint")
@@ -386,6 +407,15 @@ class RunStore(_Reads):
             stored = None
         if stored is not None:
             old = json.loads(stored)
+            if pool and old.get("kind", "tournament") == fingerprint.get("kind"):
+                change, fingerprint = _pool_change(old, fingerprint, self.path.parent)
+                if change.added and not latecomers:
+                    raise StoreError(
+                        f"{self.path.parent} holds a {fingerprint.get('format')} tournament whose field is fixed once"
+                        f" it has started: {', '.join(change.added)} cannot join it. Play them in another tournament"
+                        " (--out DIR), or leave them out to resume this one"
+                    )
+                old = {**old, "bots": fingerprint["bots"]}  # compared by name in _pool_change
             if old != fingerprint:
                 was, now = old.get("kind", "tournament"), fingerprint.get("kind", "tournament")
                 if was != now:
@@ -398,13 +428,13 @@ class RunStore(_Reads):
                     f"{self.path.parent} holds a {was} with other settings ({changes}). To resume it, run with"
                     f" the same settings; for a new {now}, choose another output directory (--out DIR)."
                 )
-        existing = self.scheduled()
-        wanted = {game.number: game for game in schedule}
+        existing = self.scheduled() if schedule is not None else {}
+        wanted = {game.number: game for game in schedule or []}
         for number, game in existing.items():
             if number not in wanted:
                 raise StoreError(
                     f"{self.path.parent} holds a tournament with more games ({len(existing)}) than this config"
-                    f" schedules ({len(schedule)}); raise the games per pairing to at least what it was, or choose"
+                    f" schedules ({len(wanted)}); raise the games per pairing to at least what it was, or choose"
                     " another output directory (--out DIR)"
                 )
             if wanted[number] != game:
@@ -415,23 +445,37 @@ class RunStore(_Reads):
                     " directory (--out DIR)"
                 )
         with self._transaction():
-            if stored is None:
+            if stored is None or (change.added or change.retired):
                 self._db.execute(
-                    "INSERT OR REPLACE INTO meta (key, value)"
-                    " VALUES ('fingerprint', ?), ('schema_version', ?), ('created_at', ?)",
-                    (json.dumps(fingerprint, sort_keys=True), str(SCHEMA_VERSION), _now()),
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES ('fingerprint', ?), ('schema_version', ?)",
+                    (json.dumps(fingerprint, sort_keys=True), str(SCHEMA_VERSION)),
                 )
+                self._db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('created_at', ?)", (_now(),))
             for key, value in shown.items():
                 if value is not None:
                     self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, str(value)))
                 else:
                     self._db.execute("DELETE FROM meta WHERE key = ?", (key,))
-            self._db.executemany(
-                "INSERT OR IGNORE INTO games (number, pairing, round, black, white, opening) VALUES (?, ?, ?, ?, ?, ?)",
-                [(g.number, g.pairing, g.round, g.black, g.white, json.dumps(list(g.opening))) for g in schedule],
-            )
+            self._insert(schedule or [])
             # Games a killed referee left running were lost with it: play them again.
             self._db.execute("UPDATE games SET status = 'pending' WHERE status = 'running'")
+        return change
+
+    def _insert(self, games: Sequence[ScheduledGame]) -> None:
+        self._db.executemany(
+            "INSERT OR IGNORE INTO games (number, pairing, round, black, white, opening) VALUES (?, ?, ?, ?, ?, ?)",
+            [(g.number, g.pairing, g.round, g.black, g.white, json.dumps(list(g.opening))) for g in games],
+        )
+
+    def add_games(self, games: Sequence[ScheduledGame]) -> None:
+        """Record games as they are scheduled (a format that pairs from results), in one transaction."""
+        if games:
+            with self._transaction():
+                self._insert(games)
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self._transaction():
+            self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
 
     # -- games --------------------------------------------------------------------------------------
 
@@ -500,6 +544,28 @@ class RunStore(_Reads):
 
     def _transaction(self) -> _Transaction:
         return _Transaction(self._db)
+
+
+def _pool_change(old: dict[str, Any], new: dict[str, Any], where: Path) -> tuple[PoolChange, dict[str, Any]]:
+    """Compare a tournament's bots by name: (the change, the fingerprint to store and compare: `new` with the
+    retired bots kept after the current ones). A bot in both must be the same (StoreError names the change)."""
+    from referee.config import describe_changes
+
+    old_bots = {bot["name"]: bot for bot in old.get("bots", [])}
+    new_bots = {bot["name"]: bot for bot in new.get("bots", [])}
+    for name in old_bots.keys() & new_bots.keys():
+        if old_bots[name] != new_bots[name]:
+            changes = "; ".join(describe_changes(old_bots[name], new_bots[name], name))
+            raise StoreError(
+                f"{where} holds a tournament where bot {name!r} had other settings ({changes}). To resume it, give"
+                f" {name} its settings back (or give the changed bot another name: it then joins as a latecomer and"
+                f" {name} retires); for a new tournament, choose another output directory (--out DIR)."
+            )
+    added = [name for name in new_bots if name not in old_bots]
+    retired = [name for name in old_bots if name not in new_bots]
+    field = [*old_bots, *added]
+    merged = {**new, "bots": [*(new_bots.get(name) or old_bots[name] for name in field)]}
+    return PoolChange(field, added, retired), merged
 
 
 def _columns(db: sqlite3.Connection, table: str) -> set[str]:

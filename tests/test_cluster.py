@@ -28,7 +28,7 @@ import trio
 
 from referee.botspec import BotSpec
 from referee.cli import main
-from referee.cluster import ClusterConfig, normalize_address
+from referee.cluster import ClusterConfig, ClusterPlayers, normalize_address
 from referee.config import ConfigError, RunPlan, parse_config, resolve_plan
 from referee.events import Event
 from referee.runner import Runner, RunSummary
@@ -380,7 +380,7 @@ async def test_tournament_survives_a_worker_killed_mid_game(
             if event.games_done >= 2:
                 finished.set()
 
-    tournament = Runner(plan, on_event=on_event, cluster=cluster)
+    tournament = Runner(plan, on_event=on_event, players=ClusterPlayers(cluster, plan.bots))
     try:
         await cluster.preflight(plan.bots)
         assert cluster.slots == 2
@@ -472,7 +472,7 @@ async def test_coordinator_killed_then_scheduler_lost_then_resumed_locally(
 
     try:
         with pytest.raises(BaseException) as caught:
-            await Runner(plan, on_event=on_event, cluster=cluster).run()
+            await Runner(plan, on_event=on_event, players=ClusterPlayers(cluster, plan.bots)).run()
     finally:
         await cluster.close()
     lost = find_exception(caught.value, ClusterLostError)
@@ -530,7 +530,7 @@ def test_a_worker_that_cannot_start_a_bot(tmp_path: Path, capsys: pytest.Capture
         async def run() -> RunSummary:
             coordinator = await Cluster.connect(ClusterConfig(address=cluster.address), on_message=messages.append)
             try:
-                return await Runner(plan, cluster=coordinator).run()
+                return await Runner(plan, players=ClusterPlayers(coordinator, plan.bots)).run()
             finally:
                 await coordinator.close()
 

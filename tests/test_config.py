@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -84,7 +85,7 @@ def test_the_example_config_is_valid() -> None:
         (
             '[[bots]]\nname = "a"\ncommand = "x"\n[[bots]]\nname = "b"\ncommand = "y"\ntime_control = "60+"\n',
             "tournament.toml: bots[1].time_control: unknown key; the keys here are command, cpu_limit_s, depth, dir,"
-            " env, max_processes, memory_mb, name, nodes, options, ponder, sandbox, tc (for this bot's own time"
+            " env, max_processes, memory_mb, name, nodes, options, ponder, rating, sandbox, tc (for this bot's own time"
             ' control, time odds, write tc = "..."; for every bot, time_control is a top-level key: move it above the'
             " first [table] or [[bots]])",
         ),
@@ -105,8 +106,9 @@ def test_the_example_config_is_valid() -> None:
             "tournament.toml: games: Input should be greater than or equal to 1",
         ),
         (
-            'format = "swiss"\n[[bots]]\nname = "a"\ncommand = "x"\n[[bots]]\nname = "b"\ncommand = "y"\n',
-            "tournament.toml: format: Input should be 'round-robin' or 'gauntlet'",
+            'format = "ladder"\n[[bots]]\nname = "a"\ncommand = "x"\n[[bots]]\nname = "b"\ncommand = "y"\n',
+            "tournament.toml: format: Input should be 'round-robin', 'gauntlet', 'pairings', 'swiss',"
+            " 'knockout' or 'adaptive'",
         ),
         (
             'gmaes = 2\n[[bots]]\nname = "a"\ncommand = "x"\n[[bots]]\nname = "b"\ncommand = "y"\n',
@@ -267,6 +269,50 @@ def test_an_openings_file_is_fingerprinted_by_its_content(tmp_path: Path) -> Non
     assert plan.fingerprint["openings"]["file_openings"] == 2
     (tmp_path / "openings.txt").write_text("a1a2\nb2b1\n")
     assert plan_for(path).fingerprint["openings"] != plan.fingerprint["openings"]
+
+
+def test_pairings_name_bots_of_the_field_and_set_the_format(tmp_path: Path) -> None:
+    bots = [{"name": name, "command": "x"} for name in "abc"]
+    config = parse_config({"bots": bots, "pairings": [{"bots": ["c", "a"]}, {"bots": ["a", "b"]}]}, source="t.toml")
+    assert config.format is Format.PAIRINGS
+    plan = resolve_plan(config, base_dir=tmp_path, source="t.toml", default_out=tmp_path)
+    assert plan.pairs == (("c", "a"), ("a", "b"))
+    assert plan.fingerprint["format_settings"] == {"pairings": [["c", "a"], ["a", "b"]]}
+    for pairings, message in (
+        ([{"bots": ["a", "z"]}], "t.toml: pairings[0].bots: 'z' is not one of the bots (a, b, c)"),
+        ([{"bots": ["a", "a"]}], "t.toml: pairings[0].bots: a bot cannot play itself ('a')"),
+        ([{"bots": ["a", "b"]}, {"bots": ["b", "a"]}], "t.toml: pairings[1].bots: b and a are already paired"),
+    ):
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            parse_config({"bots": bots, "pairings": pairings}, source="t.toml")
+    with pytest.raises(ConfigError, match="format: swiss with \\[\\[pairings\\]\\]"):
+        parse_config({"bots": bots, "format": "swiss", "pairings": [{"bots": ["a", "b"]}]}, source="t.toml")
+
+
+def test_format_settings_are_checked_against_the_format(tmp_path: Path) -> None:
+    bots = [{"name": name, "command": "x"} for name in "abcd"]
+    cases = (
+        ({"format": "gauntlet", "seeds": 4}, "seeds: 4 seeds of 4 bots leave no one to play; give 1 to 3"),
+        ({"seeds": 2}, "seeds: only a gauntlet has seeds"),
+        ({"format": "swiss", "rounds": 4}, "rounds: 4 rounds of 4 bots would need rematches; give 1 to 3"),
+        ({"rounds": 2}, "rounds: only a Swiss tournament has rounds"),
+        ({"format": "knockout", "games": 3}, "games: 3 games an encounter: a knockout plays game pairs"),
+        ({"max_games": 10}, "max_games: only an adaptive run has a budget"),
+    )
+    for settings, message in cases:
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            parse_config({"bots": bots, **settings}, source="t.toml")
+    swiss = parse_config({"bots": bots, "format": "swiss"}, source="t.toml")
+    assert resolve_plan(swiss, base_dir=tmp_path, source="t", default_out=tmp_path).rounds == 2  # log2 of 4
+    plan = resolve_plan(
+        parse_config({"bots": bots, "format": "gauntlet", "seeds": 2}, source="t"),
+        base_dir=tmp_path,
+        source="t",
+        default_out=tmp_path,
+    )
+    assert plan.seeds == 2 and plan.fingerprint["format_settings"] == {"seeds": 2}
+    plain = resolve_plan(parse_config({"bots": bots}, source="t"), base_dir=tmp_path, source="t", default_out=tmp_path)
+    assert "format_settings" not in plain.fingerprint  # a round robin's identity is what it was
 
 
 def test_the_anchor_names_one_of_the_bots(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from referee.botspec import BotSpec
 from referee.clock import parse_time_control
 from referee.play import BotPool, MoveRelay, PlayLoop, ProcessPlayLoop, play_in_pool
 from referee.process import BotStartError
-from referee.record import GameRecord, GameSettings, MoveRecord, Termination
+from referee.record import GameRecord, GameSettings, MoveRecord, PlayedMove, Termination
 from tests.conftest import BotSpecFactory
 
 
@@ -68,7 +68,7 @@ async def test_moves_reach_the_coordinator_in_order_in_its_own_thread() -> None:
     loop = PlayLoop("play-test")
     seen: list[tuple[str, int, str]] = []
 
-    def on_move(move: MoveRecord, ply: int) -> None:
+    def on_move(move: PlayedMove, ply: int) -> None:
         seen.append((move.move, ply, threading.current_thread().name))
 
     relay = MoveRelay(on_move, trio.lowlevel.current_trio_token())

@@ -8,6 +8,7 @@ which kind it has; this test is what lets it not ask.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -15,8 +16,8 @@ import pytest
 import trio
 
 from referee.config import RunPlan, parse_config, resolve_plan
-from referee.record import GameRecord, MoveRecord, Termination
-from referee.runner import GameSlot, Slot, game_settings
+from referee.record import GameRecord, PlayedMove, Termination
+from referee.runner import GameSlot, LocalPlayers, Slot, game_settings
 from referee.schedule import ScheduledGame
 from tests.conftest import child_pids
 from tests.test_cluster import HAVE_DASK, REPO, start_cluster
@@ -51,20 +52,22 @@ async def player(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
     if request.param == "dask":
         if not HAVE_DASK:
             pytest.skip("dask is not installed (pip install 'alternator-arena[cluster]')")
-        from referee.cluster import Cluster, ClusterConfig, ClusterSlot
+        from referee.cluster import Cluster, ClusterConfig, ClusterPlayers
 
         dask = start_cluster(tmp_path / "cluster-logs", workers=1)
         cluster = await Cluster.connect(ClusterConfig(address=dask.address))
         try:
             await cluster.preflight(plan.bots, plan.start_timeout_s)
-            slot = ClusterSlot(0, cluster, plan.bots, plan.start_timeout_s)
+            slot = ClusterPlayers(cluster, plan.bots, plan.start_timeout_s).player(0)
             yield slot
             await slot.aclose()
         finally:
             await cluster.close()
             dask.stop()
         return
-    slot = GameSlot(0, plan, tmp_path / "logs", in_process=request.param == "process")
+    # A play loop in this process with one slot; a play worker per slot with two or more.
+    concurrency = 2 if request.param == "process" else 1
+    slot = LocalPlayers(dataclasses.replace(plan, concurrency=concurrency), tmp_path / "logs").player(0)
     try:
         yield slot
     finally:
@@ -72,8 +75,8 @@ async def player(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
             await slot.aclose()
 
 
-async def play(player: Slot, game: ScheduledGame) -> tuple[GameRecord, list[tuple[int, MoveRecord]]]:
-    streamed: list[tuple[int, MoveRecord]] = []
+async def play(player: Slot, game: ScheduledGame) -> tuple[GameRecord, list[tuple[int, PlayedMove]]]:
+    streamed: list[tuple[int, PlayedMove]] = []
     settings = game_settings(PLAN, game)
     with trio.fail_after(120):
         record = await player.play(game, settings, lambda move, ply: streamed.append((ply, move)))

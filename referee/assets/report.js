@@ -106,6 +106,39 @@ function renderStandings() {
       : "Times are as the referee measured them."));
 }
 
+/* Swiss tie-breaks, a knockout bracket or an adaptive run's verdict: standings.json's format_summary. */
+function renderFormat() {
+  const f = state.summary.format;
+  if (!f) return null;
+  const parts = [];
+  if (f.tiebreaks && f.tiebreaks.length) {
+    const head = el("tr", {}, ...["#", "bot", "score", "byes", "Buchholz", "SB", "head-to-head"].map((h) => el("th", {}, h)));
+    const rows = f.tiebreaks.map((r) => el("tr", { "data-bot": r.name }, el("td", {}, r.rank), el("td", { class: "name" }, r.name),
+      el("td", {}, fmtNum(r.score)), el("td", {}, r.byes), el("td", {}, fmtNum(r.buchholz)), el("td", {}, fmtNum(r.sonneborn_berger)),
+      el("td", {}, r.head_to_head === null ? "–" : fmtNum(r.head_to_head))));
+    parts.push(el("div", { class: "scroll" }, el("table", { class: "standings tiebreaks" }, el("thead", {}, head), el("tbody", {}, ...rows))));
+  }
+  if (f.bracket && f.bracket.length) {
+    const side = (name, seed) => name === null ? "?" : seed === null ? name : `(${seed}) ${name}`;
+    const rounds = [...new Set(f.bracket.map((e) => e.round))];
+    parts.push(el("div", { class: "bracket" }, ...rounds.map((round) => el("div", { class: "bracket-round" },
+      el("h3", {}, `Round ${round}`),
+      ...f.bracket.filter((e) => e.round === round).map((e) => el("div", { class: "encounter", "data-winner": e.winner || "" },
+        el("div", { class: e.winner && e.winner === e.top ? "winner" : "" }, side(e.top, e.top_seed), e.games ? ` ${fmtNum(e.top_points)}` : ""),
+        el("div", { class: e.winner && e.winner === e.bottom ? "winner" : "" }, e.note === "bye" ? "bye" : side(e.bottom, e.bottom_seed),
+          e.games ? ` ${fmtNum(e.bottom_points)}` : ""),
+        e.note && e.note !== "bye" ? el("div", { class: "muted small" }, e.note) : null))))));
+    if (f.champion) parts.push(el("p", {}, `Champion: ${f.champion}`));
+  }
+  if (f.order && f.order.length) {
+    parts.push(el("p", {}, `Order: ${f.order.join(" > ")}`));
+    if (f.undecided.length) parts.push(el("p", { class: "warn" }, `Still undecided: ${f.undecided.join("; ")}`));
+  }
+  const titles = { swiss: "Swiss", knockout: "Bracket", adaptive: "Ranking" };
+  return section("format", titles[f.format] || f.format, ...parts,
+    ...[...f.rules, ...f.notes].map((line) => el("p", { class: "muted small" }, line)));
+}
+
 function renderMatrix(id, title, cell, note) {
   const order = state.summary.standings.order;
   const head = el("tr", {}, el("th", {}, ""), ...order.map((b) => el("th", {}, b)));
@@ -326,7 +359,7 @@ function renderAll() {
   const s = state.summary;
   const parts = [renderHeader(),
     s.live ? section("live", "Games in progress", el("div", { id: "livegames", class: "livegames" })) : null,
-    renderHeadToHead(), renderStandings(), renderCrosstable(), renderLos(), renderProgress(), renderGames()];
+    renderHeadToHead(), renderStandings(), renderFormat(), renderCrosstable(), renderLos(), renderProgress(), renderGames()];
   main.replaceChildren(...parts.filter((part) => part !== null));
   refreshGames();
   renderLiveGames();

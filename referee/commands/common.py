@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # imported in the functions that need them: `--help` must not
     from referee.config import RunPlan
     from referee.display import RunDisplay
     from referee.events import Event
-    from referee.record import MoveRecord
+    from referee.record import PlayedMove
     from referee.runner import RunSummary
     from referee.schedule import ScheduledGame
 
@@ -131,7 +131,8 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
         "--memory-mb",
         type=int,
         metavar="N",
-        help="limit every bot's memory (address space) to N MiB; a bot that allocates more crashes",
+        help="limit every bot's memory to N MiB (resident memory, no swap, where the host has a memory cgroup;"
+        " else its address space); a bot that needs more loses",
     )
     parser.add_argument(
         "--max-processes",
@@ -220,14 +221,22 @@ def parse_sprt(words: list[str]) -> dict[str, float]:
     return values
 
 
-def check_bots(plan: RunPlan) -> None:
+def check_bots(plan: RunPlan, *, suspend: bool = False) -> dict[str, str]:
+    """Refuse a bot whose program or folder cannot be found (UsageError). `suspend` (a tournament of three or
+    more): such a bot is returned instead, {name: why}, to be suspended while the others play, as long as two
+    bots are left to play."""
     from referee.botspec import BotSpecError, check_bot_command
 
+    broken: dict[str, str] = {}
     for spec in plan.bots:
         try:
             check_bot_command(spec)
         except BotSpecError as error:
-            raise UsageError(str(error)) from None
+            if not suspend:
+                raise UsageError(str(error)) from None
+            broken[spec.name] = f"cannot start: {error}"
+    if len(plan.bots) - len(broken) < 2:
+        raise UsageError("; ".join(broken.values()).replace("cannot start: ", "") + " (fewer than two bots can play)")
     if any(spec.options for spec in plan.bots):
         import tempfile
 
@@ -241,6 +250,7 @@ def check_bots(plan: RunPlan) -> None:
                 trio.run(check_options, plan.bots, Path(logs), plan.start_timeout_s)
             except OptionsRefused as error:
                 raise UsageError(str(error)) from None
+    return broken
 
 
 class EventWriter:
@@ -276,6 +286,7 @@ def execute(
     *,
     events: str | None,
     rebuild_db: bool = False,
+    suspended: dict[str, str] | None = None,
 ) -> RunSummary | None:
     """Run `plan` to its end, a verdict, an error or a signal. None when a signal came before the first game
     (nothing was recorded); UsageError when a bot cannot start or the output directory is another run's."""
@@ -311,32 +322,34 @@ def execute(
         if writer is not None:
             writer(event)
 
-    def on_move(game: ScheduledGame, move: MoveRecord, ply: int) -> None:
+    def on_move(game: ScheduledGame, move: PlayedMove, ply: int) -> None:
         feed.on_move(game, move, ply)
         display.move_played(game, move, ply)
 
-    runner = Runner(plan, on_event=on_event, on_move=on_move)
-
     async def main() -> RunSummary:
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-            if plan.cluster is not None:
-                runner.cluster = await open_cluster(plan, display)
+            if plan.cluster is None:
+                return await play(signals, Runner(plan, on_event=on_event, on_move=on_move, suspended=suspended))
+            from referee.cluster import ClusterPlayers
+
+            cluster = await open_cluster(plan, display)
             try:
-                summary = await play(signals)
+                players = ClusterPlayers(cluster, plan.bots, plan.start_timeout_s)
+                runner = Runner(plan, on_event=on_event, on_move=on_move, players=players, suspended=suspended)
+                summary = await play(signals, runner)
             finally:
-                if runner.cluster is not None:
-                    await runner.cluster.close()
-            if runner.cluster is not None:
-                summary.workers = runner.cluster.summary_lines()
+                await cluster.close()
+            summary.workers = cluster.summary_lines()
             return summary
 
-    async def play(signals: AsyncIterator[int]) -> RunSummary:
+    async def play(signals: AsyncIterator[int], runner: Runner) -> RunSummary:
         async with trio.open_nursery() as nursery:
 
             async def tick() -> None:
                 while True:
                     await trio.sleep(1)
                     display.tick()
+                    feed.flush()  # the last moves of a batch, when no other write came since
 
             async def watch() -> None:
                 async for _ in signals:

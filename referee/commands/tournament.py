@@ -1,4 +1,4 @@
-"""`alternator tournament`: play a round robin or a gauntlet, resumable, with live progress and standings.
+"""`alternator tournament`: a round robin, gauntlet, Swiss, knockout or adaptive run; resumable, live standings.
 
 With no config file and no `--bot`, it runs the built-in demo (the sample bots, a short round robin).
 Options override the config file's values. Re-running the same command resumes the tournament from
@@ -39,7 +39,10 @@ if TYPE_CHECKING:  # imported in the functions that need them: `--help` must not
     from referee.botspec import BotSpec
     from referee.config import RunPlan
 
-HELP = "play a tournament (round robin or gauntlet) between bots; resumable; the demo with no arguments"
+HELP = (
+    "play a tournament (round robin, gauntlet, pairings, Swiss, knockout or adaptive) between bots; resumable;"
+    " the demo with no arguments"
+)
 
 EPILOG = (
     """\
@@ -48,6 +51,11 @@ examples:
   alternator tournament examples/tournament.toml          a tournament from a config file
   alternator tournament --bot random --bot greedy --bot mine=./mybot --games 4 --tc 5+0.1
   alternator tournament --format gauntlet --bot mine=./mybot --bot random --bot alphabeta
+  alternator tournament entries.toml --format swiss --rounds 5     paired by score, 5 rounds
+  alternator tournament entries.toml --format knockout --seeding rating --games 4   a seeded bracket
+  alternator tournament versions.toml --format adaptive --max-games 2000   rank many versions cheaply
+Add a bot to the config (or a --bot) and run the same command: the latecomer's games are scheduled; remove
+one and it retires (its games still count). A bot that cannot start is suspended and forfeits its games.
   alternator tournament entries.toml --sandbox --memory-mb 512   bots from strangers: no network,
                                                           read-only files but /tmp, 512 MiB each
   alternator tournament examples/tournament.toml --cluster tcp://10.0.0.5:8786   on a Dask cluster
@@ -70,7 +78,28 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="a bot (repeat for each): NAME=COMMAND, a sample bot name, or any form of `alternator match`;"
         " replaces the config file's bots",
     )
-    parser.add_argument("--format", choices=["round-robin", "gauntlet"], help="pairings (default: round-robin)")
+    parser.add_argument(
+        "--format",
+        choices=["round-robin", "gauntlet", "pairings", "swiss", "knockout", "adaptive"],
+        help="how bots are paired (default: round-robin; pairings: the config's [[pairings]] list)",
+    )
+    parser.add_argument("--seeds", type=int, metavar="N", help="gauntlet: the first N bots play every other bot")
+    parser.add_argument("--rounds", type=int, metavar="N", help="swiss: rounds (default: log2 of the field)")
+    parser.add_argument(
+        "--seeding",
+        choices=["rating", "order", "random"],
+        help="knockout: seeds by the bots' `rating` in the config, their order (the default), or shuffled",
+    )
+    parser.add_argument("--format-seed", metavar="SEED", help="knockout: seed of --seeding random")
+    parser.add_argument(
+        "--tiebreak-pairs", type=int, metavar="N", help="knockout: tie-break game pairs before the higher seed advances"
+    )
+    parser.add_argument(
+        "--max-games", type=int, metavar="N", help="adaptive: the budget of games (default: a round robin's)"
+    )
+    parser.add_argument(
+        "--confidence", type=float, metavar="P", help="adaptive: how sure each neighbouring order must be (0.95)"
+    )
     parser.add_argument("--games", type=games_count, metavar="N", help="games per pairing (default: 2; the demo: 4)")
     parser.add_argument(
         "--tc",
@@ -148,6 +177,13 @@ def build_plan(args: argparse.Namespace) -> RunPlan:
         overrides["bots"] = ("--bot", bots)
     simple = {
         "format": ("--format", args.format),
+        "seeds": ("--seeds", args.seeds),
+        "rounds": ("--rounds", args.rounds),
+        "seeding": ("--seeding", args.seeding),
+        "format_seed": ("--format-seed", _seed(args.format_seed)),
+        "tiebreak_pairs": ("--tiebreak-pairs", args.tiebreak_pairs),
+        "max_games": ("--max-games", args.max_games),
+        "confidence": ("--confidence", args.confidence),
         "games": ("--games", args.games),
         "time_control": ("--tc", args.tc),
         "movetime": ("--movetime", args.movetime),
@@ -224,12 +260,13 @@ def _run(args: argparse.Namespace) -> int:
     from referee.standings import to_text
 
     plan = build_plan(args)
-    if plan.cluster is None:
-        check_bots(plan)  # on a cluster each worker checks them (the preflight)
+    suspended: dict[str, str] = {}
+    if plan.cluster is None:  # on a cluster each worker checks them (the preflight)
+        suspended = check_bots(plan, suspend=plan.sprt is None and len(plan.bots) > 2)
     display = RunDisplay(sys.stderr, report_every=args.report_every, quiet=args.quiet, title=plan.title)
     for line in controls_summary(plan):
         display.message(line)
-    summary = execute(plan, display, events=args.events, rebuild_db=args.rebuild_db)
+    summary = execute(plan, display, events=args.events, rebuild_db=args.rebuild_db, suspended=suspended)
     if summary is not None:
         table = to_text(summary.standings)
         results_out = sys.stderr if args.events == "-" else sys.stdout
