@@ -38,7 +38,8 @@ import trio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from referee.cluster import Cluster, ClusterConfig, ClusterPlayers  # noqa: E402
+from referee.cluster import Cluster, ClusterPlayers  # noqa: E402
+from referee.cluster_config import ClusterConfig  # noqa: E402
 from referee.config import RunPlan, parse_config, resolve_plan  # noqa: E402
 from referee.runner import Runner  # noqa: E402
 

@@ -32,7 +32,7 @@ from protocol.rules import IllegalMoveError, InvalidMoveError, Position, parse_s
 from referee.adjudication import Adjudication
 from referee.backoff import DEFAULT_MAX_WAIT_S, parse_duration
 from referee.botspec import BotName, BotSpec, BotSpecError, resolve_command
-from referee.cluster import ClusterConfig
+from referee.cluster_config import ClusterConfig
 from referee.files import InputFileError, read_input_text
 from referee.limits import MAX_BOTS, MAX_CONFIG_BYTES, MAX_GAMES_PER_PAIRING
 from referee.openings import arrange

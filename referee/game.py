@@ -112,16 +112,16 @@ def _held_off_cpu(bot: BotChannel, cpu_from: int | None) -> bool:
     """Whether the host, not the bot, may be what is late: its main thread is ready to run and its process has
     used less than `HELD_CPU_NS` of CPU since `cpu_from` (its CPU time when its deadline was first judged).
     A bot that sleeps, or thinks on past its deadline, or cannot be watched is not held."""
-    sample = bot.cpu_sample()
+    sample = bot.probe.cpu_sample()
     return sample is not None and cpu_from is not None and sample[0] and sample[1] - cpu_from < HELD_CPU_NS
 
 
 def _host_kept_ns(bot: BotChannel, waited: int | None, cpu_from: int | None, wall_ns: int) -> int:
     """`timing.host_kept` over the bot's run-queue wait and CPU time since its totals were `waited` and `cpu_from`
     (sampled at the move's start, `wall_ns` ago)."""
-    now_wait = None if waited is None else bot.cpu_wait_ns()
+    now_wait = None if waited is None else bot.probe.cpu_wait_ns()
     wait = None if waited is None or now_wait is None else now_wait - waited
-    cpu_now = None if cpu_from is None else bot.cpu_clock_ns()
+    cpu_now = None if cpu_from is None else bot.probe.cpu_clock_ns()
     cpu = None if cpu_from is None or cpu_now is None else cpu_now - cpu_from
     return host_kept(wait, cpu, wall_ns)
 
@@ -280,15 +280,16 @@ class _Game:
         bot.check_idle()
         cpu_before = self._before_turn(color)
         self._off_turn(color, cpu_before)
-        waited = bot.cpu_wait_ns()
-        cpu_from = None if waited is None else bot.cpu_clock_ns()
+        probe = bot.probe
+        waited = probe.cpu_wait_ns()
+        cpu_from = None if waited is None else probe.cpu_clock_ns()
         watch = None
-        if waited is not None and bot.lag_source.monitors and bot.input_unread() is not None:
+        if waited is not None and bot.lag_source.monitors and probe.input_unread() is not None:
             # The monitor notes how long the host kept the bot from reading this turn (its wait for a CPU).
-            watch = ReadWatch(lambda: bot.input_unread() or 0, bot.cpu_wait_ns, waited)
+            watch = ReadWatch(lambda: probe.input_unread() or 0, probe.cpu_wait_ns, waited)
         # The bot's time runs from immediately before the write (`send_turn` says when): a bot may answer before
         # the write returns. The lag window opens a moment before that, so it covers the whole move.
-        asleep = watch is not None and bot.asleep_on_input()
+        asleep = watch is not None and probe.asleep_on_input()
         opened = bot.now_ns()
         window = bot.lag_source.open(opened, watch)
 
@@ -315,7 +316,7 @@ class _Game:
             before_write_ns = 0
             if watch is not None and reply is not None:
                 # The host may stop the bot between the end of its own clock and its write (`ReadWatch`).
-                before_write_ns = watch.wait_before_write_ns(end, bot.cpu_wait_ns())
+                before_write_ns = watch.wait_before_write_ns(end, probe.cpu_wait_ns())
         finally:
             window.close()
         charge = clock.charge(color, end - start, timed_out=reply is None)
@@ -548,7 +549,7 @@ class _Game:
                     def held() -> bool:
                         nonlocal held_from
                         if held_from is None:
-                            held_from = bot.cpu_clock_ns()
+                            held_from = bot.probe.cpu_clock_ns()
                         return _held_off_cpu(bot, held_from)
 
                     decision = past_deadline(

@@ -16,19 +16,15 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import functools
 import json
 import logging
 import os
-import platform
 import re
 import shlex
 import shutil
 import signal
 import subprocess
-import sys
-import termios
 import threading
 import time
 from collections import deque
@@ -60,11 +56,11 @@ from referee.containment import (
     TRACK_INTERVAL_S,
     ProcessTree,
     end_leftovers,
-    process_cpu_ns,
     run_in_spawner,
 )
 from referee.exceptions import single_exception
 from referee.latency import NO_LAG, HostLagMonitor, LagSource, host_lag_monitor
+from referee.probe import BotProbe, LinuxProbe, NullProbe
 from referee.reader import OutputReader, StderrCopier, TurnWrite, stdout_pair
 from referee.record import BotInfo, Termination
 from referee.sandbox import SandboxError, launch_command, sandbox_environment
@@ -216,12 +212,15 @@ class BotChannel:
         command: list[str] | None = None,
         reader: OutputReader | None = None,
         lag_source: LagSource = NO_LAG,
+        probe: BotProbe | None = None,
     ) -> None:
         self.name = name
         self.command = command if command is not None else [name]
         self.hello: BotHello | None = None
         self.session = Session(PROTOCOL_VERSION)
         self.lag_source = lag_source
+        self.probe: BotProbe = probe or NullProbe()
+        """What the referee can see of the bot's process (`referee.probe`): nothing over memory streams."""
         self.last_line_ns = 0
         """`now_ns()` when the last line returned by `receive` was complete (the read of its last byte returned)."""
         self._send_stream = send_stream
@@ -258,34 +257,6 @@ class BotChannel:
             return at_ns / 1e9
         return trio.current_time() + (at_ns - time.monotonic_ns()) / 1e9
 
-    def cpu_wait_ns(self) -> int | None:
-        """The bot's total wait for a CPU so far (run-queue time of its main thread), ns; None if unknown.
-
-        Over memory streams there is no process: None.
-        """
-        return None
-
-    def input_unread(self) -> int | None:
-        """Bytes written to the bot and not read by it yet (None: cannot be told, as over memory streams)."""
-        return None
-
-    def asleep_on_input(self) -> bool:
-        """Whether the bot is blocked in a read of its stdin right now: a turn written then is read the moment
-        the host runs it, so the time it stays unread is the host's. False when it cannot be told."""
-        return False
-
-    def cpu_clock_ns(self) -> int | None:
-        """The CPU time of the bot's process so far (all its threads), ns, exact to this instant; None if unknown.
-        Cheaper than `cpu_sample` (no file to read): taken at the start of every move."""
-        sample = self.cpu_sample()
-        return None if sample is None else sample[1]
-
-    def cpu_sample(self) -> tuple[bool, int] | None:
-        """Whether the bot's main thread is ready to run (running or waiting for a CPU) and the CPU time of its
-        process so far, ns, exact to this instant; None if unknown. Two samples tell a bot the host keeps off a
-        CPU (ready, its CPU time not moving) from one that runs or sleeps."""
-        return None
-
     def give_up(self, reason: str) -> None:
         """The referee stopped waiting for an answer, or stopped trusting the pipe: restart before reuse."""
         self.session.gave_up(reason)
@@ -316,7 +287,7 @@ class BotChannel:
             await self._write(line)
             turn = TurnWrite.made(line, start)
         else:
-            turn = TurnWrite(fileno(), line, written, self.cpu_clock_ns)
+            turn = TurnWrite(fileno(), line, written, self.probe.cpu_clock_ns)
             turn.write()
             if turn.failed:
                 self.session.gone("closed its input")
@@ -592,10 +563,6 @@ class ChildProcess:
         return code
 
 
-_READ_SYSCALLS = {"x86_64": (0, 17, 19), "aarch64": (63, 65, 67)}.get(platform.machine(), ())
-"""read, pread64 and readv on this machine (their numbers in /proc/PID/syscall); none known: never excused."""
-
-
 def _spawn(
     command: list[str],
     cwd: Path | None,
@@ -673,9 +640,9 @@ class BotProcess(BotChannel):
         self._partial = bytearray()
         self._tail_lock = threading.Lock()  # the tail is kept by the stderr thread and read by the game
         self._stderr: StderrCopier | None = None
-        self._proc_fds: dict[str, int] = {}
-        """Open files of the bot's main thread in /proc, by name (-1: could not be opened)."""
         self._bot_pid_found: int | None = None
+        self.probe = LinuxProbe(self._bot_pid, self._send_stream.fileno)  # type: ignore[attr-defined]
+        """The bot's main thread in /proc (`referee.probe`)."""
 
     @property
     def stderr_bytes(self) -> int:
@@ -714,14 +681,6 @@ class BotProcess(BotChannel):
     def returncode(self) -> int | None:
         return self.process.returncode
 
-    def input_unread(self) -> int | None:
-        buffer = bytearray(4)
-        try:
-            fcntl.ioctl(self._send_stream.fileno(), termios.FIONREAD, buffer)  # type: ignore[attr-defined]
-        except (OSError, AttributeError):
-            return None
-        return int.from_bytes(buffer, sys.byteorder)
-
     def _bot_pid(self) -> int | None:
         """The pid of the bot's own program: the process started, or in a sandbox the first process inside it
         that is not bubblewrap (bwrap starts an init of its own, which starts the bot). None if not there yet."""
@@ -744,69 +703,6 @@ class BotProcess(BotChannel):
                 return None
             pid = int(children[0])
         return None
-
-    def cpu_clock_ns(self) -> int | None:
-        pid = self._bot_pid()
-        if pid is None:
-            return None
-        try:
-            return process_cpu_ns(pid)
-        except OSError:
-            return None
-
-    def cpu_sample(self) -> tuple[bool, int] | None:
-        # The process's CPU clock counts the current slice too, unlike schedstat; the main thread's state is the
-        # first field after the command in its stat file.
-        # Other threads running make the clock move: then the bot is not taken as held off a CPU.
-        pid = self._bot_pid()
-        if pid is None:
-            return None
-        try:
-            with open(f"/proc/{pid}/task/{pid}/stat", "rb") as stat:
-                state = stat.read().rpartition(b")")[2].split()[0]
-            cpu = process_cpu_ns(pid)
-        except (OSError, IndexError):
-            return None
-        return state == b"R", cpu
-
-    def asleep_on_input(self) -> bool:
-        # The main thread's current system call (/proc/PID/syscall: the number and its arguments, or "running"):
-        # a read of fd 0. Not a poll or a read of another pipe: the bot may be waiting for its own helper there,
-        # and would be excused for the time it chose not to read its turn.
-        fields = self._main_thread_file("syscall") if _READ_SYSCALLS else None
-        try:
-            return fields is not None and int(fields[0]) in _READ_SYSCALLS and int(fields[1], 16) == 0
-        except (IndexError, ValueError):
-            return False
-
-    def cpu_wait_ns(self) -> int | None:
-        fields = self._main_thread_file("schedstat")
-        try:
-            return None if fields is None else int(fields[1])
-        except (IndexError, ValueError):
-            return None
-
-    def _main_thread_file(self, name: str) -> list[bytes] | None:
-        """The fields of /proc/PID/task/PID/`name` of the bot's main thread now; None if it cannot be read.
-
-        Kept open and read with one pread (about a microsecond): these are read at every move.
-        """
-        fd = self._proc_fds.get(name)
-        if fd is None:
-            pid = self._bot_pid()
-            if pid is None:
-                return None
-            try:
-                fd = os.open(f"/proc/{pid}/task/{pid}/{name}", os.O_RDONLY)
-            except OSError:
-                fd = -1
-            self._proc_fds[name] = fd
-        if fd < 0:
-            return None
-        try:
-            return os.pread(fd, 128, 0).split()
-        except OSError:
-            return None
 
     def stderr_tail(self, lines: int = 20) -> list[str]:
         with self._tail_lock:
@@ -891,10 +787,7 @@ class BotProcess(BotChannel):
             await trio.to_thread.run_sync(self.tree.close)
         self.session.gone("stopped")
         await self.close_reading()
-        for name, fd in self._proc_fds.items():
-            if fd >= 0:
-                os.close(fd)
-            self._proc_fds[name] = -1
+        self.probe.close()
         if self._stderr is not None:
             # Every process of the bot is gone: all it wrote to stderr is in the pipe, and stopping the copy takes
             # it (the pipe holds no more than the copy takes on a stop) without waiting for a drain period. A

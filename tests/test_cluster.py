@@ -28,7 +28,8 @@ import trio
 
 from referee.botspec import BotSpec
 from referee.cli import main
-from referee.cluster import ClusterConfig, ClusterPlayers, normalize_address
+from referee.cluster import ClusterPlayers
+from referee.cluster_config import ClusterConfig, normalize_address
 from referee.config import ConfigError, RunPlan, parse_config, resolve_plan
 from referee.events import Event
 from referee.runner import Runner, RunSummary

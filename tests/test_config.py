@@ -217,7 +217,8 @@ def test_movetime_on_the_command_line_replaces_the_files_clock(tmp_path: Path) -
 
 
 def test_an_option_error_names_the_option(tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match=r"^--tc: time_control: time control '60\+' is not understood"):
+    # The same words as `alternator match --tc 60+` (one table of options for both commands).
+    with pytest.raises(UsageError, match=r"^--tc '60\+': time control '60\+' is not understood"):
         build_plan(parse_args(str(write(tmp_path, GOOD)), "--tc", "60+"))
     with pytest.raises(UsageError, match=r"^--size: size: 'x' is not a board size"):
         build_plan(parse_args("--size", "x"))
@@ -313,6 +314,40 @@ def test_format_settings_are_checked_against_the_format(tmp_path: Path) -> None:
     assert plan.seeds == 2 and plan.fingerprint["format_settings"] == {"seeds": 2}
     plain = resolve_plan(parse_config({"bots": bots}, source="t"), base_dir=tmp_path, source="t", default_out=tmp_path)
     assert "format_settings" not in plain.fingerprint  # a round robin's identity is what it was
+
+
+def test_match_and_tournament_read_their_shared_options_from_one_table(tmp_path: Path) -> None:
+    import argparse
+
+    from referee.commands import match as match_command
+    from referee.commands.run_keys import SHARED, bot_entry, shared_keys
+
+    options = ["--margin-ms", "25", "--concurrency", "3", "--title", "Cup", "--movetime", "0.5", "--nodes", "900"]
+    tournament = build_plan(parse_args(str(write(tmp_path, GOOD)), *options))
+    parser = argparse.ArgumentParser()
+    match_command.configure(parser)
+    match_args = parser.parse_args(["--black", "random", "--white", "greedy", *options])
+    data, sources = match_command.config_data(match_args)
+    for option in SHARED:
+        if option.key in data:
+            assert sources[option.key] == option.flag
+    assert (data["margin_ms"], data["concurrency"], data["title"], data["movetime"], data["nodes"]) == (
+        tournament.margin_ms,
+        tournament.concurrency,
+        tournament.title,
+        (tournament.time_control.move_time_ms or 0) / 1000,
+        900,
+    )
+    assert set(shared_keys(match_args)) == {"margin_ms", "concurrency", "title", "movetime", "nodes"}
+    refused = ((["--margin-ms", "-1"], "--margin-ms -1: give 0 or more"), (["--movetime", "0"], "--movetime 0"))
+    for bad, words in refused:
+        with pytest.raises(UsageError, match=words):
+            build_plan(parse_args(str(write(tmp_path, GOOD)), *bad))
+        with pytest.raises(UsageError, match=words):
+            match_command.config_data(parser.parse_args(["--black", "random", "--white", "greedy", *bad]))
+    # One conversion of a bot to its config entry: a tournament's --bot and a match's --black read back the same.
+    spec = tournament.bots[0]
+    assert bot_entry(spec)["command"] == spec.command and bot_entry(spec, default_dir=tmp_path)["dir"]
 
 
 def test_the_anchor_names_one_of_the_bots(tmp_path: Path) -> None:

@@ -52,7 +52,8 @@ async def player(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
     if request.param == "dask":
         if not HAVE_DASK:
             pytest.skip("dask is not installed (pip install 'alternator-arena[cluster]')")
-        from referee.cluster import Cluster, ClusterConfig, ClusterPlayers
+        from referee.cluster import Cluster, ClusterPlayers
+        from referee.cluster_config import ClusterConfig
 
         dask = start_cluster(tmp_path / "cluster-logs", workers=1)
         cluster = await Cluster.connect(ClusterConfig(address=dask.address))

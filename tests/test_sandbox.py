@@ -579,6 +579,6 @@ async def test_a_sandboxed_bot_s_waits_for_a_cpu_are_read_from_the_bot_not_from_
         pid = bot._bot_pid()
         assert pid is not None and pid != bot.pid
         assert Path(f"/proc/{pid}/comm").read_text().startswith("python")  # the test bot, not bwrap
-        assert bot.cpu_wait_ns() is not None
-        sample = bot.cpu_sample()
+        assert bot.probe.cpu_wait_ns() is not None
+        sample = bot.probe.cpu_sample()
         assert sample is not None and sample[1] > 0  # a Python start-up is not free; bwrap itself hardly runs

@@ -19,18 +19,13 @@ from referee.commands.cluster_options import CLUSTER_HELP, add_cluster_options, 
 from referee.commands.common import (
     add_run_options,
     check_bots,
-    check_memory_mb,
-    containment_options,
     execute,
     exit_status,
-    parse_sprt,
     run_guarded,
 )
 from referee.commands.controls_options import (
     CONTROLS_HELP,
     add_control_options,
-    bot_control_entry,
-    control_keys,
     controls_summary,
     openings_keys,
 )
@@ -134,7 +129,8 @@ def parse_bot_option(text: str) -> BotSpec:
 
 def build_plan(args: argparse.Namespace) -> RunPlan:
     """The RunPlan from the config file (or the demo) and the options; UsageError on problems."""
-    from referee.botspec import DEFAULT_MAX_PROCESSES, BotSpecError
+    from referee.botspec import BotSpecError
+    from referee.commands.run_keys import bot_entry, every_bot_keys, shared_keys
     from referee.config import ConfigError, demo_config_data, load_config, parse_config, resolve_plan
 
     cwd = Path.cwd()
@@ -159,22 +155,8 @@ def build_plan(args: argparse.Namespace) -> RunPlan:
             specs = [parse_bot_option(text) for text in args.bot]
         except BotSpecError as error:
             raise UsageError(f"--bot: {error}") from None
-        bots = [
-            {
-                "name": s.name,
-                "command": s.command,
-                "env": s.env,
-                "dir": str(s.dir or cwd),  # relative paths on the command line are the current directory's
-                **({"sandbox": True} if s.sandbox else {}),
-                **({"memory_mb": s.memory_mb} if s.memory_mb is not None else {}),
-                **({"max_processes": s.max_processes} if s.max_processes != DEFAULT_MAX_PROCESSES else {}),
-                **({"ponder": False} if not s.ponder else {}),
-                **({"cpu_limit_s": s.cpu_limit_s} if s.cpu_limit_s is not None else {}),
-                **bot_control_entry(s),
-            }
-            for s in specs
-        ]
-        overrides["bots"] = ("--bot", bots)
+        # Relative paths on the command line are the current directory's.
+        overrides["bots"] = ("--bot", [bot_entry(spec, default_dir=cwd) for spec in specs])
     simple = {
         "format": ("--format", args.format),
         "seeds": ("--seeds", args.seeds),
@@ -185,19 +167,12 @@ def build_plan(args: argparse.Namespace) -> RunPlan:
         "max_games": ("--max-games", args.max_games),
         "confidence": ("--confidence", args.confidence),
         "games": ("--games", args.games),
-        "time_control": ("--tc", args.tc),
-        "movetime": ("--movetime", args.movetime),
         "size": ("--size", args.size),
         "komi": ("--komi", args.komi),
-        "margin_ms": ("--margin-ms", args.margin_ms),
-        "concurrency": ("--concurrency", args.concurrency),
-        "title": ("--title", args.title),
-        "anchor": ("--anchor", args.anchor),
         "out": ("--out", str(cwd / args.out) if args.out is not None else None),
     }
     overrides.update({key: value for key, value in simple.items() if value[1] is not None})
-    if args.sprt is not None:
-        overrides["sprt"] = ("--sprt", parse_sprt(args.sprt))
+    overrides.update(shared_keys(args))
     if args.tc is not None:
         data.pop("movetime", None)  # an option overrides whichever the file used
     if args.movetime is not None:
@@ -217,7 +192,6 @@ def build_plan(args: argparse.Namespace) -> RunPlan:
         overrides["openings"] = ("--openings-order/--openings-start", openings)
     if args.openings_file is not None:
         openings.pop("plies", None)
-    overrides.update(control_keys(args))
     table = cluster_table(args, cwd, data.get("cluster"))
     if table is not None and table != data.get("cluster"):
         overrides["cluster"] = ("--cluster", table)
@@ -226,12 +200,8 @@ def build_plan(args: argparse.Namespace) -> RunPlan:
     if "bots" not in data:
         raise UsageError("no bots: give a config file, or --bot for each bot (at least two), or nothing for the demo")
     # --sandbox, --memory-mb and the containment options are for every bot: they override the bots' own settings.
-    check_memory_mb(args.memory_mb)
-    if args.cpu_affinity is not None:
-        data["cpu_affinity"] = args.cpu_affinity
-    given = {"sandbox": True if args.sandbox else None, "memory_mb": args.memory_mb, **containment_options(args)}
-    for key, value in given.items():
-        if value is not None and isinstance(data["bots"], list):
+    for key, value in every_bot_keys(args).items():
+        if isinstance(data["bots"], list):
             data[key] = value
             data["bots"] = [{**bot, key: value} if isinstance(bot, dict) else bot for bot in data["bots"]]
     try:
