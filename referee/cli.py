@@ -36,6 +36,7 @@ COMMANDS = {
     "schema": "schema",
     "report": "report",
     "serve": "serve",
+    "export": "export",
 }
 
 

@@ -23,7 +23,7 @@ import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -38,6 +38,9 @@ from referee.limits import MAX_BOTS, MAX_CONFIG_BYTES, MAX_GAMES_PER_PAIRING
 from referee.openings import arrange
 from referee.schedule import Format, OpeningsFileError, random_openings, read_openings_file
 from referee.sprt import SprtParameters
+
+if TYPE_CHECKING:
+    from referee.standings import Anchor
 
 Kind = Literal["match", "tournament"]
 
@@ -212,6 +215,11 @@ class RunConfig(BaseModel):
         max_length=200,
         description="The event's title, shown by the terminal, the standings, the report and the live page (it may"
         " change on a resume).",
+    )
+    anchor: str | None = Field(
+        None,
+        description="NAME=RATING: fix that bot's rating and measure the others from it (default: ratings relative to"
+        " the field mean; it may change on a resume).",
     )
     sandbox: bool = Field(
         False,
@@ -531,6 +539,7 @@ class RunPlan:
     max_host_wait_s: float = DEFAULT_MAX_WAIT_S
     adjudication: Adjudication | None = None
     title: str | None = None  # the event's title (--title, config `title`)
+    anchor: Anchor | None = None  # the rating scale's anchor (--anchor, config `anchor`)
     seeds: int = 1  # a gauntlet's seeds
     pairs: tuple[tuple[str, str], ...] = ()  # explicit [[pairings]]
     rounds: int | None = None  # Swiss
@@ -652,6 +661,7 @@ def resolve_plan(
         )
         openings_key = {"plies": config.openings.plies, "seed": config.openings.seed}
     concurrency = config.concurrency or _cores()
+    anchor = _anchor(config, specs, source)
     out = Path(config.out) if config.out is not None else default_out
     out_dir = out if out.is_absolute() else base_dir / out
     fingerprint: dict[str, Any] = {
@@ -688,6 +698,7 @@ def resolve_plan(
         **({"adjudication": config.adjudication.model_dump()} if config.adjudication is not None else {}),
         # Not compared on resume (referee.store keeps it apart): a run may be renamed.
         **({"title": config.title} if config.title else {}),
+        **({"anchor": str(anchor)} if anchor is not None else {}),  # kept apart like the title
     }
     return RunPlan(
         kind=kind,
@@ -711,6 +722,7 @@ def resolve_plan(
         max_host_wait_s=config.max_host_wait,
         adjudication=config.adjudication if config.adjudication is not None and config.adjudication.active else None,
         title=config.title,
+        anchor=anchor,
         seeds=config.seeds,
         pairs=tuple((p.bots[0], p.bots[1]) for p in config.pairings or ()),
         rounds=_swiss_rounds(config) if config.format is Format.SWISS else None,
@@ -767,6 +779,22 @@ def _format_settings(config: RunConfig) -> dict[str, Any]:
     if config.format is Format.ADAPTIVE:
         return {"confidence": config.confidence}
     return {}
+
+
+def _anchor(config: RunConfig, specs: list[BotSpec], source: str) -> Anchor | None:
+    """The config's `anchor` (NAME=RATING), one of its bots; ConfigError saying what is wrong."""
+    if config.anchor is None:
+        return None
+    from referee.standings import parse_anchor
+
+    try:
+        anchor = parse_anchor(config.anchor)
+    except ValueError as error:
+        raise ConfigError(f"{source}: anchor: {error}") from None
+    names = [spec.name for spec in specs]
+    if anchor.name not in names:
+        raise ConfigError(f"{source}: anchor: {anchor.name!r} is not one of the bots ({', '.join(names)}); anchor one")
+    return anchor
 
 
 def describe_changes(old: Any, new: Any, path: str = "") -> list[str]:

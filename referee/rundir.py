@@ -27,6 +27,7 @@ from pydantic import ValidationError
 from protocol.rules import Result, result_points
 from referee.record import GameRecord, Termination
 from referee.sprt import CountedGame, MatchStatistics, SprtParameters, count_in_order
+from referee.standings import Anchor, parse_anchor
 from referee.store import DB_NAME, DoneGame, StoreError, StoreReader
 from referee.viewerline import line_text
 
@@ -137,6 +138,7 @@ class RunDirectory:
     bots: list[str] = field(default_factory=list)
     sprt: SprtParameters | None = None
     title: str | None = None
+    anchor: Anchor | None = None  # the rating scale's anchor the run was given (--anchor)
     settings: dict[str, Any] = field(default_factory=dict)
     match_summary: dict[str, Any] | None = None
     errors: list[str] = field(default_factory=list)  # lines or files left out, for the reader to show
@@ -197,6 +199,12 @@ class RunDirectory:
             )
         title = fingerprint.get("title")
         self.title = str(title) if title else None
+        anchor = fingerprint.get("anchor")
+        if anchor:
+            try:
+                self.anchor = parse_anchor(str(anchor))
+            except ValueError as error:
+                self.errors.append(f"the stored anchor: {error}; ratings relative to the field mean")
         self.settings = {
             key: fingerprint[key] for key in ("size", "komi", "time_control", "format") if key in fingerprint
         }

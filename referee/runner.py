@@ -979,7 +979,8 @@ class Runner:
         return self._statistics
 
     def _standings(self) -> Standings:
-        standings = with_time_odds(self._tally.standings(self._field), self.plan.bots)
+        anchor = self.plan.anchor if self.plan.anchor is not None and self.plan.anchor.name in self._field else None
+        standings = with_time_odds(self._tally.standings(self._field, anchor=anchor), self.plan.bots)
         summary = None if self.scheduler is None else self.scheduler.summary(self._progress())
         notes = [f"{name}: suspended, {reason}" for name, reason in self._suspended.items()]
         notes += [

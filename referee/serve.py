@@ -29,6 +29,7 @@ import trio
 from referee.livefeed import LIVE_FILE
 from referee.report import ReportError, RunFigures, gc_paused, load_run, render_page
 from referee.rundir import GAMES_FILE, MATCH_FILE, RunDirectory, RunReadError
+from referee.standings import Anchor
 from referee.store import DB_NAME, StoreError
 from referee.viewerline import numbered
 
@@ -60,6 +61,7 @@ class LiveState:
     finished: bool = False  # the feed says the run ended (or there is no feed: a run from before it)
     host: str = ""  # a busy host holds the run back: the runner's status line ("" while the host is calm)
     last_reload: float = -math.inf
+    anchor: Anchor | None = None  # `serve --anchor`: the rating scale, instead of the run's own
     lock: threading.Lock = field(default_factory=threading.Lock)  # the reader is used by one thread at a time
 
     def broadcast(self, event: str, data: Any) -> None:
@@ -120,6 +122,8 @@ class LiveState:
             self.run = load_run(self.out_dir, kind=self.kind)
         except ReportError:
             return  # nothing finished yet
+        if self.anchor is not None:
+            self.run.anchor = self.anchor
         self.figures = RunFigures(self.run)
 
     def detail(self, number: int) -> str | None:
@@ -349,12 +353,15 @@ async def _stream(state: LiveState, receive: Receive, send: Send) -> None:
         sender.close()
 
 
-async def serve(out_dir: Path, host: str, port: int, *, on_ready: Callable[[str], None]) -> None:
-    """Serve the live page of `out_dir` until cancelled; `on_ready` gets the address once it listens."""
+async def serve(
+    out_dir: Path, host: str, port: int, *, on_ready: Callable[[str], None], anchor: Anchor | None = None
+) -> None:
+    """Serve the live page of `out_dir` until cancelled; `on_ready` gets the address once it listens; `anchor`
+    fixes the ratings' scale (default: the run's own)."""
     from hypercorn.config import Config
     from hypercorn.trio import serve as hypercorn_serve
 
-    state = LiveState(out_dir)
+    state = LiveState(out_dir, anchor=anchor)
     state.finished = not (out_dir / LIVE_FILE).exists()  # no feed: a run from before it, over
     state.read_feed()
     await trio.to_thread.run_sync(state.load)

@@ -151,6 +151,10 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
+_SHOWN = ("title", "anchor")
+"""Settings kept in `meta` beside the fingerprint, not in it: shown by every reader, free to change on a resume."""
+
+
 class _Reads:
     """The queries of a run's database, shared by the runner's `RunStore` and the read-only `StoreReader`."""
 
@@ -166,8 +170,8 @@ class _Reads:
         stored = self.get_meta("fingerprint")
         if stored is None:
             return None
-        title = self.get_meta("title")
-        return {**json.loads(stored), **({"title": title} if title is not None else {})}
+        shown = {key: value for key in _SHOWN if (value := self.get_meta(key)) is not None}
+        return {**json.loads(stored), **shown}
 
     def scheduled(self) -> dict[int, ScheduledGame]:
         rows = self._db.execute("SELECT number, pairing, round, black, white, opening FROM games ORDER BY number")
@@ -391,7 +395,8 @@ class RunStore(_Reads):
 
         fingerprint = dict(fingerprint)
         change = PoolChange([bot["name"] for bot in fingerprint.get("bots", []) if isinstance(bot, dict)], [], [])
-        title = fingerprint.pop("title", None)  # the event's title: shown, never compared (a run may be renamed)
+        # The event's title and the rating scale's anchor: shown, never compared (a run may be renamed, re-anchored).
+        shown = {key: fingerprint.pop(key, None) for key in _SHOWN}
         stored = self.get_meta("fingerprint")
         if stored is not None and json.loads(stored) != fingerprint and not self.anything_recorded():
             # Stopped before any game was recorded: nothing to keep, so the directory is not bound to it.
@@ -446,10 +451,11 @@ class RunStore(_Reads):
                     (json.dumps(fingerprint, sort_keys=True), str(SCHEMA_VERSION)),
                 )
                 self._db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('created_at', ?)", (_now(),))
-            if title is not None:
-                self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('title', ?)", (str(title),))
-            else:
-                self._db.execute("DELETE FROM meta WHERE key = 'title'")
+            for key, value in shown.items():
+                if value is not None:
+                    self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, str(value)))
+                else:
+                    self._db.execute("DELETE FROM meta WHERE key = ?", (key,))
             self._insert(schedule or [])
             # Games a killed referee left running were lost with it: play them again.
             self._db.execute("UPDATE games SET status = 'pending' WHERE status = 'running'")

@@ -112,7 +112,7 @@ def test_the_example_config_is_valid() -> None:
         ),
         (
             'gmaes = 2\n[[bots]]\nname = "a"\ncommand = "x"\n[[bots]]\nname = "b"\ncommand = "y"\n',
-            "tournament.toml: gmaes: unknown key; the keys here are adjudication, bots, cluster, concurrency,",
+            "tournament.toml: gmaes: unknown key; the keys here are adjudication, anchor, bots, cluster, concurrency,",
         ),
         (
             '[openings]\nplys = 2\n[[bots]]\nname = "a"\ncommand = "x"\n[[bots]]\nname = "b"\ncommand = "y"\n',
@@ -348,3 +348,16 @@ def test_match_and_tournament_read_their_shared_options_from_one_table(tmp_path:
     # One conversion of a bot to its config entry: a tournament's --bot and a match's --black read back the same.
     spec = tournament.bots[0]
     assert bot_entry(spec)["command"] == spec.command and bot_entry(spec, default_dir=tmp_path)["dir"]
+
+
+def test_the_anchor_names_one_of_the_bots(tmp_path: Path) -> None:
+    from referee.standings import Anchor
+
+    path = write(tmp_path, GOOD)
+    plan = build_plan(parse_args(str(path), "--anchor", f"{plan_for(path).bot_names[0]}=1500"))
+    assert plan.anchor == Anchor(name=plan.bot_names[0], rating=1500)
+    assert plan.fingerprint["anchor"] == f"{plan.bot_names[0]}=1500"
+    with pytest.raises(UsageError, match=r"anchor: 'nobody' is not one of the bots \("):
+        build_plan(parse_args(str(path), "--anchor", "nobody=1500"))
+    with pytest.raises(UsageError, match="anchor: '1500' is not NAME=RATING"):
+        build_plan(parse_args(str(path), "--anchor", "1500"))

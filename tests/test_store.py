@@ -312,3 +312,22 @@ def test_a_store_of_50000_games_resumes_with_the_same_standings(tmp_path: Path) 
     assert summary.games_done == 50_000 and summary.played_now == 0 and summary.ended == "completed"
     assert summary.standings == compute_standings(expected, plan.bot_names)
     assert len((tmp_path / "games.jsonl").read_text().splitlines()) == 50_000
+
+
+def test_the_anchor_is_kept_beside_the_title_and_may_change_on_a_resume(tmp_path: Path) -> None:
+    from referee.rundir import RunDirectory
+    from referee.standings import Anchor
+
+    games = schedule()
+    with RunStore(tmp_path / DB_NAME) as store:
+        store.start({**FINGERPRINT, "anchor": "a=1500"}, games)
+        store.mark_running(1)
+        store.record_game(1, record(games[0]))
+    with RunStore(tmp_path / DB_NAME) as store:
+        store.start({**FINGERPRINT, "anchor": "b=2000.5"}, games)  # another anchor: no other settings, no error
+        assert (store.fingerprint() or {})["anchor"] == "b=2000.5"
+    with RunDirectory.open(tmp_path) as run:
+        assert run.anchor == Anchor(name="b", rating=2000.5)
+    with RunStore(tmp_path / DB_NAME) as store:
+        store.start(FINGERPRINT, games)  # and none: the ratings go back to the field mean
+        assert "anchor" not in (store.fingerprint() or {})

@@ -79,7 +79,11 @@ function renderStandings() {
   const hasCpu = st.rows.some((r) => r.cpuS !== null || r.offCpuS !== null);
   const hasLag = st.rows.some((r) => r.lagMs !== null);
   const num = (x) => el("td", {}, x === null || x === undefined ? "–" : fmtNum(x));
+  const wdl = (x) => el("td", {}, x ? x.join("-") : "–");
+  const anchored = !!st.anchor;
   const head = el("tr", {}, ...["#", "bot", "games", "W", "D", "L", "score", "%", "Elo", "±"].map((h) => el("th", {}, h)),
+    el("th", { title: "wins-draws-losses as Black, who moves first" }, "as Black"),
+    el("th", { title: "wins-draws-losses as White, who moves second" }, "as White"),
     el("th", { title: "losses by how the game ended" }, "losses by kind"),
     el("th", { title: "mean time per move, as the referee measured it" }, "ms/move"),
     el("th", { title: "95th percentile of the time per move" }, "p95 ms"), el("th", { title: "longest move" }, "max ms"),
@@ -88,14 +92,18 @@ function renderStandings() {
     hasLag ? el("th", { title: "the referee's own mean lateness during its moves (not charged)" }, "referee lag ms") : null);
   const rows = st.rows.map((r) => el("tr", { "data-bot": r.name },
     el("td", {}, r.rank), el("td", { class: "name" }, r.name), el("td", {}, r.games), el("td", {}, r.w), el("td", {}, r.d), el("td", {}, r.l),
-    el("td", {}, fmtNum(r.points)), el("td", {}, pct(r.pct)), el("td", {}, signed(r.elo)), el("td", {}, r.margin === null ? "–" : r.margin.toFixed(1)),
+    el("td", {}, fmtNum(r.points)), el("td", {}, pct(r.pct)), el("td", {}, anchored && r.elo !== null ? r.elo.toFixed(1) : signed(r.elo)),
+    el("td", {}, r.margin === null ? "–" : r.margin.toFixed(1)), wdl(r.asBlack), wdl(r.asWhite),
     el("td", { class: "kinds" }, kinds.filter((k) => r.lossKinds[k]).map((k) => `${k} ${r.lossKinds[k]}`).join(", ") || "–"),
     num(r.msMean), num(r.msP95), num(r.msMax),
     hasCpu ? num(r.cpuS) : null, hasCpu ? num(r.offCpuS) : null, hasLag ? num(r.lagMs) : null));
+  // The terminal's own notes on the fit (referee.standings.elo_notes): its scale, the first move's worth, the draws.
+  const notes = (st.eloNotes || []).map((line) => el("p", { class: "muted small elonote" }, line));
   return section("standings", "Standings", el("div", { class: "scroll" }, el("table", { class: "standings" }, el("thead", {}, head), el("tbody", {}, ...rows))),
+    ...notes,
     el("p", { class: "muted small" }, state.summary.headToHead
-      ? "Elo here: the whole-pool fit (Bradley–Terry over all games, relative to the field mean: half the head-to-head difference for two bots), ± the 95% margin; the head-to-head Elo above is the one to read. Times are as the referee measured them."
-      : "Elo: the whole-pool fit, Bradley–Terry maximum likelihood over all games, relative to the field mean, ± the 95% margin. Times are as the referee measured them."));
+      ? "For two bots the whole-pool Elo here is half the fitted difference; the head-to-head Elo above, from the game pairs, is the one to read. Times are as the referee measured them."
+      : "Times are as the referee measured them."));
 }
 
 /* Swiss tie-breaks, a knockout bracket or an adaptive run's verdict: standings.json's format_summary. */
@@ -204,7 +212,8 @@ function renderProgress() {
   const bots = state.summary.standings.order;
   if (!state.summary.games.length) return null;
   const score = lineChart(bots.map((b) => ({ name: b, ys: p.score[b] })), p.scoreAt, { xlabel: "games", min: 0, max: 100 });
-  const elo = lineChart(bots.map((b) => ({ name: b, ys: p.elo[b] })), p.eloAt, { xlabel: "games", bands: [{ y: 0, label: "field mean" }] });
+  const [bandY, bandLabel] = p.eloBand || [0, "field mean"];
+  const elo = lineChart(bots.map((b) => ({ name: b, ys: p.elo[b] })), p.eloAt, { xlabel: "games", bands: [{ y: bandY, label: bandLabel }] });
   return section("progress", "Progress", el("div", { class: "charts" },
     el("figure", {}, el("figcaption", {}, "Score % over the games"), score),
     el("figure", {}, el("figcaption", {}, "Elo over the games"), elo)));

@@ -94,6 +94,12 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
         help="the event's title, shown by the terminal, the standings, the report and the live page (config: title)",
     )
     parser.add_argument(
+        "--anchor",
+        metavar="NAME=RATING",
+        help="fix bot NAME's rating at RATING and measure the others from it, in the standings, the report and the"
+        " live page (default: relative to the field mean; config: anchor)",
+    )
+    parser.add_argument(
         "--report-every",
         type=pair_count,
         metavar="N",

@@ -74,6 +74,7 @@ SHARED: tuple[RunOption, ...] = (
     RunOption("--margin-ms", "margin_ms", "margin_ms", _margin),
     RunOption("--concurrency", "concurrency", "concurrency", _concurrency),
     RunOption("--title", "title", "title"),
+    RunOption("--anchor", "anchor", "anchor"),
 )
 """The simple options both commands have, each setting one key of the same name in a config file."""
 

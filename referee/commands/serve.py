@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from referee.cli import UsageError
+from referee.commands.report import anchor_option
 
 HELP = "serve a live page that follows a running (or finished) match or tournament in a browser"
 
@@ -18,6 +19,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--host",
         default="127.0.0.1",
         help="the address to listen on (default 127.0.0.1: this machine only; 0.0.0.0 shows it to the network)",
+    )
+    parser.add_argument(
+        "--anchor", metavar="NAME=RATING", help="fix bot NAME's rating at RATING (default: the run's own --anchor)"
     )
 
 
@@ -33,12 +37,13 @@ def run(args: argparse.Namespace) -> int:
         )
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port {args.port}: a port is a number from 0 to 65535")
+    anchor = anchor_option(args.anchor, args.out_dir)
 
     def ready(address: str) -> None:
         print(f"serving the live view of {args.out_dir} at {address}/ (Ctrl-C to stop)", flush=True)
 
     try:
-        trio.run(lambda: serve(args.out_dir, args.host, args.port, on_ready=ready))
+        trio.run(lambda: serve(args.out_dir, args.host, args.port, on_ready=ready, anchor=anchor))
     except BaseException as error:
         if find_exception(error, KeyboardInterrupt) is not None:
             print("stopped", file=sys.stderr)
