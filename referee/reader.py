@@ -34,6 +34,7 @@ from typing import BinaryIO
 import trio
 
 from protocol.framing import MAX_LINE_BYTES
+from referee.files import open_output_fd
 
 __all__ = [
     "Chunk",
@@ -399,7 +400,10 @@ class StderrCopier:
         log_file = None
         try:
             try:
-                log_file = open(self._log_path, "wb", buffering=0)  # noqa: SIM115 (closed in finally)
+                # Never through a link planted in the output directory (its target would be overwritten).
+                fd = open_output_fd(self._log_path, os.O_WRONLY | os.O_CREAT)
+                os.ftruncate(fd, 0)
+                log_file = os.fdopen(fd, "wb", buffering=0)
             except OSError as error:
                 log.warning("cannot write the stderr log %s: %s (stderr is still read)", self._log_path, error)
             poller = select.poll()

@@ -68,13 +68,12 @@ from referee.recovery import (
 )
 from referee.recovery import (
     LostGamesError,
-    RecoveryError,
+    Rebuilt,
     check_nothing_lost,
-    match_to_schedule,
-    read_games_file,
-    rebuild_database,
-    set_aside,
     sync_games_file,
+)
+from referee.recovery import (
+    rebuild_from_games_file as rebuild_database_from_file,
 )
 from referee.schedule import ScheduledGame, make_schedule, pick_next
 from referee.sprt import CountedGame, MatchStatistics, PairCounter
@@ -305,8 +304,10 @@ class Runner:
             try:
                 # Before games.jsonl is rewritten from the database: it must hold no game the database lacks
                 # (a database deleted, emptied or replaced), or the rewrite would lose them.
-                check_nothing_lost(self.out_dir, store.game_ids(), rebuild_hint=REBUILD_HINT)
+                check_nothing_lost(self.out_dir, store.game_ids() + store.damaged_ids(), rebuild_hint=REBUILD_HINT)
                 store.start(self.plan.fingerprint, self.schedule)
+                # Before any game is counted: the two copies compared, damage named and repaired (referee.recovery).
+                self._rewrite_games_file()
                 for number, black, white, result, termination, *cpu in store.finished():
                     self._results.append(ScoredGame(black, white, result, Termination(termination), *cpu))
                     self._tally.add(self._results[-1])
@@ -314,7 +315,6 @@ class Runner:
                 if self._two_bots and any(self._counter.pairs):  # the statistics once, not after every pair
                     first, second = self.plan.bot_names
                     self._statistics = head_to_head(first, second, self._counter.statistics())
-                self._rewrite_games_file()
             except LostGamesError as error:
                 raise StoreError(str(error)) from None
             except (sqlite3.DatabaseError, OSError) as error:
@@ -667,23 +667,10 @@ def forfeit_stderr(record: GameRecord) -> tuple[str | None, str | None]:
     return line, loser.stderr_log
 
 
-def rebuild_from_games_file(plan: RunPlan) -> tuple[int, Path | None]:
-    """`--rebuild-db`: a new database from games.jsonl; (games restored, where the old database was put).
-
-    The file's games are checked against the plan's schedule before anything is moved, so a refusal
-    (other settings, a damaged line) leaves the directory as it was.
-    """
-    out_dir = plan.out_dir
-    if not (out_dir / GAMES_FILE).exists():
-        raise StoreError(f"--rebuild-db: {out_dir / GAMES_FILE} does not exist: there is nothing to rebuild from")
+def rebuild_from_games_file(plan: RunPlan) -> Rebuilt:
+    """`--rebuild-db`: a new database from games.jsonl (referee.recovery: the lock first, every line audited)."""
     schedule = make_schedule(plan.bot_names, plan.format, plan.games_per_pairing, plan.openings)
-    try:
-        match_to_schedule(read_games_file(out_dir / GAMES_FILE).records, schedule)
-    except RecoveryError as error:
-        raise StoreError(f"--rebuild-db: {error}") from None
-    kept = set_aside(out_dir / DB_NAME)
-    with RunStore(out_dir / DB_NAME) as store:
-        return rebuild_database(store, out_dir, plan.fingerprint, schedule), kept
+    return rebuild_database_from_file(plan.out_dir, plan.fingerprint, schedule)
 
 
 def refuse_old_match_directory(out_dir: Path) -> None:

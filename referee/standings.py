@@ -542,8 +542,22 @@ def _elo_note(standings: Standings) -> str:
     )
 
 
+_MD_SPECIAL = str.maketrans({char: "\\" + char for char in "\\`*_[]()#!|~"} | {"<": "&lt;", ">": "&gt;", "&": "&amp;"})
+
+
 def _md_escape(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("|", "\\|")
+    """A name as Markdown text: no raw HTML (a name `<img onerror=...>` is shown, never run), no emphasis or link
+    markup, no `|` breaking the table."""
+    return text.translate(_MD_SPECIAL)
+
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _csv_text(text: str) -> str:
+    """A text cell a spreadsheet will not evaluate: one starting like a formula (=, +, -, @, a tab, a carriage
+    return: "CSV injection") gets a leading apostrophe, which spreadsheets show as text and do not display."""
+    return "'" + text if text.startswith(_FORMULA_START) else text
 
 
 def to_markdown(standings: Standings) -> str:
@@ -609,8 +623,8 @@ def to_csv(standings: Standings) -> str:
         writer.writerow(
             [
                 bot.rank,
-                bot.name,
-                *([bot.time_control or ""] if odds else []),
+                _csv_text(bot.name),
+                *([_csv_text(bot.time_control or "")] if odds else []),
                 bot.games,
                 bot.wins,
                 bot.draws,

@@ -289,12 +289,18 @@ def execute(
         raise UsageError(str(error)) from None
     if rebuild_db:
         try:
-            restored, kept = rebuild_from_games_file(plan)
+            rebuilt = rebuild_from_games_file(plan)
         except StoreError as error:
             raise UsageError(str(error)) from None
         display.message(
-            f"rebuilt {plan.out_dir / 'tournament.db'} from games.jsonl: {restored} game(s)"
-            + (f"; the old database is kept as {kept}" if kept is not None else "")
+            f"rebuilt {plan.out_dir / 'tournament.db'} from games.jsonl: {rebuilt.restored} game(s), each checked"
+            + (f"; the old database is kept as {rebuilt.kept}" if rebuilt.kept is not None else "")
+            + (
+                f"; its last line, {rebuilt.torn_line}, was cut short (a run killed while writing it): that game"
+                " is not restored and will be played"
+                if rebuilt.torn_line is not None
+                else ""
+            )
         )
     writer = EventWriter(events) if events else None
     feed = LiveFeed(plan.out_dir)  # every move, for the live view (`alternator serve`)
