@@ -16,7 +16,7 @@ import stat
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TextIO
+from typing import TextIO, cast
 
 
 def write_text_atomic(path: Path, text: str | Iterable[str]) -> None:
@@ -80,7 +80,7 @@ def open_output(path: Path, mode: str) -> TextIO:
     fd = open_output_fd(path, flags[mode])
     if mode == "w":
         os.ftruncate(fd, 0)  # after the checks (O_TRUNC would cut a hard-linked file before them)
-    return os.fdopen(fd, mode, encoding="utf-8", buffering=1 if mode != "a+" else -1)
+    return cast(TextIO, os.fdopen(fd, mode, encoding="utf-8", buffering=1 if mode != "a+" else -1))
 
 
 def refuse_link(path: Path) -> None:

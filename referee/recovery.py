@@ -303,8 +303,8 @@ def sync_games_file(out_dir: Path, store: RunStore, *, quiet: bool = False) -> R
     path = out_dir / GAMES_FILE
     found = Reconciled()
     try:
-        for number, problem in store.broken_rows():
-            _repair_row(out_dir, store, number, problem, found)
+        for number, broken in store.broken_rows():
+            _repair_row(out_dir, store, number, broken, found)
         if _in_sync(path, store):
             return found
         lines = _index_lines(path)
@@ -351,9 +351,9 @@ def sync_games_file(out_dir: Path, store: RunStore, *, quiet: bool = False) -> R
                 )
             )
         elif problem is not None or game_id is None:
-            problem = problem or "is not a game record"
-            found.notes.append(f"{path}: line {number} {problem}; set aside in {QUARANTINE_FILE}")
-            _quarantine(out_dir, f"{GAMES_FILE} line {number}", game_id, problem, raw)
+            what = problem or "is not a game record"
+            found.notes.append(f"{path}: line {number} {what}; set aside in {QUARANTINE_FILE}")
+            _quarantine(out_dir, f"{GAMES_FILE} line {number}", game_id, what, raw)
         else:
             _, audit = audit_text(raw, game_id)
             if audit is None:  # a scored game the database does not hold (check_nothing_lost stops that at a start)
@@ -381,7 +381,7 @@ def _in_sync(path: Path, store: RunStore) -> bool:
                 raw = file.readline()
                 if not raw.endswith(b"\n") or row.record is None or raw[:-1] != row.record:
                     return False
-                if not _columns_agree(row, row.record):
+                if not _columns_agree(row, row.record) or not row.line_intact:
                     return False
             return all(not extra.strip() for extra in file)
     except OSError:  # no file (it is written, if empty), or none that can be read
@@ -432,14 +432,16 @@ def _reconcile_game(
     number = mine[-1] if mine else None  # a game appended twice: the last copy (as match_to_schedule counts)
     line = None if number is None else _read_at(path, lines[number][1])
     where = f"{path} line {number}"
-    if row.record is not None and line == row.record and _columns_agree(row, row.record):
+    if row.record is not None and line == row.record and _columns_agree(row, row.record) and row.line_intact:
         return row.record
     db_record, db_problem = (
         (None, "its record is missing") if row.record is None else audit_text(row.record, row.game_id)
     )
     if db_record is not None and db_problem is None and row.record is not None:
-        columns = _agrees(row, db_record)
-        if columns is not None:  # the record is good, its small columns are not: repaired from it
+        columns = _agrees(row, db_record) or (
+            None if row.line_intact else "its viewer line does not match its checksum"
+        )
+        if columns is not None:  # the record is good, its small columns or its viewer line are not: made again
             found.notes.append(
                 f"{out_dir / DB_NAME}: game {row.game_id}: {columns} (damaged); repaired from its record, which"
                 " checks out"

@@ -39,6 +39,7 @@ import contextlib
 import json
 import os
 import sqlite3
+import zlib
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -91,7 +92,8 @@ CREATE INDEX IF NOT EXISTS games_by_id ON games (game_id);
 CREATE TABLE IF NOT EXISTS records (
     number INTEGER PRIMARY KEY,     -- games.number of a done game
     record TEXT NOT NULL,           -- the GameRecord as JSON
-    line TEXT                       -- the viewer's compact line (referee.viewerline); null: migrated, made on read
+    line TEXT,                      -- the viewer's compact line (referee.viewerline); null: migrated, made on read
+    line_crc INTEGER                -- CRC-32 of line's UTF-8: a damaged line is found at the start (null: older)
 );
 CREATE TABLE IF NOT EXISTS void_games (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -130,6 +132,12 @@ class AuditRow(NamedTuple):
     black_cpu_ms: float | None
     white_cpu_ms: float | None
     record: bytes | None
+    line: bytes | None  # the viewer line
+    line_crc: int | None  # its checksum as saved (None: saved before checksums)
+
+    @property
+    def line_intact(self) -> bool:
+        return self.line_crc is None or (self.line is not None and line_crc(self.line) == self.line_crc)
 
 
 class StoreError(Exception):
@@ -153,26 +161,79 @@ def damaged_database(path: Path, error: sqlite3.DatabaseError | OSError) -> Stor
     )
 
 
-def check_integrity(db: sqlite3.Connection, path: Path) -> None:
-    """StoreError naming the damage when SQLite's own check finds the database damaged.
+_EXPECTED_COLUMNS: dict[str, list[tuple[Any, ...]]] = {
+    "meta": [("key", "TEXT", 0, None, 1), ("value", "TEXT", 1, None, 0)],
+    "games": [
+        ("number", "INTEGER", 0, None, 1),
+        ("pairing", "INTEGER", 1, None, 0),
+        ("round", "INTEGER", 1, None, 0),
+        ("black", "TEXT", 1, None, 0),
+        ("white", "TEXT", 1, None, 0),
+        ("opening", "TEXT", 1, None, 0),
+        ("status", "TEXT", 1, "'pending'", 0),
+        ("result", "TEXT", 0, None, 0),
+        ("termination", "TEXT", 0, None, 0),
+        ("finished_at", "TEXT", 0, None, 0),
+        ("seq", "INTEGER", 0, None, 0),
+        ("game_id", "TEXT", 0, None, 0),
+        ("black_cpu_ms", "REAL", 0, None, 0),
+        ("white_cpu_ms", "REAL", 0, None, 0),
+    ],
+    "records": [("number", "INTEGER", 0, None, 1), ("record", "TEXT", 1, None, 0), ("line", "TEXT", 0, None, 0)],
+    "void_games": [
+        ("id", "INTEGER", 0, None, 1),
+        ("number", "INTEGER", 1, None, 0),
+        ("termination", "TEXT", 1, None, 0),
+        ("reason", "TEXT", 1, None, 0),
+        ("record", "TEXT", 0, None, 0),
+        ("at", "TEXT", 1, None, 0),
+    ],
+}
+"""The columns of each table of schema 2 as `PRAGMA table_info` gives them (name, type, not null, default, key):
+a byte changed in the schema's text that still parses (a type, a default) shows as a difference here."""
+_STATUS_CHECK = "CHECK (status IN ('pending', 'running', 'done'))"
 
-    `PRAGMA integrity_check` of the small tables (the schedule, the results, their indexes: 0.1 s at 50,000
-    games) — the whole file's would take 7 s at that size, its quick_check 0.3 to 1 s. The records' pages are
-    checked where they are read: the store's readers and the comparison with games.jsonl at every start
-    (referee.recovery) turn any damage there into a StoreError or a named, repaired record.
+
+def check_integrity(db: sqlite3.Connection, path: Path) -> None:
+    """StoreError naming the damage when the database is damaged.
+
+    SQLite's own `PRAGMA quick_check` of the whole file (every page, every b-tree, every record's format:
+    0.3 to 1 s at 50,000 games, 800 MB), its `integrity_check` of the small tables (their indexes too: 0.1 s)
+    and the schema's columns against the expected ones. Damage inside a record's text passes these (SQLite keeps
+    no checksums): the comparison with games.jsonl at every start (referee.recovery) finds it.
     """
-    problems: list[str] = []
+    problems = [str(row[0]) for row in db.execute("PRAGMA quick_check(5)")]
     for table in ("meta", "games", "void_games"):
         if db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone():
             problems += [str(row[0]) for row in db.execute(f"PRAGMA integrity_check({table})")]
+    if _layout(db) == 2:
+        for table, expected in _EXPECTED_COLUMNS.items():
+            found = [tuple(row[1:]) for row in db.execute(f"PRAGMA table_info({table})")]
+            if found and found[: len(expected)] != expected[: len(found)]:
+                wrong = next((f for f, e in zip(found, expected, strict=False) if f != e), found[len(expected) :])
+                problems.append(f"the schema of table {table} is not the arena's (column {wrong})")
+        sql = db.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'games'").fetchone()
+        if sql is not None and "CHECK" in str(sql[0]) and _STATUS_CHECK not in str(sql[0]):
+            problems.append("the schema of table games is not the arena's (its status check)")
     problems = [problem for problem in problems if problem != "ok"][:5]
     if problems:
         raise StoreError(
-            f"{path}: the tournament database is damaged (SQLite's integrity check: {'; '.join(problems)})."
+            f"{path}: the tournament database is damaged ({'; '.join(problems)})."
             f" {path.with_name('games.jsonl')} still holds every game recorded: run the same command with"
             " --rebuild-db to rebuild the database from it (each of its games is checked; the damaged file is kept"
             " beside it), or choose another output directory"
         )
+
+
+def line_crc(line: str | bytes) -> int:
+    """The checksum kept beside a viewer line (its UTF-8's CRC-32: ~1 us)."""
+    return zlib.crc32(line.encode() if isinstance(line, str) else line)
+
+
+def _lenient_text(data: bytes) -> str:
+    """SQLite text as str, a byte that is not UTF-8 (damage) shown as U+FFFD: the checks that follow name it,
+    where the default decoding would raise from the middle of a query."""
+    return data.decode("utf-8", "replace")
 
 
 def _now() -> str:
@@ -304,12 +365,12 @@ class _Reads:
         for the comparison with games.jsonl (referee.recovery)."""
         rows = self._db.execute(
             "SELECT games.number, games.seq, games.game_id, games.result, games.termination, games.black_cpu_ms,"
-            " games.white_cpu_ms, CAST(records.record AS BLOB)"
+            " games.white_cpu_ms, CAST(records.record AS BLOB), CAST(records.line AS BLOB), records.line_crc"
             " FROM games LEFT JOIN records ON records.number = games.number"
             " WHERE games.status = 'done' ORDER BY games.seq"
         )
         for row in rows:
-            yield AuditRow(*row[:7], None if row[7] is None else bytes(row[7]))
+            yield _audit_row(row)
 
     def done_numbers(self) -> list[tuple[int, str]]:
         """(number, game id) of every done game, in commit order (a few bytes a game)."""
@@ -320,12 +381,12 @@ class _Reads:
         """One done game's small columns and record bytes (as `audit_rows` gives them), or None."""
         row = self._db.execute(
             "SELECT games.number, games.seq, games.game_id, games.result, games.termination, games.black_cpu_ms,"
-            " games.white_cpu_ms, CAST(records.record AS BLOB)"
+            " games.white_cpu_ms, CAST(records.record AS BLOB), CAST(records.line AS BLOB), records.line_crc"
             " FROM games LEFT JOIN records ON records.number = games.number"
             " WHERE games.status = 'done' AND games.number = ?",
             (number,),
         ).fetchone()
-        return None if row is None else AuditRow(*row[:7], None if row[7] is None else bytes(row[7]))
+        return None if row is None else _audit_row(row)
 
     def damaged_ids(self) -> list[str]:
         """The game ids of the rows `broken_rows` names (their copy in games.jsonl is not a game lost)."""
@@ -373,6 +434,7 @@ class StoreReader(_Reads):
 
     def _open(self) -> sqlite3.Connection:
         db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+        db.text_factory = _lenient_text
         db.execute("PRAGMA busy_timeout=5000")
         return db
 
@@ -399,6 +461,7 @@ class RunStore(_Reads):
             # autocommit mode (isolation_level=None): every transaction is an explicit BEGIN ... COMMIT
             # check_same_thread=False: the tournament writes from worker threads, one at a time (its lock).
             self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            self._db.text_factory = _lenient_text
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA busy_timeout=5000")
@@ -409,6 +472,8 @@ class RunStore(_Reads):
             self._db.executescript(_SCHEMA)
             if "line" not in _columns(self._db, "records"):  # a schema 2 database from before the viewer lines
                 self._db.execute("ALTER TABLE records ADD COLUMN line TEXT")
+            if "line_crc" not in _columns(self._db, "records"):  # a database from before the line's checksum
+                self._db.execute("ALTER TABLE records ADD COLUMN line_crc INTEGER")
         except sqlite3.DatabaseError as error:
             self._close_quietly()
             raise damaged_database(path, error) from None
@@ -578,9 +643,10 @@ class RunStore(_Reads):
                     ),
                 )
                 if cursor.rowcount == 1:
+                    line = line_text(record)
                     self._db.execute(
-                        "INSERT OR REPLACE INTO records (number, record, line) VALUES (?, ?, ?)",
-                        (number, record.model_dump_json() if texts is None else texts[index], line_text(record)),
+                        "INSERT OR REPLACE INTO records (number, record, line, line_crc) VALUES (?, ?, ?, ?)",
+                        (number, record.model_dump_json() if texts is None else texts[index], line, line_crc(line)),
                     )
                     counted += 1
         return counted
@@ -603,9 +669,10 @@ class RunStore(_Reads):
                     number,
                 ),
             )
+            line = line_text(record)
             self._db.execute(
-                "INSERT OR REPLACE INTO records (number, record, line) VALUES (?, ?, ?)",
-                (number, text, line_text(record)),
+                "INSERT OR REPLACE INTO records (number, record, line, line_crc) VALUES (?, ?, ?, ?)",
+                (number, text, line, line_crc(line)),
             )
 
     def requeue(self, number: int) -> None:
@@ -638,6 +705,12 @@ class RunStore(_Reads):
 
     def _transaction(self) -> _Transaction:
         return _Transaction(self._db)
+
+
+def _audit_row(row: Sequence[Any]) -> AuditRow:
+    record, line = (None if value is None else bytes(value) for value in row[7:9])
+    number, seq, game_id, result, termination, black_cpu_ms, white_cpu_ms = row[:7]
+    return AuditRow(number, seq, game_id, result, termination, black_cpu_ms, white_cpu_ms, record, line, row[9])
 
 
 def _columns(db: sqlite3.Connection, table: str) -> set[str]:
