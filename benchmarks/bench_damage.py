@@ -68,7 +68,7 @@ def run(argv: list[str]) -> tuple[int, str]:
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
         try:
             status = main(argv)
-        except BaseException as error:  # noqa: BLE001 - the experiment counts these
+        except BaseException as error:
             import traceback
 
             traceback.print_exc(file=err)
@@ -129,7 +129,7 @@ def page_offsets(db: Path, rng: random.Random, per_class: int) -> dict[str, list
 
 def line_offsets(path: Path, rng: random.Random, per_class: int) -> dict[str, list[int]]:
     data = path.read_bytes()
-    starts = [0] + [i + 1 for i, byte in enumerate(data) if byte == 0x0A][:-1]
+    starts = [0, *[i + 1 for i, byte in enumerate(data) if byte == 10][:-1]]
     ids = [s + len(b'{"record_version":1,"game_id":"g') + 2 for s in starts]
 
     def inside(needle: bytes) -> list[int]:
@@ -144,7 +144,7 @@ def line_offsets(path: Path, rng: random.Random, per_class: int) -> dict[str, li
         "jsonl:id": rng.sample(ids, min(per_class, len(ids))),
         "jsonl:moves": rng.sample(inside(b'"move":"'), min(per_class, len(inside(b'"move":"')))),
         "jsonl:result": rng.sample(inside(b'"result":"'), min(per_class, len(inside(b'"result":"')))),
-        "jsonl:newline": rng.sample(newlines[:-1], min(per_class, len(newlines) - 1)) + [len(data) - 1],
+        "jsonl:newline": [*rng.sample(newlines[:-1], min(per_class, len(newlines) - 1)), len(data) - 1],
         "jsonl:any": rng.sample(range(len(data)), per_class),
     }
 
@@ -223,9 +223,8 @@ def main_() -> None:
                           f" overwritten {outcome.overwritten} named {outcome.named} harmless {outcome.harmless}:"
                           f" {outcome.first_line}")  # fmt: skip
         print(f"\n{len(outcomes)} flips in {time.perf_counter() - started:.0f} s")
-        print(
-            f"{'class':14} {'flips':>5} {'tracebacks':>10} {'overwritten':>11} {'named':>5} {'harmless':>8} {'unnamed':>7}"
-        )
+        columns = ("flips", "tracebacks", "overwritten", "named", "harmless", "unnamed")
+        print(f"{'class':14} " + " ".join(f"{name:>{max(5, len(name))}}" for name in columns))
         totals: Counter[str] = Counter()
         for kind in classes:
             mine = [o for o in outcomes if o.kind == kind]
