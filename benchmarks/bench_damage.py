@@ -16,8 +16,8 @@ and the same command is run again (a resume: nothing is left to play), then `alt
     tracebacks      a Python traceback on stderr or an exception out of the command (must be 0)
     overwritten     a good line of games.jsonl replaced by a different one (must be 0: every game's line after
                     the resume is byte for byte the original, a repaired copy of it, or the game is named)
-    named           the damage named on stderr (the file, the game or the line) where it changed what the run
-                    holds; a flip in bytes SQLite does not use (free space, unused header bytes: the database's
+    named           the damage named on stderr (a line naming the file and what is wrong) where it changed what
+                    the run holds; a flip in bytes SQLite does not use (free space, unused header bytes: the database's
                     dump is unchanged) changes nothing and needs no name ("harmless")
 
 Every command runs in this process (referee.cli.main), so a flip costs ~1 s, not a start-up of Python each.
@@ -47,7 +47,8 @@ from referee.cli import main  # noqa: E402
 
 BOTS = ("random", "greedy")
 DAMAGE_WORDS = ("damaged", "does not check out", "not a game record", "cannot open", "quarantine", "cut short",
-                "is not", "beyond the", "other settings", "was scheduled as", "no copy can be trusted")  # fmt: skip
+                "beyond the", "no copy can be trusted")  # fmt: skip
+"""A line of stderr names the damage when it holds one of these and the file's name."""
 
 
 @dataclass
@@ -184,7 +185,10 @@ def trial(base: Path, work: Path, kind: str, offset: int, games: int, original: 
         if game_id in after and after[game_id] != line:
             overwritten += 1
     resume_err = errors[0]
-    named = any(word in resume_err for word in DAMAGE_WORDS) or any(word in text for word in DAMAGE_WORDS)
+    named = any(
+        any(word in line for word in DAMAGE_WORDS) and any(where in line for where in ("tournament.db", "games.jsonl"))
+        for line in text.splitlines()
+    )
     first = next((line for line in resume_err.splitlines() if line.strip()), "")
     if tracebacks:
         at = text.index("Traceback (most recent call last)")
