@@ -4,7 +4,8 @@ reported and replayed; what the arena does with each damage.
     python benchmarks/bench_damage.py [--per-class 6] [--games 3] [--seed 1]
 
 A tournament of two sample bots (4x4, `--games N` per pairing) is played once. Then, for each flip, a fresh
-copy of its directory gets one byte inverted (xor 0xff) at an offset of one class:
+copy of its directory gets one byte changed at an offset of one class (every other flip inverts the byte, the
+others its lowest bit only: a move's letter or a digit changed, the JSON still valid):
 
     tournament.db   the SQLite header (the first 100 bytes), each b-tree page's header and cell pointers, the
                     bytes of the records (a game's JSON: its id, moves, result), and the small columns' rows
@@ -46,6 +47,7 @@ sys.path.insert(0, str(HERE))
 from referee.cli import main  # noqa: E402
 
 BOTS = ("random", "greedy")
+DEBUG = "--debug" in sys.argv
 DAMAGE_WORDS = ("damaged", "does not check out", "not a game record", "cannot open", "quarantine", "cut short",
                 "beyond the", "no copy can be trusted")  # fmt: skip
 """A line of stderr names the damage when it holds one of these and the file's name."""
@@ -87,6 +89,7 @@ def dump(db: Path) -> list[str] | None:
     one changes nothing)."""
     try:
         connection = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        connection.text_factory = lambda data: data.decode("utf-8", "replace")
         try:
             return [
                 re.sub(r"--[^\n]*", "", line) if line.startswith("CREATE") else line for line in connection.iterdump()
@@ -150,19 +153,19 @@ def line_offsets(path: Path, rng: random.Random, per_class: int) -> dict[str, li
     }
 
 
-def flip(path: Path, offset: int) -> None:
+def flip(path: Path, offset: int, mask: int = 0xFF) -> None:
     data = bytearray(path.read_bytes())
-    data[offset] ^= 0xFF
+    data[offset] ^= mask
     path.write_bytes(bytes(data))
 
 
-def trial(base: Path, work: Path, kind: str, offset: int, games: int, original: dict[str, bytes]) -> Outcome:
+def trial(base: Path, work: Path, kind: str, offset: int, mask: int, games: int, original: dict[str, bytes]) -> Outcome:
     out = work / "trial"
     shutil.rmtree(out, ignore_errors=True)
     shutil.copytree(base, out)
     target = out / ("tournament.db" if kind.startswith("db:") else "games.jsonl")
     before = dump(out / "tournament.db") if kind.startswith("db:") else None
-    flip(target, offset)
+    flip(target, offset, mask)
     harmless = kind.startswith("db:") and before is not None and dump(out / "tournament.db") == before
     exits, errors = [], []
     for argv in (
@@ -193,6 +196,9 @@ def trial(base: Path, work: Path, kind: str, offset: int, games: int, original: 
     if tracebacks:
         at = text.index("Traceback (most recent call last)")
         first = " | ".join(line for line in text[at:].splitlines()[-4:] if line.strip())
+    if DEBUG and (tracebacks or overwritten or not (named or harmless)):
+        data = (base / target.name).read_bytes()
+        print(f"--- {kind} @{offset} ^{mask:#x}: {data[max(0, offset - 40) : offset + 40]!r}\n{text[:3000]}")
     return Outcome(kind, offset, tracebacks, overwritten, named, harmless, tuple(exits[:2]), first[:160])
 
 
@@ -202,6 +208,7 @@ def main_() -> None:
     parser.add_argument("--games", type=int, default=3)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--verbose", action="store_true", help="print every flip's first line of stderr")
+    parser.add_argument("--debug", action="store_true", help="print the bytes and the whole stderr of a failure")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     work = Path(tempfile.mkdtemp(prefix="bench-damage-"))
@@ -219,8 +226,9 @@ def main_() -> None:
         outcomes: list[Outcome] = []
         started = time.perf_counter()
         for kind, offsets in classes.items():
-            for offset in offsets:
-                outcome = trial(base, work, kind, offset, args.games, original)
+            for index, offset in enumerate(offsets):
+                mask = 0xFF if index % 2 == 0 else 0x01  # every bit (never UTF-8), or the lowest (a letter, a digit)
+                outcome = trial(base, work, kind, offset, mask, args.games, original)
                 outcomes.append(outcome)
                 if args.verbose or outcome.tracebacks or outcome.overwritten or not (outcome.named or outcome.harmless):
                     print(f"  {kind:14} @{offset:>7}: exits {outcome.exits} tracebacks {outcome.tracebacks}"

@@ -450,7 +450,10 @@ def _reconcile_game(
         if line is None:
             found.notes.append(f"{path}: game {row.game_id} was missing; written from {DB_NAME}, whose copy checks out")
         elif line != row.record:
-            _, line_problem = audit_text(line, row.game_id)
+            line_record, line_problem = audit_text(line, row.game_id)
+            if line_problem is None and line_record != db_record:
+                # Both replay, but they differ (a time, a reason, a name): not the record the run wrote.
+                line_problem = f"it differs from {DB_NAME}'s copy ({_first_difference(line_record, db_record)})"
             if line_problem is not None:
                 found.notes.append(
                     f"{where} (game {row.game_id}) is damaged ({line_problem}); rewritten from {DB_NAME}, whose copy"
@@ -481,6 +484,29 @@ def _reconcile_game(
     store.requeue(row.number)
     found.requeued.append(row.number)
     return None
+
+
+def _first_difference(mine: GameRecord | None, theirs: GameRecord) -> str:
+    """Where two records of one game differ, as a field path: "moves.12.elapsed_ms"."""
+    if mine is None:
+        return "not a record"
+
+    def walk(a: Any, b: Any, where: str) -> str | None:
+        if isinstance(a, dict) and isinstance(b, dict):
+            for key in sorted(set(a) | set(b)):
+                found = walk(a.get(key), b.get(key), f"{where}.{key}" if where else str(key))
+                if found:
+                    return found
+            return None
+        if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+            for index, (x, y) in enumerate(zip(a, b, strict=True)):
+                found = walk(x, y, f"{where}.{index}")
+                if found:
+                    return found
+            return None
+        return None if a == b else (where or "the record")
+
+    return walk(mine.model_dump(mode="json"), theirs.model_dump(mode="json"), "") or "its bytes"
 
 
 def _repair_row(out_dir: Path, store: RunStore, number: int, problem: str, found: Reconciled) -> None:
