@@ -437,6 +437,14 @@ def _reconcile_game(
     db_record, db_problem = (
         (None, "its record is missing") if row.record is None else audit_text(row.record, row.game_id)
     )
+    if db_problem is None and row.record_intact is False:  # it replays, but it is not what was saved
+        db_problem = "its bytes do not match the checksum saved with them"
+    elif db_problem is None and row.record_intact is None and line is not None and line != row.record:
+        # Saved before checksums, and both replay: which one is damaged cannot be told, so the line of games.jsonl
+        # is kept (never replaced by a copy that differs from it), and the database takes it.
+        _, line_problem = audit_text(line, row.game_id)
+        if line_problem is None:
+            db_problem = f"it differs from {where}, and no checksum says which is right: the line is kept"
     if db_record is not None and db_problem is None and row.record is not None:
         columns = _agrees(row, db_record) or (
             None if row.line_intact else "its viewer line does not match its checksum"
