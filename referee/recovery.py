@@ -298,15 +298,25 @@ def sync_games_file(out_dir: Path, store: RunStore, *, quiet: bool = False) -> R
 
     StoreError when the database cannot be read (its records' pages damaged): the file is then left alone.
     """
+    found = Reconciled()
+    try:
+        _sync(out_dir, store, found)
+    finally:
+        if not quiet:
+            for note in found.notes:
+                print(printable(f"warning: {note}"), file=sys.stderr)
+    return found
+
+
+def _sync(out_dir: Path, store: RunStore, found: Reconciled) -> None:
     import sqlite3
 
     path = out_dir / GAMES_FILE
-    found = Reconciled()
     try:
         for number, broken in store.broken_rows():
             _repair_row(out_dir, store, number, broken, found)
         if _in_sync(path, store):
-            return found
+            return
         lines = _index_lines(path)
         by_id: dict[str, list[int]] = {}
         for line_number, (game_id, _, torn, _) in lines.items():
@@ -366,10 +376,6 @@ def sync_games_file(out_dir: Path, store: RunStore, *, quiet: bool = False) -> R
             elif "not a scored one" not in audit:
                 found.notes.append(f"{path}: line {number} (game {game_id}) {audit}; set aside in {QUARANTINE_FILE}")
                 _quarantine(out_dir, f"{GAMES_FILE} line {number}", game_id, audit, raw)
-    if not quiet:
-        for note in found.notes:
-            print(printable(f"warning: {note}"), file=sys.stderr)
-    return found
 
 
 def _in_sync(path: Path, store: RunStore) -> bool:
