@@ -117,8 +117,10 @@ def _id_at_start(raw: bytes) -> str | None:
     return None
 
 
-def check_nothing_lost(out_dir: Path, known_game_ids: Iterable[str], *, rebuild_hint: str) -> None:
-    """LostGamesError when games.jsonl in `out_dir` holds scored games whose ids are not in `known_game_ids`.
+def check_nothing_lost(out_dir: Path, known_game_ids: Iterable[str] | RunStore, *, rebuild_hint: str) -> None:
+    """LostGamesError when games.jsonl in `out_dir` holds scored games whose ids are not in `known_game_ids` (or not
+    done in the store given instead: then a file that holds exactly its games is found in one pass, whose answer
+    `sync_games_file` reuses).
 
     Called before games.jsonl is rewritten from the database. `rebuild_hint` says how to rebuild (the
     command line), for the message, which describes the disagreement as what it is: a database that holds no
@@ -126,6 +128,10 @@ def check_nothing_lost(out_dir: Path, known_game_ids: Iterable[str], *, rebuild_
     database that holds others (named, and whether they check out).
     """
     path = out_dir / GAMES_FILE
+    if isinstance(known_game_ids, RunStore):
+        if _in_sync(path, known_game_ids):
+            return  # the file holds exactly the database's games, byte for byte
+        known_game_ids = known_game_ids.game_ids() + known_game_ids.damaged_ids()
     known = set(known_game_ids)
     try:
         missing = [game_id for game_id in scored_game_ids(path, known) if game_id not in known]
@@ -380,12 +386,30 @@ def _sync(out_dir: Path, store: RunStore, found: Reconciled) -> None:
 
 def _in_sync(path: Path, store: RunStore) -> bool:
     """The fast path: every done game's record is byte for byte the file's line at its place, its small columns
-    agree with it, and the file holds nothing else (no torn, damaged or extra line). One pass over both."""
+    agree with it, and the file holds nothing else (no torn, damaged or extra line). One pass over both (1.3 s at
+    50,000 games), remembered until the file or the database changes."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return False
+    seen = (stat.st_ino, stat.st_size, stat.st_mtime_ns, store.changes())
+    if store.agreed == seen:
+        return True
+    if _compare(path, store):
+        store.agreed = seen
+        return True
+    return False
+
+
+def _compare(path: Path, store: RunStore) -> bool:
     try:
         with path.open("rb") as file:
             for row in store.audit_rows():
                 raw = file.readline()
-                if not raw.endswith(b"\n") or row.record is None or raw[:-1] != row.record:
+                record = row.record
+                if record is None or len(raw) != len(record) + 1 or not raw.endswith(b"\n"):
+                    return False
+                if not raw.startswith(record):  # no copy of either (11.5 KB a game)
                     return False
                 if not _columns_agree(row, row.record) or not row.line_intact:
                     return False

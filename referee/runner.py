@@ -304,7 +304,7 @@ class Runner:
             try:
                 # Before games.jsonl is rewritten from the database: it must hold no game the database lacks
                 # (a database deleted, emptied or replaced), or the rewrite would lose them.
-                check_nothing_lost(self.out_dir, store.game_ids() + store.damaged_ids(), rebuild_hint=REBUILD_HINT)
+                check_nothing_lost(self.out_dir, store, rebuild_hint=REBUILD_HINT)
                 store.start(self.plan.fingerprint, self.schedule)
                 # Before any game is counted: the two copies compared, damage named and repaired (referee.recovery).
                 self._rewrite_games_file()

@@ -467,6 +467,9 @@ class RunStore(_Reads):
         """`lock`: the directory's lock, already taken (`lock_directory`) by a caller that must hold it before the
         database is opened (a rebuild, which moves the old database aside first); the store releases it."""
         self.path = path
+        self.agreed: tuple[int, ...] | None = None
+        """games.jsonl's identity (inode, size, mtime) and `changes()` when it was last found to hold exactly the
+        database's games (referee.recovery): not compared again while neither changed."""
         path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = lock if lock is not None else lock_directory(path.parent)
         try:
@@ -498,6 +501,10 @@ class RunStore(_Reads):
         with contextlib.suppress(sqlite3.Error, AttributeError):
             self._db.close()
         self._lock.close()
+
+    def changes(self) -> int:
+        """How many rows this connection has changed since it opened: a change of the database."""
+        return self._db.total_changes
 
     def _migrate(self) -> None:
         """Schema 1 to 2: the records move out of `games` into `records`, the figures resume needs into columns,
