@@ -411,7 +411,7 @@ def _compare(path: Path, store: RunStore) -> bool:
                     return False
                 if not raw.startswith(record):  # no copy of either (11.5 KB a game)
                     return False
-                if not _columns_agree(row, row.record) or not row.line_intact:
+                if not _columns_agree(row, record) or not row.line_intact:
                     return False
             return all(not extra.strip() for extra in file)
     except OSError:  # no file (it is written, if empty), or none that can be read
