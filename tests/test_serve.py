@@ -31,8 +31,8 @@ def test_the_host_check_allows_loopback_names_and_those_given() -> None:
     check = HostCheck()
     for host in ("localhost:8080", "127.0.0.1:80", "[::1]:8080", "LOCALHOST", "127.0.0.1"):
         assert check.allows(scope(host)), host
-    for host in ("evil.example", "evil.example:8080", "localhost.evil.example", "", None):
-        assert not check.allows(scope(host)), host
+    for foreign in ("evil.example", "evil.example:8080", "localhost.evil.example", "", None):
+        assert not check.allows(scope(foreign)), foreign
     assert HostCheck(["arena.lan"]).allows(scope("arena.lan:8080"))
     assert HostCheck(["*"]).allows(scope("anything"))
     assert host_name("[::1]:8080") == "[::1]" and host_name("Example.org:80") == "example.org"
