@@ -270,6 +270,7 @@ def execute(
     *,
     events: str | None,
     rebuild_db: bool = False,
+    verbose: bool = False,
 ) -> RunSummary | None:
     """Run `plan` to its end, a verdict, an error or a signal. None when a signal came before the first game
     (nothing was recorded); UsageError when a bot cannot start or the output directory is another run's."""
@@ -320,7 +321,7 @@ def execute(
     async def main() -> RunSummary:
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             if plan.cluster is not None:
-                runner.cluster = await open_cluster(plan, display)
+                runner.cluster = await open_cluster(plan, display, verbose=verbose)
             try:
                 summary = await play(signals)
             finally:
@@ -372,13 +373,13 @@ def execute(
             writer.close()
 
 
-async def open_cluster(plan: RunPlan, display: RunDisplay) -> Cluster:
+async def open_cluster(plan: RunPlan, display: RunDisplay, *, verbose: bool = False) -> Cluster:
     """Connect to the plan's cluster and check that every worker can start every bot (ClusterError)."""
     from referee.cluster import Cluster
 
     assert plan.cluster is not None
     display.message(f"cluster: connecting to the Dask scheduler at {plan.cluster.address} ...")
-    cluster = await Cluster.connect(plan.cluster, on_message=display.message)
+    cluster = await Cluster.connect(plan.cluster, on_message=display.message, verbose=verbose)
     try:
         await cluster.preflight(plan.bots, plan.start_timeout_s)
     except BaseException:
