@@ -266,7 +266,7 @@ class _Reads:
         if stored is None:
             return None
         title = self.get_meta("title")
-        return {**json.loads(stored), **({"title": title} if title is not None else {})}
+        return {**_settings(stored, self.path), **({"title": title} if title is not None else {})}
 
     def scheduled(self) -> dict[int, ScheduledGame]:
         rows = self._db.execute("SELECT number, pairing, round, black, white, opening FROM games ORDER BY number")
@@ -557,7 +557,7 @@ class RunStore(_Reads):
         fingerprint = dict(fingerprint)
         title = fingerprint.pop("title", None)  # the event's title: shown, never compared (a run may be renamed)
         stored = self.get_meta("fingerprint")
-        if stored is not None and json.loads(stored) != fingerprint and not self.anything_recorded():
+        if stored is not None and _settings(stored, self.path) != fingerprint and not self.anything_recorded():
             # Stopped before any game was recorded: nothing to keep, so the directory is not bound to it.
             with self._transaction():
                 self._db.execute("DELETE FROM records")
@@ -565,7 +565,7 @@ class RunStore(_Reads):
                 self._db.execute("DELETE FROM meta")
             stored = None
         if stored is not None:
-            old = json.loads(stored)
+            old = _settings(stored, self.path)
             if old != fingerprint:
                 was, now = old.get("kind", "tournament"), fingerprint.get("kind", "tournament")
                 if was != now:
@@ -573,10 +573,11 @@ class RunStore(_Reads):
                         f"{self.path.parent} holds a {was}, not a {now}: the two are never mixed in one directory;"
                         " choose another output directory (--out DIR)"
                     )
-                changes = "; ".join(describe_changes(old, fingerprint))
+                changes = "".join(f"\n  {change}" for change in describe_changes(old, fingerprint))
                 raise StoreError(
-                    f"{self.path.parent} holds a {was} with other settings ({changes}). To resume it, run with"
-                    f" the same settings; for a new {now}, choose another output directory (--out DIR)."
+                    f"{self.path.parent} holds a {was} with other settings:{changes}\nTo resume it, run with the"
+                    f" same settings; for a new {now}, choose another output directory (--out DIR). (If you changed"
+                    f" none, {self.path.name} is damaged: --rebuild-db rebuilds it from games.jsonl.)"
                 )
         existing = self.scheduled()
         wanted = {game.number: game for game in schedule}
@@ -592,7 +593,8 @@ class RunStore(_Reads):
                     f"{self.path.parent}: game {number} was scheduled as {game.black} vs {game.white}"
                     f" from {list(game.opening)}, and is now {wanted[number].black} vs {wanted[number].white} from"
                     f" {list(wanted[number].opening)}; resume with the original settings, or choose another output"
-                    " directory (--out DIR)"
+                    f" directory (--out DIR). (The settings are the same, so {self.path.name} is damaged, or was"
+                    " written by an alternator that scheduled differently: --rebuild-db rebuilds it from games.jsonl.)"
                 )
         with self._transaction():
             if stored is None:
@@ -727,6 +729,21 @@ class RunStore(_Reads):
 
     def _transaction(self) -> _Transaction:
         return _Transaction(self._db)
+
+
+def _settings(stored: str, path: Path) -> dict[str, Any]:
+    """The stored fingerprint; StoreError when it is not a JSON object (damaged)."""
+    try:
+        settings = json.loads(stored)
+    except ValueError:
+        settings = None
+    if not isinstance(settings, dict):
+        raise StoreError(
+            f"{path}: the tournament database is damaged (its settings are not readable)."
+            f" {path.with_name('games.jsonl')} still holds every game recorded: run the same command with --rebuild-db"
+            " to rebuild the database from it"
+        )
+    return settings
 
 
 def _audit_row(row: Sequence[Any]) -> AuditRow:
