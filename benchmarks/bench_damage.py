@@ -47,6 +47,7 @@ sys.path.insert(0, str(HERE))
 from referee.cli import main  # noqa: E402
 
 BOTS = ("random", "greedy")
+READERS_FIRST = "--readers-first" in sys.argv
 DEBUG = "--debug" in sys.argv
 DAMAGE_WORDS = ("damaged", "does not check out", "not a game record", "cannot open", "quarantine", "cut short",
                 "beyond the", "no copy can be trusted")  # fmt: skip
@@ -168,11 +169,12 @@ def trial(base: Path, work: Path, kind: str, offset: int, mask: int, games: int,
     flip(target, offset, mask)
     harmless = kind.startswith("db:") and before is not None and dump(out / "tournament.db") == before
     exits, errors = [], []
-    for argv in (
-        tournament_args(out, games),
+    readers = [
         ["report", str(out), "-o", str(work / "report.html")],
         *(["replay", str(out), game_id] for game_id in original),
-    ):
+    ]
+    before_resume = readers if READERS_FIRST else []
+    for argv in (*before_resume, tournament_args(out, games), *readers):
         status, err = run(argv)
         exits.append(status)
         errors.append(err)
@@ -187,7 +189,7 @@ def trial(base: Path, work: Path, kind: str, offset: int, mask: int, games: int,
     for game_id, line in original.items():
         if game_id in after and after[game_id] != line:
             overwritten += 1
-    resume_err = errors[0]
+    resume_err = errors[len(before_resume)]
     named = any(
         any(word in line for word in DAMAGE_WORDS) and any(where in line for where in ("tournament.db", "games.jsonl"))
         for line in text.splitlines()
@@ -199,7 +201,10 @@ def trial(base: Path, work: Path, kind: str, offset: int, mask: int, games: int,
     if DEBUG and (tracebacks or overwritten or not (named or harmless)):
         data = (base / target.name).read_bytes()
         print(f"--- {kind} @{offset} ^{mask:#x}: {data[max(0, offset - 40) : offset + 40]!r}\n{text[:3000]}")
-    return Outcome(kind, offset, tracebacks, overwritten, named, harmless, tuple(exits[:2]), first[:160])
+    resumed = len(before_resume)
+    return Outcome(
+        kind, offset, tracebacks, overwritten, named, harmless, tuple(exits[resumed : resumed + 2]), first[:160]
+    )
 
 
 def main_() -> None:
@@ -209,6 +214,9 @@ def main_() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--verbose", action="store_true", help="print every flip's first line of stderr")
     parser.add_argument("--debug", action="store_true", help="print the bytes and the whole stderr of a failure")
+    parser.add_argument(
+        "--readers-first", action="store_true", help="report and replay the damaged directory before the resume too"
+    )
     args = parser.parse_args()
     rng = random.Random(args.seed)
     work = Path(tempfile.mkdtemp(prefix="bench-damage-"))

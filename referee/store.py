@@ -324,17 +324,23 @@ class _Reads:
 
     def done_with_lines(self, start: int = 0) -> Iterator[tuple[DoneGame, str | None, str | None]]:
         """Every done game from the `start`th committed on, in commit order, with its viewer line (and, where a
-        migrated game has none, its record's JSON instead); one row at a time."""
+        migrated game has none, or its line does not match the checksum saved with it, its record's JSON
+        instead); one row at a time."""
+        checksum = "records.line_crc" if "line_crc" in _columns(self._db, "records") else "NULL"
         rows = self._db.execute(
             "SELECT games.number, games.round, games.black, games.white, games.result, games.termination,"
-            " games.black_cpu_ms, games.white_cpu_ms, games.game_id, records.line,"
-            " CASE WHEN records.line IS NULL THEN records.record END"
+            f" games.black_cpu_ms, games.white_cpu_ms, games.game_id, records.line, {checksum}"
             " FROM games JOIN records ON records.number = games.number"
             " WHERE games.status = 'done' AND games.seq > ? ORDER BY games.seq",
             (start,),
         )
         for row in rows:
-            yield DoneGame(*row[:9]), row[9], row[10]
+            line, saved = row[9], row[10]
+            if line is None or (saved is not None and line_crc(line) != saved):  # damaged: made from the record
+                record = self._db.execute("SELECT record FROM records WHERE number = ?", (row[0],)).fetchone()
+                yield DoneGame(*row[:9]), None, None if record is None else str(record[0])
+            else:
+                yield DoneGame(*row[:9]), line, None
 
     def line_at(self, seq: int) -> tuple[str | None, str | None] | None:
         """The viewer line (or, without one, the record's JSON) of the `seq`th game committed, or None."""

@@ -43,7 +43,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def _game_id(text: str) -> str:
     """`7` means `g0007`, as the runner numbers games."""
-    return f"g{int(text):04d}" if text.isdigit() else text
+    return f"g{int(text):04d}" if text.isascii() and text.isdigit() and len(text) <= 9 else text
 
 
 def _from_run(path: Path, game_id: str) -> tuple[GameRecord | None, list[str]]:
