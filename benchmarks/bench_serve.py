@@ -114,7 +114,7 @@ def measure(root: Path, out: Path, clients: int, games: int) -> dict[str, object
     try:
         assert process.stdout is not None
         started = time.perf_counter()
-        line = process.stdout.readline()
+        line = process.stdout.readline()  # once it has read every finished game
         if "serving" not in line:
             raise RuntimeError(line + (process.stderr.read() if process.stderr else ""))
         ready = time.perf_counter() - started
@@ -138,7 +138,11 @@ def measure(root: Path, out: Path, clients: int, games: int) -> dict[str, object
         }
     finally:
         process.terminate()
-        process.wait(timeout=30)
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:  # still reading the run when it was asked to stop
+            process.kill()
+            process.wait()
 
 
 def main() -> None:

@@ -350,7 +350,7 @@ def _sync(out_dir: Path, store: RunStore, found: Reconciled) -> None:
         found.rewritten = True
         if found.requeued:
             store.renumber()
-    except sqlite3.DatabaseError as error:
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as error:
         raise StoreError(
             f"{out_dir / DB_NAME}: the tournament database is damaged ({error}); {path} was left as it is. Run the"
             " same command with --rebuild-db to rebuild the database from it (each of its games is checked)"

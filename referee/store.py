@@ -153,7 +153,7 @@ class StoreError(Exception):
     """The database cannot be used for this tournament; the message says why and what to do."""
 
 
-def damaged_database(path: Path, error: sqlite3.DatabaseError | OSError) -> StoreError:
+def damaged_database(path: Path, error: sqlite3.DatabaseError | UnicodeDecodeError | OSError) -> StoreError:
     """The error for a database that cannot be read: games.jsonl beside it still holds the games.
 
     (A disk already full when the run starts fails the same calls: that is said instead.)
@@ -163,6 +163,8 @@ def damaged_database(path: Path, error: sqlite3.DatabaseError | OSError) -> Stor
             f"the disk holding {path.parent} is full ({error}); free some space and run the same command (the games"
             " recorded are safe)"
         )
+    if isinstance(error, UnicodeDecodeError):  # SQLite's message quotes the damaged bytes of its schema
+        error = sqlite3.DatabaseError("the database is damaged: its schema holds bytes that are not text")
     return StoreError(
         f"{path}: cannot open the tournament database ({error}). {path.with_name('games.jsonl')} still holds"
         " every game recorded: run the same command with --rebuild-db to rebuild the database from it"
@@ -447,7 +449,7 @@ class StoreReader(_Reads):
                 self._db.close()
                 RunStore(path).close()  # migrates (StoreError when a run of an older alternator holds it)
                 self._db = self._open()
-        except sqlite3.DatabaseError as error:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as error:  # the latter: SQLite's message quoting damage
             raise damaged_database(path, error) from None
 
     def _open(self) -> sqlite3.Connection:
@@ -496,7 +498,7 @@ class RunStore(_Reads):
             for checksum in ("line_crc", "record_crc"):  # a database from before the checksums
                 if checksum not in _columns(self._db, "records"):
                     self._db.execute(f"ALTER TABLE records ADD COLUMN {checksum} INTEGER")
-        except sqlite3.DatabaseError as error:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as error:  # the latter: SQLite's message quoting damage
             self._close_quietly()
             raise damaged_database(path, error) from None
         except StoreError:
