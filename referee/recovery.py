@@ -192,24 +192,6 @@ def scored_game_ids(path: Path, known: set[str] | None = None) -> list[str]:
     return ids
 
 
-def games_file_in_sync(out_dir: Path, game_ids: list[str]) -> bool:
-    """Whether games.jsonl holds exactly these games, in this order, and nothing else (no torn or damaged line,
-    no duplicate). Streamed, reading only each line's id."""
-    path = out_dir / GAMES_FILE
-    try:
-        size = path.stat().st_size
-        with path.open("rb") as file:
-            if size and (file.seek(size - 1), file.read(1))[1] != b"\n":
-                return False  # a torn last line
-        expected = iter(game_ids)
-        for _, game_id, _ in line_game_ids(path):
-            if game_id is None or game_id != next(expected, None):
-                return False
-        return next(expected, None) is None
-    except (OSError, RunReadError):
-        return False
-
-
 def audit_text(raw: bytes | str, game_id: str | None = None) -> tuple[GameRecord | None, str | None]:
     """A copy of a record, audited: (the record, None) when it is one, of a scored game (`game_id`'s when given),
     whose moves replay to its result; else (the record or None, what is wrong)."""
