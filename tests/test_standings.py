@@ -356,7 +356,7 @@ def test_markdown_tables() -> None:
 
 
 def test_names_a_spreadsheet_or_a_markdown_renderer_would_run_are_neutralised() -> None:
-    names = ["=HYPERLINK(\"http://x\")", "+1", "-cmd", "@SUM(A1)", "\tx", "<img src=x onerror=alert(1)>", "a_b*c*"]
+    names = ['=HYPERLINK("http://x")', "+1", "-cmd", "@SUM(A1)", "\tx", "<img src=x onerror=alert(1)>", "a_b*c*"]
     results = [g for name in names for g in games(name, "A", "1-0")]
     s = compute_standings(results, ["A", *names])
     rows = list(csv.DictReader(io.StringIO(to_csv(s))))
