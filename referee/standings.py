@@ -570,8 +570,9 @@ def to_markdown(standings: Standings) -> str:
         "|---:|:---|---:|---:|---:|---:|---:|---:|---:|:---|---:|",
     ]
     for bot in standings.bots:
+        odds = "" if bot.time_control is None else f" [{_md_escape(bot.time_control)}]"  # its own time control
         lines.append(
-            f"| {bot.rank} | {_md_escape(bot.name if bot.time_control is None else f'{bot.name} [{bot.time_control}]')}"
+            f"| {bot.rank} | {_md_escape(bot.name)}{odds}"
             f" | {bot.games} | {bot.wins} | {bot.draws} | {bot.losses} "
             f"| {_fmt_points(bot.points)} | {_fmt_score(bot)} | {_fmt_elo(bot)} | {_fmt_forfeits(bot)} "
             f"| {_fmt_cpu(bot)} |"
