@@ -397,10 +397,47 @@ class WorkerStats:
         return ", ".join(parts)
 
 
-def _quiet_dask_logs() -> None:
-    """Dask logs every lost connection with a traceback; the run reports those itself, in one line."""
-    for name in ("distributed", "distributed.client", "distributed.core", "distributed.comm", "tornado"):
-        logging.getLogger(name).setLevel(logging.CRITICAL)
+class _OneLine(logging.Handler):
+    """Dask's own log held back to one line: the first error it logs (the loss of the scheduler comes with ~30
+    lines of traceback), said once, without its traceback; the run then says what happened in its own words."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.said = False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.said:
+            return
+        self.said = True
+        text = record.getMessage().strip().splitlines()
+        if not text and record.exc_info and record.exc_info[1] is not None:
+            error = record.exc_info[1]
+            text = [f"{type(error).__name__}: {error}".rstrip(": ")]
+        first = text[0] if text else "(no message)"
+        sys.stderr.write(f"cluster: Dask logged an error ({record.name}: {first[:200]}); --verbose shows its own log\n")
+
+
+def _quiet_dask_logs(verbose: bool = False) -> None:
+    """Dask logs every lost connection with a traceback; the run reports those itself, in one line. Done after
+    Dask is imported: its import sets up its loggers (levels and handlers) from its config, over any set before.
+    `verbose`: Dask's log as Dask writes it."""
+    import distributed  # noqa: F401 - configures Dask's logging, which is then overridden
+
+    if verbose:
+        return
+    handler = _OneLine()
+    for name in ("distributed", "tornado", "asyncio"):
+        logger = logging.getLogger(name)
+        for old in list(logger.handlers):
+            logger.removeHandler(old)
+        logger.addHandler(handler)
+        logger.propagate = False
+    for name in list(logging.root.manager.loggerDict):
+        if name.startswith(("distributed.", "tornado.")):
+            child = logging.getLogger(name)
+            for old in list(child.handlers):
+                child.removeHandler(old)
+            child.propagate = True  # to the one-line handler above
 
 
 def _check_listening(address: str) -> None:
@@ -498,9 +535,12 @@ class Cluster:
         self._moves_seen[key] = self._moves_seen.get(key, 0) + len(batch["moves"])
 
     @classmethod
-    async def connect(cls, config: ClusterConfig, *, on_message: Callable[[str], None] | None = None) -> Cluster:
-        """Connect to the scheduler and wait for a worker; ClusterError says what is wrong."""
-        _quiet_dask_logs()
+    async def connect(
+        cls, config: ClusterConfig, *, on_message: Callable[[str], None] | None = None, verbose: bool = False
+    ) -> Cluster:
+        """Connect to the scheduler and wait for a worker; ClusterError says what is wrong. `verbose`: Dask's
+        own log in full (else held back to one line)."""
+        _quiet_dask_logs(verbose)
         client = await trio.to_thread.run_sync(_connect, config, abandon_on_cancel=True)
         return cls(client, config, on_message or (lambda text: None))
 

@@ -798,13 +798,15 @@ def _anchor(config: RunConfig, specs: list[BotSpec], source: str) -> Anchor | No
 
 
 def describe_changes(old: Any, new: Any, path: str = "") -> list[str]:
-    """Where two fingerprints differ, as the user would name the field: `bots[1].command: was ..., now ...`."""
+    """Where two fingerprints differ, one short line per field, as the user would name it:
+    `bots[1].command: was [...], now [...]`; bots added or removed by name (`bots: now also "x"`), never both
+    whole lists; a long value cut to MAX_SHOWN characters."""
     if isinstance(old, dict) and isinstance(new, dict):
         changes: list[str] = []
         for key in sorted(set(old) | set(new)):
             where = f"{path}.{key}" if path else str(key)
             if key not in old or key not in new:
-                changes.append(f"{where}: was {json.dumps(old.get(key))}, now {json.dumps(new.get(key))}")
+                changes.append(f"{where}: was {_shown(old.get(key))}, now {_shown(new.get(key))}")
             else:
                 changes.extend(describe_changes(old[key], new[key], where))
         return changes
@@ -814,8 +816,29 @@ def describe_changes(old: Any, new: Any, path: str = "") -> list[str]:
             if isinstance(a, dict | list):
                 changes.extend(describe_changes(a, b, f"{path}[{index}]"))
             elif a != b:
-                return [f"{path}: was {json.dumps(old)}, now {json.dumps(new)}"]
+                return [f"{path}: was {_shown(old)}, now {_shown(new)}"]
+        return changes
+    if isinstance(old, list) and isinstance(new, list) and all(_named(item) for item in (*old, *new)):
+        was = {item["name"]: item for item in old}
+        now = {item["name"]: item for item in new}
+        changes = [f"{path}: now also {_shown(name)}" for name in now if name not in was]
+        changes += [f"{path}: no longer {_shown(name)}" for name in was if name not in now]
+        for name in (name for name in now if name in was):
+            changes.extend(describe_changes(was[name], now[name], f"{path}[{name}]"))
         return changes
     if old != new:
-        return [f"{path}: was {json.dumps(old)}, now {json.dumps(new)}"]
+        return [f"{path}: was {_shown(old)}, now {_shown(new)}"]
     return []
+
+
+MAX_SHOWN = 80
+"""A value in a refusal is cut to this many characters: the field's name says what changed."""
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= MAX_SHOWN else text[: MAX_SHOWN - 3] + "..."
+
+
+def _named(item: Any) -> bool:
+    return isinstance(item, dict) and isinstance(item.get("name"), str)

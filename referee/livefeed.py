@@ -21,7 +21,7 @@ from typing import IO, Any
 
 from protocol.messages import TimeControl
 from referee.clock import describe_time_control
-from referee.files import write_text_atomic
+from referee.files import UnsafeOutputError, open_output, write_text_atomic
 from referee.record import GameSettings, PlayedMove
 
 LIVE_FILE = "live.jsonl"
@@ -78,7 +78,8 @@ class LiveFeed:
                 self._playing.clear()
             if self._file is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._file = self.path.open("w" if fresh else "a", encoding="utf-8")
+                # Never through a planted link; buffered: moves are written in batches (`flush`).
+                self._file = open_output(self.path, "w" if fresh else "a", line_buffered=False)
                 self._size = self.path.stat().st_size
             self._file.write(line)
             self._size += len(line)
@@ -87,6 +88,8 @@ class LiveFeed:
         except OSError as error:
             self._failed = True
             print(f"warning: {self.path}: the live feed is off ({error.strerror})", file=sys.stderr)
+            if isinstance(error, UnsafeOutputError):
+                self.close()
 
     def _rewrite(self) -> None:
         """Start the file afresh with only the games in progress, replaced whole (readers see one or the other)."""

@@ -36,6 +36,7 @@ import trio
 
 from protocol.framing import MAX_LINE_BYTES
 from referee import process_wide
+from referee.files import open_output_fd
 
 __all__ = [
     "Chunk",
@@ -402,7 +403,10 @@ class StderrCopier:
 
     def open_log(self) -> None:
         try:
-            self._log_file = open(self._log_path, "wb", buffering=0)  # noqa: SIM115 (closed in `finish`)
+            # Never through a link planted in the output directory (its target would be overwritten).
+            fd = open_output_fd(self._log_path, os.O_WRONLY | os.O_CREAT)
+            os.ftruncate(fd, 0)
+            self._log_file = os.fdopen(fd, "wb", buffering=0)
         except OSError as error:
             log.warning("cannot write the stderr log %s: %s (stderr is still read)", self._log_path, error)
 

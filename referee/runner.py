@@ -83,13 +83,13 @@ from referee.recovery import (
 )
 from referee.recovery import (
     LostGamesError,
+    Rebuilt,
     RecoveryError,
     check_nothing_lost,
-    match_to_schedule,
-    read_games_file,
-    rebuild_database,
-    set_aside,
     sync_games_file,
+)
+from referee.recovery import (
+    rebuild_from_games_file as rebuild_database_from_file,
 )
 from referee.schedule import (
     Format,
@@ -461,6 +461,8 @@ class Runner:
 
         fixed = fixed_field(self.plan)
         change = store.start(self.plan.fingerprint, None, pool=self._pool, latecomers=not fixed)
+        # Before any result is read: the two copies compared, damage named and repaired (referee.recovery).
+        self._rewrite_games_file()
         self._field = change.field
         self._retired = set(change.retired)
         stored = store.get_meta(SUSPENDED_META)
@@ -532,7 +534,7 @@ class Runner:
             try:
                 # Before games.jsonl is rewritten from the database: it must hold no game the database lacks
                 # (a database deleted, emptied or replaced), or the rewrite would lose them.
-                check_nothing_lost(self.out_dir, store.game_ids(), rebuild_hint=REBUILD_HINT)
+                check_nothing_lost(self.out_dir, store, rebuild_hint=REBUILD_HINT)
                 self._open_format(store)
                 for number, black, white, result, termination, *cpu in store.finished():
                     self._results.append(ScoredGame(black, white, result, Termination(termination), *cpu))
@@ -541,7 +543,6 @@ class Runner:
                 if self._two_bots and any(self._counter.pairs):  # the statistics once, not after every pair
                     first, second = self.plan.bot_names
                     self._statistics = head_to_head(first, second, self._counter.statistics())
-                self._rewrite_games_file()
             except LostGamesError as error:
                 raise StoreError(str(error)) from None
             except (sqlite3.DatabaseError, OSError) as error:
@@ -1019,24 +1020,10 @@ def forfeit_stderr(record: GameRecord) -> tuple[str | None, str | None]:
     return line, loser.stderr_log
 
 
-def rebuild_from_games_file(plan: RunPlan) -> tuple[int, Path | None]:
-    """`--rebuild-db`: a new database from games.jsonl; (games restored, where the old database was put).
-
-    The file's games are checked against the plan's schedule before anything is moved, so a refusal
-    (other settings, a damaged line) leaves the directory as it was.
-    """
-    out_dir = plan.out_dir
-    if not (out_dir / GAMES_FILE).exists():
-        raise StoreError(f"--rebuild-db: {out_dir / GAMES_FILE} does not exist: there is nothing to rebuild from")
-    try:
-        records = read_games_file(out_dir / GAMES_FILE).records
-        schedule = replay_schedule(plan, records)
-        match_to_schedule(records, schedule)
-    except RecoveryError as error:
-        raise StoreError(f"--rebuild-db: {error}") from None
-    kept = set_aside(out_dir / DB_NAME)
-    with RunStore(out_dir / DB_NAME) as store:
-        return rebuild_database(store, out_dir, plan.fingerprint, schedule), kept
+def rebuild_from_games_file(plan: RunPlan) -> Rebuilt:
+    """`--rebuild-db`: a new database from games.jsonl (referee.recovery: the lock first, every line audited,
+    the format's games replayed from the recorded results)."""
+    return rebuild_database_from_file(plan.out_dir, plan.fingerprint, lambda records: replay_schedule(plan, records))
 
 
 def replay_schedule(plan: RunPlan, records: Sequence[GameRecord]) -> list[ScheduledGame]:

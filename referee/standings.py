@@ -934,8 +934,22 @@ def elo_notes(standings: Standings) -> list[str]:
     return notes
 
 
+_MD_SPECIAL = str.maketrans({char: "\\" + char for char in "\\`*_[]()#!|~"} | {"<": "&lt;", ">": "&gt;", "&": "&amp;"})
+
+
 def _md_escape(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("|", "\\|")
+    """A name as Markdown text: no raw HTML (a name `<img onerror=...>` is shown, never run), no emphasis or link
+    markup, no `|` breaking the table."""
+    return text.translate(_MD_SPECIAL)
+
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _csv_text(text: str) -> str:
+    """A text cell a spreadsheet will not evaluate: one starting like a formula (=, +, -, @, a tab, a carriage
+    return: "CSV injection") gets a leading apostrophe, which spreadsheets show as text and do not display."""
+    return "'" + text if text.startswith(_FORMULA_START) else text
 
 
 def to_markdown(standings: Standings) -> str:
@@ -950,8 +964,9 @@ def to_markdown(standings: Standings) -> str:
         "|---:|:---|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---|---:|",
     ]
     for bot in standings.bots:
+        odds = "" if bot.time_control is None else f" [{_md_escape(bot.time_control)}]"  # its own time control
         lines.append(
-            f"| {bot.rank} | {_md_escape(bot.name if bot.time_control is None else f'{bot.name} [{bot.time_control}]')}"
+            f"| {bot.rank} | {_md_escape(bot.name)}{odds}"
             f" | {bot.games} | {bot.wins} | {bot.draws} | {bot.losses} "
             f"| {_fmt_points(bot.points)} | {_fmt_score(bot)} | {_fmt_elo(bot, anchored)}"
             f" | {_fmt_colour(bot.as_black)}"
@@ -1008,8 +1023,8 @@ def to_csv(standings: Standings) -> str:
         writer.writerow(
             [
                 bot.rank,
-                bot.name,
-                *([bot.time_control or ""] if odds else []),
+                _csv_text(bot.name),
+                *([_csv_text(bot.time_control or "")] if odds else []),
                 bot.games,
                 bot.wins,
                 bot.draws,

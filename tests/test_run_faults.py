@@ -49,13 +49,14 @@ def test_an_emptied_database_never_costs_the_games_in_games_jsonl(
     capsys.readouterr()
     assert tournament(out) == 2
     err = capsys.readouterr().err
-    assert f"{out / GAMES_FILE} holds 2 game(s) that {out / DB_NAME} does not" in err
+    assert f"{out / GAMES_FILE} holds 2 game(s) but {out / DB_NAME} holds none (the database is empty" in err
     assert "nothing was changed and no game was played" in err and "--rebuild-db" in err
     assert (out / GAMES_FILE).read_text() == kept
     # Rebuilt from games.jsonl: the same games, nothing played again.
     assert tournament(out, "--rebuild-db") == 0
     captured = capsys.readouterr()
-    assert f"rebuilt {out / DB_NAME} from games.jsonl: 2 game(s); the old database is kept as" in captured.err
+    rebuilt = f"rebuilt {out / DB_NAME} from games.jsonl: 2 game(s), each checked; the old database is kept as"
+    assert rebuilt in captured.err
     assert "nothing was left to play" in captured.err
     assert (out / GAMES_FILE).read_text() == kept
     assert len(list(out.glob(f"{DB_NAME}.broken-*"))) == 1

@@ -295,6 +295,10 @@ def test_resuming_a_tournament_with_another_sandbox_setting_is_refused(tmp_path:
     boxed = build_plan(tournament_args("--bot", "random", "--bot", "greedy", "--out", out, "--sandbox"))
     changes = describe_changes(plain.fingerprint, boxed.fingerprint)
     assert changes == ["bots[0].sandbox: was null, now true", "bots[1].sandbox: was null, now true"]
+    # Another field of bots, one short line per change: never both bot lists in one line.
+    more = build_plan(tournament_args("--bot", "random", "--bot", "greedy", "--bot", "alphabeta", "--out", out))
+    changes = describe_changes(plain.fingerprint, more.fingerprint)
+    assert changes == ['bots: now also "alphabeta"'] and all(len(line) <= 120 for line in changes)
     from tests.test_store import record, schedule
 
     with RunStore(tmp_path / DB_NAME) as store:

@@ -557,6 +557,19 @@ def test_markdown_tables() -> None:
     assert f"| 1 | {first.name} | {first.games} | {first.wins} |" in md
 
 
+def test_names_a_spreadsheet_or_a_markdown_renderer_would_run_are_neutralised() -> None:
+    names = ['=HYPERLINK("http://x")', "+1", "-cmd", "@SUM(A1)", "\tx", "<img src=x onerror=alert(1)>", "a_b*c*"]
+    results = [g for name in names for g in games(name, "A", "1-0")]
+    s = compute_standings(results, ["A", *names])
+    rows = list(csv.DictReader(io.StringIO(to_csv(s))))
+    for row in rows:
+        assert not row["name"].startswith(("=", "+", "-", "@", "\t", "\r")), row["name"]
+    assert {row["name"].removeprefix("'") for row in rows} == {"A", *names}  # shown, as text
+    md = to_markdown(s)
+    assert "<img" not in md and "&lt;img src=x onerror=alert\\(1\\)&gt;" in md
+    assert "a\\_b\\*c\\*" in md
+
+
 def test_csv_rows_parse_back() -> None:
     s = compute_standings([*SMALL, ScoredGame("C", "A", "1-0", Termination.PROTOCOL)], ["A", "B", "C", "idle"])
     rows = list(csv.DictReader(io.StringIO(to_csv(s))))

@@ -287,6 +287,7 @@ def execute(
     events: str | None,
     rebuild_db: bool = False,
     suspended: dict[str, str] | None = None,
+    verbose: bool = False,
 ) -> RunSummary | None:
     """Run `plan` to its end, a verdict, an error or a signal. None when a signal came before the first game
     (nothing was recorded); UsageError when a bot cannot start or the output directory is another run's."""
@@ -306,12 +307,18 @@ def execute(
         raise UsageError(str(error)) from None
     if rebuild_db:
         try:
-            restored, kept = rebuild_from_games_file(plan)
+            rebuilt = rebuild_from_games_file(plan)
         except StoreError as error:
             raise UsageError(str(error)) from None
         display.message(
-            f"rebuilt {plan.out_dir / 'tournament.db'} from games.jsonl: {restored} game(s)"
-            + (f"; the old database is kept as {kept}" if kept is not None else "")
+            f"rebuilt {plan.out_dir / 'tournament.db'} from games.jsonl: {rebuilt.restored} game(s), each checked"
+            + (f"; the old database is kept as {rebuilt.kept}" if rebuilt.kept is not None else "")
+            + (
+                f"; its last line, {rebuilt.torn_line}, was cut short (a run killed while writing it): that game"
+                " is not restored and will be played"
+                if rebuilt.torn_line is not None
+                else ""
+            )
         )
     writer = EventWriter(events) if events else None
     feed = LiveFeed(plan.out_dir)  # every move, for the live view (`alternator serve`)
@@ -332,7 +339,7 @@ def execute(
                 return await play(signals, Runner(plan, on_event=on_event, on_move=on_move, suspended=suspended))
             from referee.cluster import ClusterPlayers
 
-            cluster = await open_cluster(plan, display)
+            cluster = await open_cluster(plan, display, verbose=verbose)
             try:
                 players = ClusterPlayers(cluster, plan.bots, plan.start_timeout_s)
                 runner = Runner(plan, on_event=on_event, on_move=on_move, players=players, suspended=suspended)
@@ -385,13 +392,13 @@ def execute(
             writer.close()
 
 
-async def open_cluster(plan: RunPlan, display: RunDisplay) -> Cluster:
+async def open_cluster(plan: RunPlan, display: RunDisplay, *, verbose: bool = False) -> Cluster:
     """Connect to the plan's cluster and check that every worker can start every bot (ClusterError)."""
     from referee.cluster import Cluster
 
     assert plan.cluster is not None
     display.message(f"cluster: connecting to the Dask scheduler at {plan.cluster.address} ...")
-    cluster = await Cluster.connect(plan.cluster, on_message=display.message)
+    cluster = await Cluster.connect(plan.cluster, on_message=display.message, verbose=verbose)
     try:
         await cluster.preflight(plan.bots, plan.start_timeout_s)
     except BaseException:

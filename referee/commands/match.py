@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from referee.cli import UsageError, board_size, games_count, komi_value
-from referee.commands.cluster_options import CLUSTER_HELP, add_cluster_options, cluster_table
+from referee.commands.cluster_options import add_cluster_options, cluster_table
 from referee.commands.common import (
     add_run_options,
     check_bots,
@@ -122,7 +122,7 @@ Examples:
       --tc 5+0.05 --openings-plies 4 --sprt elo0=0 elo1=5 --games 4000 --out runs/new-vs-base
 """
 
-EPILOG += "\n" + CLUSTER_HELP + "\n" + CONTROLS_HELP
+EPILOG += "\n" + CONTROLS_HELP  # the cluster paragraph is its options group's description
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -314,7 +314,7 @@ def _run(args: argparse.Namespace) -> int:
             "note: every pair starts from the same position; deterministic bots then replay the same two games"
             " and the SPRT learns nothing new from them: use --openings-plies N or --openings-file FILE"
         )
-    summary = execute(plan, display, events=args.events, rebuild_db=args.rebuild_db)
+    summary = execute(plan, display, events=args.events, rebuild_db=args.rebuild_db, verbose=args.verbose)
     if summary is not None and summary.statistics is not None:
         first, second = plan.bot_names
         # Read back through the one reader of the run: the figures the report and the live page show.

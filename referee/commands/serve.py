@@ -23,6 +23,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--anchor", metavar="NAME=RATING", help="fix bot NAME's rating at RATING (default: the run's own --anchor)"
     )
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a name (without port) browsers may reach the page by, beside localhost and the --host address"
+        " (repeat for more; '*' for any, behind a proxy that checks names): other names are refused, so that a page"
+        " elsewhere cannot read the live view through DNS rebinding",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,7 +52,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"serving the live view of {args.out_dir} at {address}/ (Ctrl-C to stop)", flush=True)
 
     try:
-        trio.run(lambda: serve(args.out_dir, args.host, args.port, on_ready=ready, anchor=anchor))
+        trio.run(
+            lambda: serve(
+                args.out_dir, args.host, args.port, on_ready=ready, anchor=anchor, allow_hosts=args.allow_host
+            )
+        )
     except BaseException as error:
         if find_exception(error, KeyboardInterrupt) is not None:
             print("stopped", file=sys.stderr)

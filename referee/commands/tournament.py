@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from referee.cli import UsageError, games_count, komi_value
-from referee.commands.cluster_options import CLUSTER_HELP, add_cluster_options, cluster_table
+from referee.commands.cluster_options import add_cluster_options, cluster_table
 from referee.commands.common import (
     add_run_options,
     check_bots,
@@ -39,8 +39,7 @@ HELP = (
     " the demo with no arguments"
 )
 
-EPILOG = (
-    """\
+EPILOG = """\
 examples:
   alternator tournament                                   the demo: the sample bots, round robin
   alternator tournament examples/tournament.toml          a tournament from a config file
@@ -55,10 +54,7 @@ one and it retires (its games still count). A bot that cannot start is suspended
                                                           read-only files but /tmp, 512 MiB each
   alternator tournament examples/tournament.toml --cluster tcp://10.0.0.5:8786   on a Dask cluster
 Re-run the same command to resume a stopped or killed tournament: only missing games are played.
-
-"""
-    + CLUSTER_HELP
-)
+"""  # the cluster paragraph is its options group's description
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -236,7 +232,9 @@ def _run(args: argparse.Namespace) -> int:
     display = RunDisplay(sys.stderr, report_every=args.report_every, quiet=args.quiet, title=plan.title)
     for line in controls_summary(plan):
         display.message(line)
-    summary = execute(plan, display, events=args.events, rebuild_db=args.rebuild_db, suspended=suspended)
+    summary = execute(
+        plan, display, events=args.events, rebuild_db=args.rebuild_db, suspended=suspended, verbose=args.verbose
+    )
     if summary is not None:
         table = to_text(summary.standings)
         results_out = sys.stderr if args.events == "-" else sys.stdout
