@@ -718,6 +718,7 @@ class ProcessTree:
         self._lock = threading.RLock()
         """Ending the tree runs on a worker thread; sampling and freezing on the referee's."""
         self._cpu_fd: int | None = None
+        self._cpu_v2 = False  # the file open is v2's cpu.stat (else v1's cpuacct.usage)
         """The cgroup's CPU file (v2 `cpu.stat` or v1 `cpuacct.usage`), kept open (`cpu_ns`)."""
         self._walked_at = -TREE_WALK_INTERVAL_S  # when /proc was last walked for the tree's CPU (no cgroups)
         if self.support.uses_cgroups:
@@ -929,20 +930,19 @@ class ProcessTree:
         Read four times a move, so the cgroup's file is kept open and read again in place (a few microseconds,
         where opening it each time cost about a hundred).
         """
-        v2 = self.cgroups.get(V2)
-        path = v2 / "cpu.stat" if v2 is not None else None
-        if path is None and "cpuacct" in self.cgroups:
-            path = self.cgroups["cpuacct"] / "cpuacct.usage"
-        if path is not None:
-            with self._lock:
-                if self._cpu_fd is None:
+        if self._cpu_fd is not None or V2 in self.cgroups or "cpuacct" in self.cgroups:
+            with self._lock:  # `close` may run on another thread: never read a descriptor it closed
+                if self._cpu_fd is None:  # the path is built once, when the file is opened
+                    v2 = self.cgroups.get(V2)
+                    path = v2 / "cpu.stat" if v2 is not None else self.cgroups["cpuacct"] / "cpuacct.usage"
                     try:
                         self._cpu_fd = os.open(path, os.O_RDONLY)
                     except OSError:
                         return None
+                    self._cpu_v2 = v2 is not None
                 try:
                     data = os.pread(self._cpu_fd, 64, 0)
-                    if v2 is None:
+                    if not self._cpu_v2:
                         return int(data)
                     # "usage_usec N" first: the kernel's exact runtime of the cgroup's tasks, in microseconds.
                     return int(data.split(b"\n", 1)[0].split()[1]) * 1000
