@@ -11,6 +11,12 @@ started `--runs` times in each of two ways, interleaved run by run so that machi
   process-tree note, a stamped stdout, the stderr copy) and `handshake`, then the context's exit (quit,
   grace, kill of anything left, cgroups removed). `--cores` pins the bot as --cpu-affinity does.
 
+`--variants` adds, interleaved the same way: `referee v1` (cgroup v1 controllers only, as before cgroup v2 was
+used: the host's v2 hierarchy ignored) and `referee mem` (the host's containment with `--memory-mb 256`: one
+more cgroup, the memory controller's, where it is held by one), and the referee CPU of the containment alone
+for each (a `ProcessTree` set up, its launch line built, described and closed, no process: steadier than
+whole starts on a loaded host).
+
 Printed per way: start to hello (p50, p90), stop (p50, p90), and the referee process's CPU time (every
 thread; the bot's excluded) per start and stop. The issue's target: start within 3 ms of bare, stop within
 2 ms, referee CPU per start + stop under 2 ms.
@@ -27,6 +33,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -35,6 +42,9 @@ sys.path.insert(0, str(ROOT))
 
 from referee.botspec import BotSpec  # noqa: E402
 from referee.process import open_bot  # noqa: E402
+
+if TYPE_CHECKING:
+    from referee import containment
 
 C_BOT = r"""
 #include <stdio.h>
@@ -79,14 +89,39 @@ def bare(program: Path) -> tuple[float, float]:
     return hello, time.perf_counter() - start
 
 
-async def referee(program: Path, log_dir: Path, cores: list[int] | None) -> tuple[float, float]:
-    spec = BotSpec(name="cbot", command=[str(program)])
+async def referee(
+    program: Path, log_dir: Path, cores: list[int] | None, memory_mb: int | None = None
+) -> tuple[float, float]:
+    # Only the options given, so that an older checkout's open_bot (no cores, no memory limit) runs this too.
+    limits: dict[str, Any] = {"memory_mb": memory_mb} if memory_mb else {}
+    pinning: dict[str, Any] = {"cores": cores} if cores else {}
+    spec = BotSpec(name="cbot", command=[str(program)], **limits)
     start = time.perf_counter()
-    async with open_bot(spec, log_dir, cores=cores) as bot:
+    async with open_bot(spec, log_dir, **pinning) as bot:
         await bot.handshake()
         hello = time.perf_counter() - start
         start = time.perf_counter()
     return hello, time.perf_counter() - start
+
+
+def tree_cpu(support: containment.HostSupport, memory_mb: int | None, runs: int = 300) -> list[float]:
+    """The referee's CPU per containment set-up and removal alone (no process started), seconds."""
+    from referee import containment
+
+    saved = containment.host_support
+    containment.host_support = lambda: support  # type: ignore[assignment]
+    cpus = []
+    try:
+        for _ in range(runs):
+            cpu = time.process_time()
+            tree = containment.ProcessTree("cbot", max_processes=128, memory_mb=memory_mb)
+            tree.launch(["/bin/true"])
+            tree.describe()
+            tree.close()
+            cpus.append(time.process_time() - cpu)
+    finally:
+        containment.host_support = saved
+    return cpus
 
 
 def ms(values: list[float], fraction: float) -> str:
@@ -95,36 +130,50 @@ def ms(values: list[float], fraction: float) -> str:
 
 
 async def main(args: argparse.Namespace) -> None:
+    from referee import containment
+
     with tempfile.TemporaryDirectory(prefix="bench-start-") as folder:
         program = build(Path(folder))
         cores = sorted(os.sched_getaffinity(0))[-1:] if args.cores else None
-        results: dict[str, tuple[list[float], list[float], list[float]]] = {
-            "bare": ([], [], []),
-            "referee": ([], [], []),
-        }
-        await referee(program, Path(folder) / "logs", cores)  # warm up: the spawner thread, host probes
+        ways = ["bare", "referee", *(["referee v1", "referee mem"] if args.variants else [])]
+        results: dict[str, tuple[list[float], list[float], list[float]]] = {way: ([], [], []) for way in ways}
+        host = containment.host_support()
+        v1 = containment.detect_host(v2=False) if args.variants else host
+        logs = Path(folder) / "logs"
+        await referee(program, logs, cores)  # warm up: the spawner thread, host probes
         for _ in range(args.runs):
-            cpu = time.process_time()
-            hello, stop = bare(program)
-            results["bare"][0].append(hello)
-            results["bare"][1].append(stop)
-            results["bare"][2].append(time.process_time() - cpu)
-            cpu = time.process_time()
-            hello, stop = await referee(program, Path(folder) / "logs", cores)
-            results["referee"][0].append(hello)
-            results["referee"][1].append(stop)
-            results["referee"][2].append(time.process_time() - cpu)
+            for way in ways:
+                containment.host_support = (lambda: v1) if way == "referee v1" else (lambda: host)  # type: ignore[assignment]
+                cpu = time.process_time()
+                if way == "bare":
+                    hello, stop = bare(program)
+                else:
+                    hello, stop = await referee(program, logs, cores, 256 if way == "referee mem" else None)
+                results[way][0].append(hello)
+                results[way][1].append(stop)
+                results[way][2].append(time.process_time() - cpu)
+        print(f"containment: {host.describe()}")
         print(f"{args.runs} starts each{' (pinned)' if cores else ''}; ms: p50 p90")
-        print(f"{'':10} {'start to hello':>16} {'stop':>16} {'referee CPU per start+stop':>28}")
+        print(f"{'':12} {'start to hello':>16} {'stop':>16} {'referee CPU per start+stop':>28}")
         for way, (hellos, stops, cpus) in results.items():
             print(
-                f"{way:10} {ms(hellos, 0.5)} {ms(hellos, 0.9)}    {ms(stops, 0.5)} {ms(stops, 0.9)}"
+                f"{way:12} {ms(hellos, 0.5)} {ms(hellos, 0.9)}    {ms(stops, 0.5)} {ms(stops, 0.9)}"
                 f"    {statistics.median(cpus) * 1000:10.2f}"
             )
+        if args.variants:
+            print("containment alone (set-up, launch line, close; no process), referee CPU ms: p50 p90")
+            for way, support, memory_mb in (
+                ("referee", host, None),
+                ("referee v1", v1, None),
+                ("referee mem", host, 256),
+            ):
+                cpus = tree_cpu(support, memory_mb)
+                print(f"{way:12} {ms(cpus, 0.5)} {ms(cpus, 0.9)}")
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=40)
     parser.add_argument("--cores", action="store_true", help="pin the bot to one core, as --cpu-affinity does")
+    parser.add_argument("--variants", action="store_true", help="also cgroup v1 only, and with --memory-mb 256")
     trio.run(main, parser.parse_args())

@@ -38,7 +38,8 @@ import trio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from referee.cluster import Cluster, ClusterConfig  # noqa: E402
+from referee.cluster import Cluster, ClusterPlayers  # noqa: E402
+from referee.cluster_config import ClusterConfig  # noqa: E402
 from referee.config import RunPlan, parse_config, resolve_plan  # noqa: E402
 from referee.runner import Runner  # noqa: E402
 
@@ -101,7 +102,7 @@ def run_cluster(out: Path, games: int, size: int, address: str) -> tuple[float, 
         try:
             await cluster.preflight(plan.bots)
             start, cpu = time.perf_counter(), time.process_time()
-            summary = await Runner(plan, cluster=cluster).run()
+            summary = await Runner(plan, players=ClusterPlayers(cluster, plan.bots)).run()
             elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
             latencies = [s.overhead_s / max(1, s.games + s.void) for s in cluster.stats.values()]
             for line in cluster.summary_lines():

@@ -38,6 +38,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from referee.httpsafety import HostCheck  # noqa: E402
 from referee.ladder.rating import Rating  # noqa: E402
 from referee.ladder.server import LadderSite  # noqa: E402
 from referee.ladder.store import PROVISIONAL_RD, LadderStore  # noqa: E402
@@ -291,7 +292,7 @@ def leaderboard_load(work: Path, entries: int = 1000, games: int = 100_000) -> N
         for version, rating in ((black, ratings[0]), (white, ratings[1])):
             current[version.id] = _with(version, rating)
     written_s = time.monotonic() - began
-    site = LadderSite(store, {"127.0.0.1"})
+    site = LadderSite(store, HostCheck())
     began = time.monotonic()
     board = site.leaderboard_bytes()
     build_s = time.monotonic() - began

@@ -53,25 +53,37 @@ def _is_worker(pid: int) -> bool:
         return False
 
 
+def sample(command: list[str], folder: Path) -> tuple[float, float, float]:
+    """Run `command` in `folder`: (its own CPU s, its play workers' CPU s, wall s), sampled every 20 ms (so the
+    last 20 ms may be missed: take slopes between two runs). A failed command ends the benchmark."""
+    with tempfile.TemporaryFile() as errors:
+        start = time.perf_counter()
+        process = subprocess.Popen(command, cwd=folder, stdout=subprocess.DEVNULL, stderr=errors)
+        workers: dict[int, float] = {}
+        main = 0.0
+        while process.poll() is None:
+            main = _cpu(process.pid) or main
+            for child in _children(process.pid):
+                if child in workers or _is_worker(child):
+                    cpu = _cpu(child)
+                    if cpu is not None:
+                        workers[child] = cpu
+            time.sleep(0.02)
+        wall = time.perf_counter() - start
+        if process.returncode:
+            errors.seek(0)
+            tail = " / ".join(errors.read().decode(errors="replace").strip().splitlines()[-5:])
+            raise SystemExit(f"{command[0]} failed (exit {process.returncode}) in {folder}: {tail}")
+    return main, sum(workers.values()), wall
+
+
 def run(folder: Path, games: int, concurrency: int, out: Path) -> tuple[float, float, int]:
     """(the referee's CPU s, its play workers' CPU s, bot moves) of one tournament."""
     command = [sys.executable, "-m", "referee", "tournament", "--bot", "a=random", "--bot", "b=random"]
     command += ["--games", str(games), "--concurrency", str(concurrency), "--tc", "60+1", "--out", str(out)]
-    process = subprocess.Popen(command, cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    workers: dict[int, float] = {}
-    main = 0.0
-    while process.poll() is None:
-        main = _cpu(process.pid) or main
-        for child in _children(process.pid):
-            if child in workers or _is_worker(child):
-                cpu = _cpu(child)
-                if cpu is not None:
-                    workers[child] = cpu
-        time.sleep(0.02)
-    if process.returncode:
-        raise SystemExit(f"the tournament failed (exit {process.returncode}) in {folder}")
+    main, workers, _ = sample(command, folder)
     moves = sum(len(json.loads(line)["moves"]) for line in (out / "games.jsonl").read_text().splitlines() if line)
-    return main, sum(workers.values()), moves
+    return main, workers, moves
 
 
 def per_move(folder: Path, games: int, concurrency: int) -> tuple[float, float]:

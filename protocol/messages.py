@@ -95,6 +95,17 @@ class TimeControl(BaseModel):
         default=None, description="A fixed limit for every single move (null: none)."
     )
 
+    @model_validator(mode="after")
+    def _one_form(self) -> TimeControl:
+        clock = self.base_ms is not None
+        per_move = self.move_time_ms is not None
+        if clock == per_move or (per_move and (self.increment_ms or self.moves_per_period is not None)):
+            raise ValueError(
+                "a time control is exactly one of three forms: Fischer (base_ms and increment_ms), periods"
+                " (base_ms, moves_per_period and increment_ms) or a fixed time per move (move_time_ms alone)"
+            )
+        return self
+
 
 class TurnClocks(BaseModel):
     """Both clocks when a turn starts, as the referee measures them."""

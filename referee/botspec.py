@@ -80,7 +80,8 @@ class BotSpec(BaseModel):
     memory_mb: int | None = Field(
         default=None,
         ge=16,
-        description="Limit the bot's address space (virtual memory) to this many MiB: allocations beyond it fail."
+        description="Limit the bot's memory to this many MiB: its resident memory, without swap, where the host has"
+        " a memory cgroup (going over it, the bot is killed); else its address space (allocations beyond it fail)."
         " Null: no limit.",
     )
     max_processes: int | None = Field(

@@ -36,6 +36,7 @@ COMMANDS = {
     "schema": "schema",
     "report": "report",
     "serve": "serve",
+    "export": "export",
     "ladder": "ladder",
 }
 
@@ -129,6 +130,18 @@ def _on_sigterm(signum: int, frame: object) -> None:
     raise Terminated
 
 
+RUN_COMMANDS = ("match", "tournament")
+"""Commands that stop with 130 on SIGINT and SIGTERM alike, at any moment (a run resumes with the same command)."""
+
+
+def status_for_signal(argv: Sequence[str], *, terminated: bool) -> int:
+    """The exit status after a signal: 130 for a match or tournament (README), else the shell's for the signal."""
+    command = next((arg for arg in argv if not arg.startswith("-")), None)
+    if command in RUN_COMMANDS or not terminated:
+        return 128 + signal.SIGINT
+    return 128 + signal.SIGTERM
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     previous = None
     if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
@@ -158,7 +171,7 @@ def _main(argv: Sequence[str] | None) -> int:
     except KeyboardInterrupt as interrupt:
         terminated = isinstance(interrupt, Terminated)
         print(f"alternator {command}: {'terminated' if terminated else 'interrupted'}", file=sys.stderr)
-        return 128 + (signal.SIGTERM if terminated else signal.SIGINT)
+        return status_for_signal(list(sys.argv[1:] if argv is None else argv), terminated=terminated)
     except BrokenPipeError:
         # The reader went away (`alternator replay --moves game.json | head`): stop quietly, as other tools do.
         # Python would report the pipe again when it flushes stdout at exit, so stdout goes to /dev/null.

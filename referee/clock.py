@@ -1,32 +1,51 @@
-"""Time controls and the game clock: pure arithmetic over nanoseconds that the caller measured.
+"""Time controls and the game clock, in one module: the three forms, their text, their wire form and the clock.
+
+A time control is one of three forms (`TimeControlForm`, a tagged union):
+
+- `Fischer(base_ms, increment_ms)`: each side starts with `base_ms`; after each of its moves in time,
+  `increment_ms` is added. Text: ``"60+0.5"`` (seconds; ``"60"`` means no increment).
+- `Periods(moves, base_ms, increment_ms)`: each side starts with `base_ms`; after its N-th, 2N-th, ... move
+  (counting only the moves the bot itself made, not the opening), `base_ms` is added again. Unused time
+  carries over, as in chess: ``"40/60"`` is 60 s for every 40 moves. An increment may be added too:
+  ``"40/60+1"``. `moves_to_go` in the turn's clock is N minus the bot's moves made in the current period.
+- `MoveTime(move_ms)`: every move may take `move_ms`, nothing carries over, no game clock. Text:
+  ``"movetime:0.5"`` or ``"0.5/move"``.
+
+`parse` reads the text, `describe` writes it back, `wire()` is the form bots and records carry
+(`protocol.messages.TimeControl`, whose schema checks that it is exactly one form) and `form_of` reads that back.
+`GameClock` keeps both sides' clocks, each under its own form (time odds: `--bot "... tc=20+0.2"`).
 
 Nothing here reads a clock. `referee.game` measures each move itself (from writing the turn line to the
 moment the reply line is complete) and hands the elapsed nanoseconds to `GameClock.charge`, which says
-whether the bot was in time, by how much it was over if not, and what is left on its clock.
-
-The three forms of `TimeControl` (exactly one applies):
-
-- Fischer (`base_ms`, `increment_ms`, `moves_per_period` null): each side starts with `base_ms`; after each
-  of its moves in time, `increment_ms` is added. Text: ``"60+0.5"`` (seconds; ``"60"`` means no increment).
-- Periods (`base_ms` and `moves_per_period` N): each side starts with `base_ms`; after its N-th, 2N-th, ...
-  move (counting only the moves the bot itself made, not the opening), `base_ms` is added again. Unused time
-  carries over, as in chess: ``"40/60"`` is 60 s for every 40 moves. An increment may be added too:
-  ``"40/60+1"``. `moves_to_go` in the turn's clock is N minus the bot's moves made in the current period.
-- Fixed time per move (`move_time_ms`, `base_ms` null): every move may take `move_time_ms`, nothing carries
-  over. Text: ``"movetime:0.5"`` or ``"0.5/move"``.
-
-A move is in time when it took at most its allowance (the remaining game time, or the per-move limit)
-plus the safety margin (`GameSettings.margin_ms`). A move that used part of the margin leaves the clock at
-zero before the increment; it does not go negative.
+whether the bot was in time, by how much it was over if not, and what is left on its clock. A move is in
+time when it took at most its allowance (the remaining game time, or the time per move) plus the safety
+margin (`GameSettings.margin_ms`). A move that used part of the margin leaves the clock at zero before the
+increment; it does not go negative.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import ClassVar
 
 from protocol.messages import TimeControl, TurnClocks
-from protocol.rules import Color
+from protocol.rules import BLACK, WHITE, Color
+
+__all__ = [
+    "NS_PER_MS",
+    "Charge",
+    "Fischer",
+    "GameClock",
+    "MoveTime",
+    "Periods",
+    "TimeControlForm",
+    "describe_time_control",
+    "form_of",
+    "movetime_control",
+    "parse",
+    "parse_time_control",
+]
 
 NS_PER_MS = 1_000_000
 
@@ -41,55 +60,117 @@ _HOW = (
 )
 
 
+def _s(ms: int) -> str:
+    return f"{ms / 1000:g}"
+
+
+@dataclass(frozen=True, slots=True)
+class Fischer:
+    """A game clock of `base_ms`, plus `increment_ms` after each move in time."""
+
+    kind: ClassVar[str] = "fischer"
+    base_ms: int
+    increment_ms: int = 0
+
+    def describe(self) -> str:
+        return _s(self.base_ms) + (f"+{_s(self.increment_ms)}" if self.increment_ms else "")
+
+    def wire(self) -> TimeControl:
+        return TimeControl(
+            base_ms=self.base_ms, increment_ms=self.increment_ms, moves_per_period=None, move_time_ms=None
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Periods:
+    """`base_ms` for every `moves` moves (unused time carries over), plus `increment_ms` after each move."""
+
+    kind: ClassVar[str] = "periods"
+    moves: int
+    base_ms: int
+    increment_ms: int = 0
+
+    def describe(self) -> str:
+        return f"{self.moves}/{_s(self.base_ms)}" + (f"+{_s(self.increment_ms)}" if self.increment_ms else "")
+
+    def wire(self) -> TimeControl:
+        return TimeControl(
+            base_ms=self.base_ms, increment_ms=self.increment_ms, moves_per_period=self.moves, move_time_ms=None
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class MoveTime:
+    """`move_ms` for every move, no game clock."""
+
+    kind: ClassVar[str] = "movetime"
+    move_ms: int
+
+    def describe(self) -> str:
+        return f"movetime:{_s(self.move_ms)}"
+
+    def wire(self) -> TimeControl:
+        return TimeControl(base_ms=None, increment_ms=0, moves_per_period=None, move_time_ms=self.move_ms)
+
+
+TimeControlForm = Fischer | Periods | MoveTime
+
+
 def _ms(seconds: str) -> int:
     return round(float(seconds) * 1000)
 
 
-def parse_time_control(text: str) -> TimeControl:
+def parse(text: str) -> TimeControlForm:
     """Parse a time control written as on the command line; ValueError says what is wrong and what to write."""
     spec = text.strip().lower().replace(" ", "")
     if match := _MOVETIME_RE.fullmatch(spec):
         move_ms = _ms(match[1] or match[2])
         if move_ms <= 0:
             raise ValueError(f"time control {text!r}: the time per move must be more than 0 ms")
-        return movetime_control(move_ms / 1000)
+        return MoveTime(move_ms)
     if match := _PERIODS_RE.fullmatch(spec):
         moves, base_ms, inc_ms = int(match[1]), _ms(match[2]), _ms(match[3] or "0")
         if moves < 1:
             raise ValueError(f"time control {text!r}: a period must have at least 1 move")
         if base_ms <= 0:
             raise ValueError(f"time control {text!r}: the time per period must be more than 0 ms")
-        return TimeControl(base_ms=base_ms, increment_ms=inc_ms, moves_per_period=moves, move_time_ms=None)
+        return Periods(moves, base_ms, inc_ms)
     if match := _FISCHER_RE.fullmatch(spec):
         base_ms, inc_ms = _ms(match[1]), _ms(match[2] or "0")
         if base_ms <= 0:
             raise ValueError(f"time control {text!r}: the base time must be more than 0 ms")
-        return TimeControl(base_ms=base_ms, increment_ms=inc_ms, moves_per_period=None, move_time_ms=None)
+        return Fischer(base_ms, inc_ms)
     raise ValueError(f"time control {text!r} is not understood: {_HOW}")
 
 
+def form_of(control: TimeControl | TimeControlForm) -> TimeControlForm:
+    """The form of a wire time control (its schema holds it to exactly one; a form is returned as it is)."""
+    if not isinstance(control, TimeControl):
+        return control
+    if control.base_ms is None:
+        assert control.move_time_ms is not None, "TimeControl's validator allows no other shape"
+        return MoveTime(control.move_time_ms)
+    if control.moves_per_period is not None:
+        return Periods(control.moves_per_period, control.base_ms, control.increment_ms)
+    return Fischer(control.base_ms, control.increment_ms)
+
+
+def parse_time_control(text: str) -> TimeControl:
+    """`parse`, in the wire form (as configs, settings and records hold it)."""
+    return parse(text).wire()
+
+
 def movetime_control(seconds: float) -> TimeControl:
-    """A fixed time per move, no game clock."""
+    """A fixed time per move, no game clock (wire form)."""
     move_ms = round(seconds * 1000)
     if move_ms <= 0:
         raise ValueError(f"the time per move must be more than 0 ms, not {seconds} s")
-    return TimeControl(base_ms=None, increment_ms=0, moves_per_period=None, move_time_ms=move_ms)
+    return MoveTime(move_ms).wire()
 
 
-def describe_time_control(control: TimeControl) -> str:
-    """The text form `parse_time_control` reads back (for logs and records)."""
-
-    def s(ms: int) -> str:
-        return f"{ms / 1000:g}"
-
-    if control.base_ms is None:
-        return f"movetime:{s(control.move_time_ms)}" if control.move_time_ms is not None else "unlimited"
-    text = s(control.base_ms)
-    if control.moves_per_period is not None:
-        text = f"{control.moves_per_period}/{text}"
-    if control.increment_ms:
-        text += f"+{s(control.increment_ms)}"
-    return text
+def describe_time_control(control: TimeControl | TimeControlForm) -> str:
+    """The text `parse` reads back (for logs and records)."""
+    return form_of(control).describe()
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,45 +190,75 @@ class Charge:
         return self.elapsed_ns - self.allowed_ns
 
 
+class _SideClock:
+    """One side's clock under its own form."""
+
+    __slots__ = ("base_ns", "form", "inc_ns", "move_ns", "moves", "period", "remaining", "wire")
+
+    def __init__(self, form: TimeControlForm) -> None:
+        self.form = form
+        self.wire = form.wire()
+        self.move_ns = form.move_ms * NS_PER_MS if isinstance(form, MoveTime) else None
+        self.base_ns = None if isinstance(form, MoveTime) else form.base_ms * NS_PER_MS
+        self.inc_ns = 0 if isinstance(form, MoveTime) else form.increment_ms * NS_PER_MS
+        self.period = form.moves if isinstance(form, Periods) else None
+        self.remaining: int | None = self.base_ns
+        self.moves = 0
+
+
 class GameClock:
-    """Both sides' clocks for one game. Pure: the caller passes measured nanoseconds."""
+    """Both sides' clocks for one game, each under its own time control (the same one unless a bot has time odds).
+    Pure: the caller passes measured nanoseconds."""
 
-    __slots__ = ("_base_ns", "_inc_ns", "_margin_ns", "_move_ns", "_moves", "_period", "_remaining", "control")
+    __slots__ = ("_margin_ns", "_sides")
 
-    def __init__(self, control: TimeControl, margin_ms: int = 0) -> None:
+    def __init__(
+        self,
+        black: TimeControl | TimeControlForm,
+        white: TimeControl | TimeControlForm | None = None,
+        margin_ms: int = 0,
+    ) -> None:
         if margin_ms < 0:
             raise ValueError(f"the safety margin must be 0 ms or more, not {margin_ms} ms")
-        self.control = control
         self._margin_ns = margin_ms * NS_PER_MS
-        self._base_ns = None if control.base_ms is None else control.base_ms * NS_PER_MS
-        self._inc_ns = control.increment_ms * NS_PER_MS
-        self._move_ns = None if control.move_time_ms is None else control.move_time_ms * NS_PER_MS
-        self._period = control.moves_per_period if control.base_ms is not None else None
-        self._remaining: dict[str, int | None] = {"black": self._base_ns, "white": self._base_ns}
-        self._moves = {"black": 0, "white": 0}
+        black_form = form_of(black)
+        self._sides = {
+            BLACK: _SideClock(black_form),
+            WHITE: _SideClock(black_form if white is None else form_of(white)),
+        }
 
     @property
     def margin_ns(self) -> int:
         return self._margin_ns
 
+    def control_for(self, color: Color) -> TimeControl:
+        """The time control `color`'s clock follows (wire form)."""
+        return self._sides[color].wire
+
+    def increment_ms(self, color: Color) -> int:
+        side = self._sides[color]
+        return side.inc_ns // NS_PER_MS
+
+    def move_limit_ms(self, color: Color) -> int | None:
+        """The fixed time per move of `color` (None: it has a game clock)."""
+        move_ns = self._sides[color].move_ns
+        return None if move_ns is None else move_ns // NS_PER_MS
+
     def remaining_ns(self, color: Color) -> int | None:
         """The side's game clock (None: no game clock)."""
-        return self._remaining[color]
+        return self._sides[color].remaining
 
     def moves_to_go(self, color: Color) -> int | None:
         """Moves the side must make before its clock is filled up again (periods only)."""
-        if self._period is None:
+        side = self._sides[color]
+        if side.period is None:
             return None
-        return self._period - self._moves[color] % self._period
+        return side.period - side.moves % side.period
 
     def allowed_ns(self, color: Color) -> int | None:
-        """The most the side's next move may take, margin excluded (None: unlimited)."""
-        remaining = self._remaining[color]
-        if remaining is None:
-            return self._move_ns
-        if self._move_ns is None:
-            return remaining
-        return min(remaining, self._move_ns)
+        """The most the side's next move may take, margin excluded."""
+        side = self._sides[color]
+        return side.move_ns if side.remaining is None else side.remaining
 
     def deadline_ns(self, color: Color) -> int | None:
         """How long the referee waits for the side's next move: its allowance plus the margin."""
@@ -155,16 +266,17 @@ class GameClock:
         return None if allowed is None else allowed + self._margin_ns
 
     def message(self, color: Color) -> TurnClocks:
-        """Both clocks as the turn message shows them to `color` (whole ms, rounded down).
+        """Both clocks as the turn message shows them to `color` (whole ms, rounded down; the increment and the
+        limits are the mover's).
 
         `run_game` writes the same fields straight into its hand-built turn line; a test holds the two equal.
         """
-        black, white = self._remaining["black"], self._remaining["white"]
+        black, white = self.remaining_ns(BLACK), self.remaining_ns(WHITE)
         return TurnClocks.model_construct(
             black_ms=None if black is None else black // NS_PER_MS,
             white_ms=None if white is None else white // NS_PER_MS,
-            increment_ms=self.control.increment_ms,
-            move_limit_ms=self.control.move_time_ms,
+            increment_ms=self.increment_ms(color),
+            move_limit_ms=self.move_limit_ms(color),
             moves_to_go=self.moves_to_go(color),
         )
 
@@ -175,14 +287,15 @@ class GameClock:
         of a period, the base added). Out of time: the clock is left as it was and the verdict says so.
         """
         elapsed_ns = max(0, elapsed_ns)
+        side = self._sides[color]
         allowed = self.allowed_ns(color)
-        remaining = self._remaining[color]
+        remaining = side.remaining
         if timed_out or (allowed is not None and elapsed_ns > allowed + self._margin_ns):
             return Charge(elapsed_ns, allowed, False, remaining)
-        self._moves[color] += 1
+        side.moves += 1
         if remaining is not None:
-            remaining = max(0, remaining - elapsed_ns) + self._inc_ns
-            if self._period is not None and self._base_ns is not None and self._moves[color] % self._period == 0:
-                remaining += self._base_ns
-            self._remaining[color] = remaining
+            remaining = max(0, remaining - elapsed_ns) + side.inc_ns
+            if side.period is not None and side.base_ns is not None and side.moves % side.period == 0:
+                remaining += side.base_ns
+            side.remaining = remaining
         return Charge(elapsed_ns, allowed, True, remaining)

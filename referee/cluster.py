@@ -28,7 +28,6 @@ import functools
 import logging
 import math
 import os
-import re
 import socket
 import sys
 import tempfile
@@ -42,15 +41,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import trio
-from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from protocol.options import OptionError, resolve_options
-from referee import __version__
+from referee import __version__, process_wide
 from referee.botspec import BotSpec
+from referee.cluster_config import ClusterConfig
 from referee.game import run_game
 from referee.play import BotPool, MoveBatches, decode_move, encode_move, void_record
 from referee.process import BotFault, BotProcess, BotStartError, open_bot
-from referee.record import GameRecord, GameSettings, MoveRecord, Termination
+from referee.record import GameRecord, GameSettings, MoveRecord, PlayedMove, Termination
 from referee.schedule import ScheduledGame
 
 if TYPE_CHECKING:
@@ -58,7 +57,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-DEFAULT_PORT = 8786
 CONNECT_TIMEOUT_S = 10.0
 """How long to try to reach the scheduler before saying it cannot be reached."""
 WORKER_WAIT_S = 10.0
@@ -76,8 +74,6 @@ IDLE_CLOSE_S = 60.0
 PYTHON_WORD = "{python}"
 """In a job's bot commands: the Python running the referee, which on a worker is the worker's own."""
 
-_ADDRESS = re.compile(r"^(tcp|tls)://(\[[0-9A-Fa-f:]+\]|[A-Za-z0-9.-]+)(?::(\d{1,5}))?$")
-
 
 class ClusterError(Exception):
     """The cluster cannot be used for this run; the message says what happened and what to do."""
@@ -86,68 +82,6 @@ class ClusterError(Exception):
 class ClusterLostError(ClusterError):
     """The cluster cannot go on with the run (its scheduler went away, no worker is left in it): the run
     stops with what is committed, and resumes when started again."""
-
-
-# --- configuration ------------------------------------------------------------------------------------
-
-
-class ClusterConfig(BaseModel):
-    """Where the Dask scheduler is, and the certificates for a tls:// one: `cluster = "tcp://host:8786"`
-    in a tournament config, or a `[cluster]` table with these keys."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    address: str = Field(description="The scheduler: tcp://HOST:PORT (a trusted network) or tls://HOST:PORT.")
-    ca_file: Path | None = Field(
-        default=None, description="tls://: the CA certificate (PEM) that signed every certificate."
-    )
-    cert: Path | None = Field(default=None, description="tls://: this client's certificate (PEM).")
-    key: Path | None = Field(default=None, description="tls://: this client's private key (PEM).")
-
-    @model_validator(mode="after")
-    def _check(self) -> ClusterConfig:
-        address = normalize_address(self.address)
-        if address != self.address:
-            object.__setattr__(self, "address", address)
-        given = [name for name in ("ca_file", "cert", "key") if getattr(self, name) is not None]
-        if address.startswith("tls://") and len(given) < 3:
-            missing = [name for name in ("ca_file", "cert", "key") if name not in given]
-            raise ValueError(
-                f"a tls:// scheduler needs ca_file, cert and key; missing {', '.join(missing)}"
-                " (--cluster-ca, --cluster-cert, --cluster-key on the command line)"
-            )
-        if address.startswith("tcp://") and given:
-            raise ValueError(
-                f"{', '.join(given)} given for a tcp:// scheduler, which does not use certificates;"
-                " use a tls:// address, or leave the certificates out"
-            )
-        return self
-
-    def resolved(self, base_dir: Path) -> ClusterConfig:
-        """The certificate paths made absolute, relative to `base_dir` (a config file's folder)."""
-        update = {
-            name: path if path.is_absolute() else base_dir / path
-            for name in ("ca_file", "cert", "key")
-            if (path := getattr(self, name)) is not None
-        }
-        return self.model_copy(update=update)
-
-
-def normalize_address(text: str) -> str:
-    """tcp://HOST:PORT or tls://HOST:PORT (HOST:PORT alone means tcp://, no port means 8786); ValueError."""
-    text = text.strip()
-    if "://" not in text:
-        text = f"tcp://{text}"
-    match = _ADDRESS.match(text)
-    if match is None:
-        raise ValueError(
-            f"{text!r} is not a scheduler address; give tcp://HOST:PORT (e.g. tcp://10.0.0.5:{DEFAULT_PORT})"
-            " or tls://HOST:PORT"
-        )
-    port = int(match.group(3) or DEFAULT_PORT)
-    if not 0 < port < 65536:
-        raise ValueError(f"{text!r}: port {port} is out of range (1 to 65535)")
-    return f"{match.group(1)}://{match.group(2)}:{port}"
 
 
 def portable_spec(spec: BotSpec) -> BotSpec:
@@ -358,19 +292,16 @@ async def _handshake(process: BotProcess, timeout_s: float = PROBE_TIMEOUT_S) ->
     return None
 
 
-_games: _WorkerGames | None = None
-_games_lock = threading.Lock()
+def _new_worker_games() -> _WorkerGames:
+    log_dir = Path(tempfile.gettempdir()) / f"alternator-worker-{os.getpid()}" / "logs"
+    games = _WorkerGames(log_dir)
+    atexit.register(games.close)
+    return games
 
 
 def _worker_games() -> _WorkerGames:
-    """This worker process's games loop, started by its first task."""
-    global _games
-    with _games_lock:
-        if _games is None:
-            log_dir = Path(tempfile.gettempdir()) / f"alternator-worker-{os.getpid()}" / "logs"
-            _games = _WorkerGames(log_dir)
-            atexit.register(_games.close)
-        return _games
+    """This worker process's games loop, started by its first task (`process_wide.DASK_WORKER_GAMES`)."""
+    return process_wide.DASK_WORKER_GAMES.get(_new_worker_games)
 
 
 def _worker_address() -> str:
@@ -466,10 +397,47 @@ class WorkerStats:
         return ", ".join(parts)
 
 
-def _quiet_dask_logs() -> None:
-    """Dask logs every lost connection with a traceback; the run reports those itself, in one line."""
-    for name in ("distributed", "distributed.client", "distributed.core", "distributed.comm", "tornado"):
-        logging.getLogger(name).setLevel(logging.CRITICAL)
+class _OneLine(logging.Handler):
+    """Dask's own log held back to one line: the first error it logs (the loss of the scheduler comes with ~30
+    lines of traceback), said once, without its traceback; the run then says what happened in its own words."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.said = False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.said:
+            return
+        self.said = True
+        text = record.getMessage().strip().splitlines()
+        if not text and record.exc_info and record.exc_info[1] is not None:
+            error = record.exc_info[1]
+            text = [f"{type(error).__name__}: {error}".rstrip(": ")]
+        first = text[0] if text else "(no message)"
+        sys.stderr.write(f"cluster: Dask logged an error ({record.name}: {first[:200]}); --verbose shows its own log\n")
+
+
+def _quiet_dask_logs(verbose: bool = False) -> None:
+    """Dask logs every lost connection with a traceback; the run reports those itself, in one line. Done after
+    Dask is imported: its import sets up its loggers (levels and handlers) from its config, over any set before.
+    `verbose`: Dask's log as Dask writes it."""
+    import distributed  # noqa: F401 - configures Dask's logging, which is then overridden
+
+    if verbose:
+        return
+    handler = _OneLine()
+    for name in ("distributed", "tornado", "asyncio"):
+        logger = logging.getLogger(name)
+        for old in list(logger.handlers):
+            logger.removeHandler(old)
+        logger.addHandler(handler)
+        logger.propagate = False
+    for name in list(logging.root.manager.loggerDict):
+        if name.startswith(("distributed.", "tornado.")):
+            child = logging.getLogger(name)
+            for old in list(child.handlers):
+                child.removeHandler(old)
+            child.propagate = True  # to the one-line handler above
 
 
 def _check_listening(address: str) -> None:
@@ -547,7 +515,7 @@ class Cluster:
         """How long games may wait for a worker when the scheduler has none before the run stops."""
         self._lost = False
         self.moves_topic = f"alternator-moves-{self._run}"
-        self._listeners: dict[tuple[str, int], Callable[[MoveRecord, int], None]] = {}
+        self._listeners: dict[tuple[str, int], Callable[[PlayedMove, int], None]] = {}
         self._moves_seen: dict[tuple[str, int], int] = {}
         self._token = trio.lowlevel.current_trio_token()
         client.subscribe_topic(self.moves_topic, self._moves_event)  # type: ignore[no-untyped-call]
@@ -567,9 +535,12 @@ class Cluster:
         self._moves_seen[key] = self._moves_seen.get(key, 0) + len(batch["moves"])
 
     @classmethod
-    async def connect(cls, config: ClusterConfig, *, on_message: Callable[[str], None] | None = None) -> Cluster:
-        """Connect to the scheduler and wait for a worker; ClusterError says what is wrong."""
-        _quiet_dask_logs()
+    async def connect(
+        cls, config: ClusterConfig, *, on_message: Callable[[str], None] | None = None, verbose: bool = False
+    ) -> Cluster:
+        """Connect to the scheduler and wait for a worker; ClusterError says what is wrong. `verbose`: Dask's
+        own log in full (else held back to one line)."""
+        _quiet_dask_logs(verbose)
         client = await trio.to_thread.run_sync(_connect, config, abandon_on_cancel=True)
         return cls(client, config, on_message or (lambda text: None))
 
@@ -686,7 +657,7 @@ class Cluster:
         black: BotSpec,
         white: BotSpec,
         settings: GameSettings,
-        on_move: Callable[[MoveRecord, int], None] | None = None,
+        on_move: Callable[[PlayedMove, int], None] | None = None,
         start_timeout_s: float = PROBE_TIMEOUT_S,
     ) -> GameRecord:
         """Play a game on some healthy worker and return its record (a void one when no worker could play it).
@@ -808,6 +779,23 @@ class Cluster:
         return [stat.describe() for stat in sorted(self.stats.values(), key=lambda s: s.address)]
 
 
+class ClusterPlayers:
+    """A run's games played on the cluster (`referee.runner.Players`): as many slots as games it keeps in flight,
+    each a `ClusterSlot`."""
+
+    def __init__(self, cluster: Cluster, bots: Sequence[BotSpec], start_timeout_s: float = PROBE_TIMEOUT_S) -> None:
+        self.cluster = cluster
+        self.bots = list(bots)
+        self.start_timeout_s = start_timeout_s
+
+    @property
+    def slots(self) -> int:
+        return self.cluster.in_flight
+
+    def player(self, index: int) -> ClusterSlot:
+        return ClusterSlot(index, self.cluster, self.bots, self.start_timeout_s)
+
+
 class ClusterSlot:
     """A runner's worker slot whose games are played on the cluster: the interface of a local slot (`index`,
     `running`, `play`, `aclose`), with no processes of its own."""
@@ -824,7 +812,7 @@ class ClusterSlot:
         return set()  # the bots run on the workers, which choose their own slots
 
     async def play(
-        self, game: ScheduledGame, settings: GameSettings, on_move: Callable[[MoveRecord, int], None] | None = None
+        self, game: ScheduledGame, settings: GameSettings, on_move: Callable[[PlayedMove, int], None] | None = None
     ) -> GameRecord:
         """Play `game` on the cluster; its moves stream back to `on_move` as the worker plays them."""
         black, white = self._specs[game.black], self._specs[game.white]

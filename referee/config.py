@@ -23,20 +23,24 @@ import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from protocol.messages import TimeControl
 from protocol.rules import IllegalMoveError, InvalidMoveError, Position, parse_size
 from referee.adjudication import Adjudication
+from referee.backoff import DEFAULT_MAX_WAIT_S, parse_duration
 from referee.botspec import BotName, BotSpec, BotSpecError, resolve_command
-from referee.cluster import ClusterConfig
+from referee.cluster_config import ClusterConfig
 from referee.files import InputFileError, read_input_text
 from referee.limits import MAX_BOTS, MAX_CONFIG_BYTES, MAX_GAMES_PER_PAIRING
 from referee.openings import arrange
 from referee.schedule import Format, OpeningsFileError, random_openings, read_openings_file
 from referee.sprt import SprtParameters
+
+if TYPE_CHECKING:
+    from referee.standings import Anchor
 
 Kind = Literal["match", "tournament"]
 
@@ -90,6 +94,9 @@ class BotConfig(BaseModel):
     options: dict[str, OptionValue] = Field(
         default_factory=dict,
         description="Values for options the bot declares (a [bots.options] table); checked before the first game.",
+    )
+    rating: float | None = Field(
+        None, allow_inf_nan=False, description="The bot's rating, for a knockout's `seeding = \"rating\"`."
     )
 
     @field_validator("tc", mode="before")
@@ -146,6 +153,14 @@ class SprtConfig(BaseModel):
     beta: float = Field(0.05, description="The chance of accepting H0 when H1 holds.")
 
 
+class PairingConfig(BaseModel):
+    """One `[[pairings]]` entry: two bots that meet (the first has Black in their first game)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    bots: list[BotName] = Field(min_length=2, max_length=2, description="The two bots' names.")
+
+
 class RunConfig(BaseModel):
     """A match or tournament config, as written (a tournament's TOML file, or a match's options)."""
 
@@ -154,7 +169,31 @@ class RunConfig(BaseModel):
     bots: list[BotConfig] = Field(
         min_length=2, max_length=MAX_BOTS, description="The bots; at least two, names unique."
     )
-    format: Format = Field(Format.ROUND_ROBIN, description="round-robin, or gauntlet (the first bot vs each other).")
+    format: Format = Field(
+        Format.ROUND_ROBIN,
+        description="round-robin, gauntlet (the first `seeds` bots vs each other bot), pairings (the [[pairings]]"
+        " list), swiss (`rounds` rounds), knockout (a seeded bracket) or adaptive (game pairs where the order is"
+        " least certain, up to `max_games`).",
+    )
+    seeds: int = Field(1, ge=1, description="Gauntlet: how many of the first bots play every other bot.")
+    pairings: list[PairingConfig] | None = Field(
+        None, description='The pairs that meet ([[pairings]] bots = ["a", "b"]); sets format = pairings.'
+    )
+    rounds: int | None = Field(None, ge=1, description="Swiss: the number of rounds (default: log2 of the field).")
+    seeding: Literal["rating", "order", "random"] = Field(
+        "order", description="Knockout: seeds by the bots' `rating`, their order, or a shuffle by `format_seed`."
+    )
+    format_seed: int | str = Field(1, description="Seed of a knockout's random seeding.")
+    tiebreak_pairs: int = Field(
+        2,
+        ge=0,
+        le=50,
+        description="Knockout: tie-break game pairs of a tied encounter before the higher seed advances.",
+    )
+    max_games: int | None = Field(None, ge=2, description="Adaptive: the budget of games (default: a round robin's).")
+    confidence: float = Field(
+        0.95, gt=0.5, lt=1.0, description="Adaptive: how sure every neighbouring order must be to call it decided."
+    )
     games: int = Field(
         DEFAULT_GAMES, ge=1, le=MAX_GAMES_PER_PAIRING, description="Games per pairing (with [sprt]: the most)."
     )
@@ -177,6 +216,11 @@ class RunConfig(BaseModel):
         description="The event's title, shown by the terminal, the standings, the report and the live page (it may"
         " change on a resume).",
     )
+    anchor: str | None = Field(
+        None,
+        description="NAME=RATING: fix that bot's rating and measure the others from it (default: ratings relative to"
+        " the field mean; it may change on a resume).",
+    )
     sandbox: bool = Field(
         False,
         description="Run every bot in a bubblewrap sandbox: no network, a read-only filesystem apart from a private"
@@ -185,8 +229,8 @@ class RunConfig(BaseModel):
     memory_mb: int | None = Field(
         None,
         ge=16,
-        description="Limit every bot's address space (virtual memory) to this many MiB (a bot's own `memory_mb`"
-        " overrides).",
+        description="Limit every bot's memory to this many MiB: resident memory where the host has a memory cgroup,"
+        " else the address space (a bot's own `memory_mb` overrides).",
     )
     max_processes: int | None = Field(
         None,
@@ -222,9 +266,20 @@ class RunConfig(BaseModel):
         gt=0,
         description="Seconds a bot may take to start and answer hello (raise it for bots that load large tables).",
     )
+    max_host_wait: float = Field(
+        DEFAULT_MAX_WAIT_S,
+        ge=0,
+        description="Seconds one pause for a busy host may last before the run stops (a string: 90s, 30m, 2h);"
+        " before pausing, the run plays fewer games at once.",
+    )
     adjudication: Adjudication | None = Field(
         None, description="End games early: [adjudication] solver = true, resign_moves/resign_score, draw_*."
     )
+
+    @field_validator("max_host_wait", mode="before")
+    @classmethod
+    def _max_host_wait(cls, value: object) -> object:
+        return parse_duration(value) if isinstance(value, str) else value
 
     @field_validator("cluster", mode="before")
     @classmethod
@@ -276,6 +331,7 @@ _KNOWN_KEYS = {
     "sprt": sorted(SprtConfig.model_fields),
     "cluster": sorted(ClusterConfig.model_fields),
     "adjudication": sorted(Adjudication.model_fields),
+    "pairings": sorted(PairingConfig.model_fields),
 }
 
 
@@ -286,7 +342,8 @@ def _message(error: Any) -> str:
         return "field required"
     if kind == "extra_forbidden":
         tables = (("openings",), ("sprt",), ("cluster",), ("adjudication",))
-        parent = "bots" if loc[:1] == ("bots",) and len(loc) == 3 else (str(loc[0]) if loc[:1] in tables else "")
+        listed = loc[:1] in (("bots",), ("pairings",)) and len(loc) == 3
+        parent = str(loc[0]) if listed else (str(loc[0]) if loc[:1] in tables else "")
         hint = ""
         if parent and str(loc[-1]) in _KNOWN_KEYS[""]:
             # A TOML trap: a key written after a [table] belongs to that table.
@@ -333,6 +390,7 @@ def parse_config(data: dict[str, Any], *, source: str, key_sources: dict[str, st
         seen[bot.name] = index
     if config.time_control is not None and config.movetime is not None:
         raise ConfigError(f"{source}: time_control and movetime: give one of them, not both")
+    config = _check_format(config, sources, source)
     openings = config.openings
     if sum((openings.moves is not None, openings.file is not None, openings.plies > 0)) > 1:
         raise ConfigError(
@@ -357,6 +415,69 @@ def parse_config(data: dict[str, Any], *, source: str, key_sources: dict[str, st
             SprtParameters(**config.sprt.model_dump())
         except ValueError as error:
             raise ConfigError(f"{where}: sprt: {error}") from None
+    return config
+
+
+def _check_format(config: RunConfig, sources: dict[str, str], source: str) -> RunConfig:
+    """The format's own settings: pairings name bots of the field, a gauntlet has fewer seeds than bots, a Swiss
+    no more rounds than a round robin, a knockout plays pairs. Returns the config with `pairings` implying the
+    format."""
+    from referee.swiss import max_rounds
+
+    where = sources.get("format", source)
+    bots = [bot.name for bot in config.bots]
+    if config.pairings is not None:
+        if "format" in config.model_fields_set and config.format is not Format.PAIRINGS:
+            raise ConfigError(
+                f"{where}: format: {config.format} with [[pairings]]: the pairings are the schedule; drop the format"
+                ' (or write format = "pairings"), or drop the [[pairings]]'
+            )
+        listed = config.pairings
+        config = config.model_copy(update={"format": Format.PAIRINGS})
+        seen: set[frozenset[str]] = set()
+        for index, pairing in enumerate(listed):
+            a, b = pairing.bots
+            for name in (a, b):
+                if name not in bots:
+                    raise ConfigError(
+                        f"{source}: pairings[{index}].bots: {name!r} is not one of the bots ({', '.join(bots)})"
+                    )
+            if a == b:
+                raise ConfigError(f"{source}: pairings[{index}].bots: a bot cannot play itself ({a!r})")
+            if frozenset((a, b)) in seen:
+                raise ConfigError(f"{source}: pairings[{index}].bots: {a} and {b} are already paired; list a pair once")
+            seen.add(frozenset((a, b)))
+    elif config.format is Format.PAIRINGS:
+        raise ConfigError(f'{where}: format: pairings needs a [[pairings]] list (bots = ["a", "b"] per entry)')
+    if config.format is Format.GAUNTLET and config.seeds >= len(bots):
+        raise ConfigError(
+            f"{sources.get('seeds', source)}: seeds: {config.seeds} seeds of {len(bots)} bots leave no one to play;"
+            f" give 1 to {len(bots) - 1}"
+        )
+    if config.seeds != 1 and config.format is not Format.GAUNTLET:
+        raise ConfigError(f"{sources.get('seeds', source)}: seeds: only a gauntlet has seeds (--format gauntlet)")
+    if config.format is Format.SWISS:
+        most = max_rounds(len(bots))
+        if config.rounds is not None and config.rounds > most:
+            raise ConfigError(
+                f"{sources.get('rounds', source)}: rounds: {config.rounds} rounds of {len(bots)} bots would need"
+                f" rematches; give 1 to {most} (or play a round robin)"
+            )
+    elif config.rounds is not None:
+        raise ConfigError(
+            f"{sources.get('rounds', source)}: rounds: only a Swiss tournament has rounds (--format swiss)"
+        )
+    if config.format is Format.KNOCKOUT and config.games % 2:
+        raise ConfigError(
+            f"{sources.get('games', source)}: games: {config.games} games an encounter: a knockout plays game pairs;"
+            " give an even number (the default 2 is one pair)"
+        )
+    if config.max_games is not None and config.format is not Format.ADAPTIVE:
+        raise ConfigError(
+            f"{sources.get('max_games', source)}: max_games: only an adaptive run has a budget (--format adaptive)"
+        )
+    if not config.format.is_fixed and config.sprt is not None:
+        raise ConfigError(f"{sources.get('sprt', source)}: sprt: the SPRT is for a two-bot round robin (a match)")
     return config
 
 
@@ -415,8 +536,18 @@ class RunPlan:
     cpu_affinity: bool = False
     cluster: ClusterConfig | None = None  # where the games are played; not in the fingerprint (resume anywhere)
     start_timeout_s: float = DEFAULT_START_TIMEOUT_S
+    max_host_wait_s: float = DEFAULT_MAX_WAIT_S
     adjudication: Adjudication | None = None
     title: str | None = None  # the event's title (--title, config `title`)
+    anchor: Anchor | None = None  # the rating scale's anchor (--anchor, config `anchor`)
+    seeds: int = 1  # a gauntlet's seeds
+    pairs: tuple[tuple[str, str], ...] = ()  # explicit [[pairings]]
+    rounds: int | None = None  # Swiss
+    seeding: str = "order"  # knockout
+    format_seed: int | str = 1
+    tiebreak_pairs: int = 2
+    max_games: int | None = None  # adaptive
+    confidence: float = 0.95
 
     @property
     def bot_names(self) -> list[str]:
@@ -488,7 +619,7 @@ def resolve_plan(
         time_control = movetime_control(config.movetime)
     else:
         time_control = parse_time_control(config.time_control or DEFAULT_TIME_CONTROL)
-    rounds = (config.games + 1) // 2
+    rounds = _openings_needed(config)
     if config.openings.moves is not None:
         moves = config.openings.moves.replace(",", " ").split()
         try:
@@ -530,6 +661,7 @@ def resolve_plan(
         )
         openings_key = {"plies": config.openings.plies, "seed": config.openings.seed}
     concurrency = config.concurrency or _cores()
+    anchor = _anchor(config, specs, source)
     out = Path(config.out) if config.out is not None else default_out
     out_dir = out if out.is_absolute() else base_dir / out
     fingerprint: dict[str, Any] = {
@@ -550,10 +682,13 @@ def resolve_plan(
                 **({"nodes": s.nodes} if s.nodes is not None else {}),
                 **({"depth": s.depth} if s.depth is not None else {}),
                 **({"options": s.options} if s.options else {}),
+                **({"rating": b.rating} if b.rating is not None else {}),
             }
-            for s in specs
+            for s, b in zip(specs, config.bots, strict=True)
         ],
         "format": str(config.format),
+        # Only for what a format has beyond a round robin: a run started before formats had settings resumes.
+        **({"format_settings": settings} if (settings := _format_settings(config)) else {}),
         "size": config.size,
         "komi": config.komi,
         "time_control": time_control.model_dump(),
@@ -563,6 +698,7 @@ def resolve_plan(
         **({"adjudication": config.adjudication.model_dump()} if config.adjudication is not None else {}),
         # Not compared on resume (referee.store keeps it apart): a run may be renamed.
         **({"title": config.title} if config.title else {}),
+        **({"anchor": str(anchor)} if anchor is not None else {}),  # kept apart like the title
     }
     return RunPlan(
         kind=kind,
@@ -583,19 +719,94 @@ def resolve_plan(
         cpu_affinity=config.cpu_affinity if config.cpu_affinity is not None else auto_cpu_affinity(concurrency),
         cluster=config.cluster.resolved(base_dir) if config.cluster is not None else None,
         start_timeout_s=config.start_timeout,
+        max_host_wait_s=config.max_host_wait,
         adjudication=config.adjudication if config.adjudication is not None and config.adjudication.active else None,
         title=config.title,
+        anchor=anchor,
+        seeds=config.seeds,
+        pairs=tuple((p.bots[0], p.bots[1]) for p in config.pairings or ()),
+        rounds=_swiss_rounds(config) if config.format is Format.SWISS else None,
+        seeding=config.seeding,
+        format_seed=config.format_seed,
+        tiebreak_pairs=config.tiebreak_pairs,
+        max_games=_adaptive_budget(config) if config.format is Format.ADAPTIVE else None,
+        confidence=config.confidence,
     )
 
 
+def _swiss_rounds(config: RunConfig) -> int:
+    """The rounds given, or enough to leave one bot unbeaten in a knockout's sense: log2 of the field."""
+    from referee.swiss import max_rounds
+
+    if config.rounds is not None:
+        return config.rounds
+    return min(max_rounds(len(config.bots)), max(1, (len(config.bots) - 1).bit_length()))
+
+
+def _adaptive_budget(config: RunConfig) -> int:
+    """The budget given, or a round robin's games with `games` per pairing."""
+    if config.max_games is not None:
+        return config.max_games
+    n = len(config.bots)
+    return max(2, n * (n - 1) // 2 * config.games)
+
+
+def _openings_needed(config: RunConfig) -> int:
+    """How many openings a run can use (random openings are made up to this; the rest reuse them in order)."""
+    if config.format is Format.SWISS:
+        return _swiss_rounds(config)
+    if config.format is Format.KNOCKOUT:
+        return config.games // 2 + config.tiebreak_pairs
+    if config.format is Format.ADAPTIVE:
+        return min(256, _adaptive_budget(config) // 2)
+    return (config.games + 1) // 2
+
+
+def _format_settings(config: RunConfig) -> dict[str, Any]:
+    """What names a run's format beyond its name, for the fingerprint (budgets such as rounds are left out: a
+    resumed run may play more)."""
+    if config.format is Format.GAUNTLET and config.seeds != 1:
+        return {"seeds": config.seeds}
+    if config.format is Format.PAIRINGS:
+        return {"pairings": [list(p.bots) for p in config.pairings or ()]}
+    if config.format is Format.KNOCKOUT:
+        return {
+            "games": config.games,
+            "seeding": config.seeding,
+            "tiebreak_pairs": config.tiebreak_pairs,
+            **({"format_seed": config.format_seed} if config.seeding == "random" else {}),
+        }
+    if config.format is Format.ADAPTIVE:
+        return {"confidence": config.confidence}
+    return {}
+
+
+def _anchor(config: RunConfig, specs: list[BotSpec], source: str) -> Anchor | None:
+    """The config's `anchor` (NAME=RATING), one of its bots; ConfigError saying what is wrong."""
+    if config.anchor is None:
+        return None
+    from referee.standings import parse_anchor
+
+    try:
+        anchor = parse_anchor(config.anchor)
+    except ValueError as error:
+        raise ConfigError(f"{source}: anchor: {error}") from None
+    names = [spec.name for spec in specs]
+    if anchor.name not in names:
+        raise ConfigError(f"{source}: anchor: {anchor.name!r} is not one of the bots ({', '.join(names)}); anchor one")
+    return anchor
+
+
 def describe_changes(old: Any, new: Any, path: str = "") -> list[str]:
-    """Where two fingerprints differ, as the user would name the field: `bots[1].command: was ..., now ...`."""
+    """Where two fingerprints differ, one short line per field, as the user would name it:
+    `bots[1].command: was [...], now [...]`; bots added or removed by name (`bots: now also "x"`), never both
+    whole lists; a long value cut to MAX_SHOWN characters."""
     if isinstance(old, dict) and isinstance(new, dict):
         changes: list[str] = []
         for key in sorted(set(old) | set(new)):
             where = f"{path}.{key}" if path else str(key)
             if key not in old or key not in new:
-                changes.append(f"{where}: was {json.dumps(old.get(key))}, now {json.dumps(new.get(key))}")
+                changes.append(f"{where}: was {_shown(old.get(key))}, now {_shown(new.get(key))}")
             else:
                 changes.extend(describe_changes(old[key], new[key], where))
         return changes
@@ -605,8 +816,29 @@ def describe_changes(old: Any, new: Any, path: str = "") -> list[str]:
             if isinstance(a, dict | list):
                 changes.extend(describe_changes(a, b, f"{path}[{index}]"))
             elif a != b:
-                return [f"{path}: was {json.dumps(old)}, now {json.dumps(new)}"]
+                return [f"{path}: was {_shown(old)}, now {_shown(new)}"]
+        return changes
+    if isinstance(old, list) and isinstance(new, list) and all(_named(item) for item in (*old, *new)):
+        was = {item["name"]: item for item in old}
+        now = {item["name"]: item for item in new}
+        changes = [f"{path}: now also {_shown(name)}" for name in now if name not in was]
+        changes += [f"{path}: no longer {_shown(name)}" for name in was if name not in now]
+        for name in (name for name in now if name in was):
+            changes.extend(describe_changes(was[name], now[name], f"{path}[{name}]"))
         return changes
     if old != new:
-        return [f"{path}: was {json.dumps(old)}, now {json.dumps(new)}"]
+        return [f"{path}: was {_shown(old)}, now {_shown(new)}"]
     return []
+
+
+MAX_SHOWN = 80
+"""A value in a refusal is cut to this many characters: the field's name says what changed."""
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= MAX_SHOWN else text[: MAX_SHOWN - 3] + "..."
+
+
+def _named(item: Any) -> bool:
+    return isinstance(item, dict) and isinstance(item.get("name"), str)

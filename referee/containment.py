@@ -4,11 +4,21 @@ A bot is a process tree the referee does not trust: children that call setsid() 
 bot's process group, a double-forked daemon leaves its parent. `ProcessTree` keeps hold of all of them,
 with the strongest means the host allows, detected once (`host_support`), never assumed:
 
+- **cgroup v2** (preferred: a writable v2 hierarchy, found from /proc/self/cgroup and /proc/self/mounts, as root
+  or in a delegated subtree such as a systemd user scope; see `probe_v2`): each bot gets a cgroup of its own,
+  joined before its program starts, so every descendant is in it whatever it does with sessions and parents.
+  The tree is killed as one by `cgroup.kill`, frozen by `cgroup.freeze`, its CPU time read from `cpu.stat`;
+  where the controllers are delegated, its process count is bounded by `pids.max`, its resident memory by
+  `memory.max` (swap off), its cores set by `cpuset.cpus`. What v2 lacks here, v1 controllers supply where
+  they are writable (a hybrid host: v2 at /sys/fs/cgroup/unified beside v1).
 - **cgroup v1** (`pids`, `freezer`, `cpuacct`, `cpuset` controllers mounted and writable, as when the
-  referee runs as root): each bot gets a cgroup of its own in each controller, joined before its program
-  starts, so every descendant is in it whatever it does with sessions and parents. The tree is then
-  frozen and killed as one, its CPU time read from `cpuacct.usage`, its process count bounded by
-  `pids.max`, and its cores set by `cpuset.cpus`.
+  referee runs as root on a host without v2): a cgroup per bot in each controller, the tree frozen and killed
+  as one, its CPU time read from `cpuacct.usage`, its process count bounded by `pids.max`, and its cores set
+  by `cpuset.cpus`.
+- **a memory limit** (`--memory-mb`) is held by a memory cgroup (v2 `memory.max`, else v1
+  `memory.limit_in_bytes`, each with swap off) where there is one, so it bounds resident memory, not the
+  address space that JVM, Go and Node runtimes reserve; a bot the kernel kills for it is told apart
+  (`ProcessTree.memory_killed`). Without one, the launch command limits the address space (`referee.sandbox`).
 - **otherwise, /proc**: the referee is a child subreaper (`PR_SET_CHILD_SUBREAPER`), so orphans of a bot's
   tree are re-parented to it rather than to init; the tree is found by walking parent links from the bot
   and from every process seen before (pid and start time, so a reused pid is never taken), sampled at
@@ -26,6 +36,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ctypes
+import errno
 import functools
 import json
 import logging
@@ -37,22 +48,28 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
 import trio
 
+from referee import process_wide
+
 __all__ = [
     "CGROUP_CONTROLLERS",
     "ENV_TOKEN",
     "TRACK_INTERVAL_S",
+    "V2",
+    "V2_CONTROLLERS",
     "CpuSlots",
     "HostSupport",
     "ProcessTree",
+    "detect_host",
     "die_with_parent",
     "end_leftovers",
     "host_support",
+    "probe_v2",
     "process_cpu_ns",
     "process_start_time",
     "reap_lost_sessions",
@@ -64,6 +81,13 @@ log = logging.getLogger(__name__)
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 CGROUP_CONTROLLERS = ("pids", "freezer", "cpuacct", "cpuset")
+"""The cgroup v1 controllers that hold a bot without cgroup v2 (all four are needed)."""
+V2 = "v2"
+"""The key of a bot's cgroup v2 folder among its cgroups (the others are v1 controllers' names)."""
+V2_CONTROLLERS = ("pids", "memory", "cpuset")
+"""The cgroup v2 controllers a bot's cgroup uses where the host delegates them: process limit, memory, cores."""
+REFEREE_LEAF = "alternator-referee"
+"""Where a referee alone in a delegated v2 cgroup moves itself, so that the cgroup can give controllers to bots."""
 ENV_TOKEN = "ALTERNATOR_BOT_TOKEN"
 """Set in every bot's environment: marks its descendants (those that keep their environment) as its own."""
 TRACK_INTERVAL_S = 0.2
@@ -71,6 +95,7 @@ TRACK_INTERVAL_S = 0.2
 FREEZE_WAIT_S = 1.0
 """How long a cgroup freeze may take before the referee goes on (SIGSTOP covers what is left)."""
 KILL_ROUNDS = 20
+MIB = 1024 * 1024
 RUNNING_DIR = "running"
 """Under the log directory: one small JSON file per running bot, for `end_leftovers`."""
 
@@ -114,60 +139,276 @@ class HostSupport:
     subreaper: bool
     pdeathsig: bool
     cgroups: dict[str, Path] = field(default_factory=dict)
-    """Controller -> the writable folder (ours, `alternator/<referee pid>`) holding one cgroup per bot."""
+    """What every bot joins, each a writable folder of ours (`.../alternator/<referee pid>`) holding one cgroup per
+    bot: `V2` -> in the cgroup v2 hierarchy, and a v1 controller's name -> in its v1 hierarchy."""
+    v2_controllers: frozenset[str] = frozenset()
+    """The cgroup v2 controllers (of `V2_CONTROLLERS`) enabled for the bots' v2 cgroups."""
+    v2_kill: bool = False
+    """Whether the v2 cgroups have `cgroup.kill` (Linux 5.14): the whole tree killed by the kernel in one write."""
+    memory: Path | None = None
+    """Where a bot with a memory limit gets its v1 memory cgroup (None: v2's `memory.max` if enabled, else none)."""
     cgroup_problem: str | None = None
     """Why cgroups are not used, when they are not."""
+    memory_problem: str | None = None
+    """Why memory limits fall back to the address space (`prlimit --as`), when they do."""
 
     @property
     def uses_cgroups(self) -> bool:
         return bool(self.cgroups)
 
+    @property
+    def v1(self) -> list[str]:
+        """The v1 controllers every bot joins."""
+        return sorted(name for name in self.cgroups if name != V2)
+
+    @property
+    def memory_cgroup(self) -> str | None:
+        """How a memory limit is held: 'v2' (`memory.max`), 'v1' (`memory.limit_in_bytes`) or None (address space)."""
+        if V2 in self.cgroups and "memory" in self.v2_controllers:
+            return "v2"
+        return "v1" if self.memory is not None else None
+
+    def tracking(self) -> str:
+        """What holds every bot's processes: `cgroup v2 (...)`, `cgroup v1 (...)` or `/proc tracking (...)`."""
+        v1 = f"cgroup v1 ({', '.join(self.v1)})" if self.v1 else ""
+        if V2 in self.cgroups:
+            controllers = ", ".join(sorted(self.v2_controllers)) or "no controllers"
+            kill = "cgroup.kill" if self.v2_kill else "freeze and kill"
+            return f"cgroup v2 ({kill}, cgroup.freeze, cpu.stat; {controllers})" + (f" + {v1}" if v1 else "")
+        if v1:
+            return v1
+        return f"/proc tracking (no cgroups: {self.cgroup_problem})"
+
     def describe(self) -> str:
         """One line for logs, records and the README's guarantees."""
-        if self.cgroups:
-            tracking = f"cgroup v1 ({', '.join(sorted(self.cgroups))})"
-        else:
-            tracking = f"/proc tracking (no cgroups: {self.cgroup_problem})"
         extras = [name for name, on in (("subreaper", self.subreaper), ("pdeathsig", self.pdeathsig)) if on]
-        return f"{tracking}; {', '.join(extras) or 'no prctl'}"
+        memory = {"v2": "cgroup v2 memory.max", "v1": "cgroup v1 memory"}.get(
+            self.memory_cgroup or "", f"address space ({self.memory_problem or 'no memory cgroup'})"
+        )
+        return f"{self.tracking()}; {', '.join(extras) or 'no prctl'}; memory limits: {memory}"
 
 
-def _own_cgroup(controller: str) -> str:
-    """This process's cgroup path in a v1 hierarchy (from /proc/self/cgroup), '/' if not listed."""
+def _own_cgroup(controller: str, proc_cgroup: str | None = None) -> str:
+    """This process's cgroup path in a hierarchy (from /proc/self/cgroup), '/' if not listed.
+
+    `controller`: a v1 controller's name, or '' for the v2 hierarchy (the `0::PATH` line)."""
     try:
-        for line in Path("/proc/self/cgroup").read_text().splitlines():
-            _, controllers, path = line.split(":", 2)
-            if controller in controllers.split(","):
+        text = proc_cgroup if proc_cgroup is not None else Path("/proc/self/cgroup").read_text()
+        for line in text.splitlines():
+            number, controllers, path = line.split(":", 2)
+            if (controller == "" and number == "0" and controllers == "") or (
+                controller and controller in controllers.split(",")
+            ):
                 return path
-    except OSError:
+    except (OSError, ValueError):
         pass
     return "/"
 
 
-def _probe_cgroups() -> tuple[dict[str, Path], str | None]:
-    """The controllers under which a cgroup per bot can be made, or none and why."""
-    if os.environ.get("ALTERNATOR_NO_CGROUPS"):
-        return {}, "turned off by ALTERNATOR_NO_CGROUPS"
+def _v2_mount() -> Path | None:
+    """Where the cgroup v2 hierarchy is mounted (/sys/fs/cgroup, or /sys/fs/cgroup/unified on a hybrid host)."""
+    try:
+        for line in Path("/proc/self/mounts").read_text().splitlines():
+            fields = line.split()
+            if len(fields) > 2 and fields[2] == "cgroup2":
+                return Path(fields[1].replace("\\040", " "))
+    except OSError:
+        pass
+    return None
+
+
+def _v1_base(controller: str) -> tuple[Path | None, str | None]:
+    """Our folder for the bots' cgroups in a v1 controller's hierarchy (made now), or None and why."""
+    mount = CGROUP_ROOT / controller
+    if not (mount / "cgroup.procs").exists():
+        if (CGROUP_ROOT / "cgroup.controllers").exists() or (CGROUP_ROOT / "unified").exists():
+            return None, f"the v1 {controller} controller is not mounted"
+        return None, f"no {controller} cgroup hierarchy under {CGROUP_ROOT}"
+    base = mount / _own_cgroup(controller).lstrip("/") / "alternator" / str(os.getpid())
+    _sweep(base.parent)
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        if controller == "cpuset":
+            _copy_cpuset(base.parent, base.parent.parent)
+            _copy_cpuset(base, base.parent)
+    except OSError as error:
+        return None, f"cannot create {base} ({error.strerror or error}; run the referee as root)"
+    return base, None
+
+
+def _probe_v1() -> tuple[dict[str, Path], str | None]:
+    """The v1 controllers under which a cgroup per bot can be made (all of `CGROUP_CONTROLLERS`), or none and why."""
     found: dict[str, Path] = {}
     for controller in CGROUP_CONTROLLERS:
-        mount = CGROUP_ROOT / controller
-        if not (mount / "cgroup.procs").exists():
-            if (CGROUP_ROOT / "cgroup.controllers").exists() or (CGROUP_ROOT / "unified").exists():
-                reason = f"the v1 {controller} controller is not mounted (cgroup v2 only is not used)"
-            else:
-                reason = f"no {controller} cgroup hierarchy under {CGROUP_ROOT}"
-            return {}, reason
-        base = mount / _own_cgroup(controller).lstrip("/") / "alternator" / str(os.getpid())
+        base, problem = _v1_base(controller)
+        if base is None:
+            _remove_bases(list(found.values()))
+            return {}, problem
+        found[controller] = base
+    return found, None
+
+
+def _write(path: Path, text: str) -> None:
+    with open(path, "w") as file:
+        file.write(text)
+
+
+def _write_if_there(path: Path, text: str) -> bool:
+    """Write a cgroup file that only some hosts have (swap accounting, `memory.oom.group`); whether it was written."""
+    try:
+        _write(path, text)
+    except OSError:
+        return False
+    return True
+
+
+def _read_words(path: Path) -> list[str]:
+    try:
+        return path.read_text().split()
+    except OSError:
+        return []
+
+
+def _enable_controllers(top: Path, pid: int) -> tuple[frozenset[str], str | None]:
+    """Enable `V2_CONTROLLERS` (those `top` has) for `top`'s children; the ones enabled, and why not the others.
+
+    A v2 cgroup that holds processes cannot give controllers to children (the "no internal processes" rule), so a
+    referee alone in a delegated cgroup (`systemd-run --user --scope -p Delegate=yes alternator ...`) moves itself
+    into a leaf of it (`REFEREE_LEAF`) first; one sharing its cgroup with other processes (a login shell's) gets
+    tracking, freezing and CPU accounting but no controllers. The same holds at the root of a container's cgroup
+    namespace (a referee started as the container's only process moves itself too)."""
+    available = set(_read_words(top / "cgroup.controllers"))
+    wanted = [name for name in V2_CONTROLLERS if name in available]
+    enabled = set(_read_words(top / "cgroup.subtree_control"))
+    if not wanted:
+        return frozenset(), f"{top} offers none of the {', '.join(V2_CONTROLLERS)} controllers"
+    failed: dict[str, str] = {}
+    for name in wanted:
+        if name in enabled:
+            continue
+        try:
+            _write(top / "cgroup.subtree_control", f"+{name}")
+        except OSError as error:
+            # EBUSY: processes inside (never at the true root, but at a container's, in its cgroup namespace).
+            if error.errno != errno.EBUSY or _read_words(top / "cgroup.procs") != [str(pid)]:
+                failed[name] = error.strerror or str(error)
+                continue
+            try:
+                (top / REFEREE_LEAF).mkdir(exist_ok=True)
+                _write(top / REFEREE_LEAF / "cgroup.procs", str(pid))
+                _write(top / "cgroup.subtree_control", f"+{name}")
+            except OSError as again:
+                failed[name] = again.strerror or str(again)
+                continue
+        enabled.add(name)
+    problem = None
+    if failed:
+        why = "; ".join(sorted(set(failed.values())))
+        problem = f"cannot enable the {', '.join(failed)} controllers in {top} ({why})"
+    return frozenset(name for name in wanted if name in enabled), problem
+
+
+def probe_v2(mount: Path, own: str, pid: int | None = None) -> tuple[Path | None, frozenset[str], bool, str | None]:
+    """Our folder for the bots' v2 cgroups (`<cgroup>/alternator/<pid>`, made now) in the v2 hierarchy at `mount`,
+    the controllers enabled for them, whether `cgroup.kill` is there, and what is missing; None and why if none.
+
+    Tried in our own cgroup (`own`, a path from /proc/self/cgroup: the root for a root referee outside systemd, a
+    delegated scope for a user's), then, if that gives fewer controllers, at the hierarchy's root (writable only by
+    root). Detected by writing, never assumed: a stand-in folder laid out as cgroup v2 can be probed in tests.
+    """
+    pid = os.getpid() if pid is None else pid
+    home = mount / own.lstrip("/")
+    if home.name == REFEREE_LEAF:
+        home = home.parent  # a referee of this run moved itself there (`_enable_controllers`)
+    tops = [home] + ([mount] if home != mount else [])
+    best: tuple[Path, frozenset[str], bool, str | None] | None = None
+    problems: list[str] = []
+    for top in tops:
+        if best is not None and len(best[1]) == len(V2_CONTROLLERS):
+            break
+        if not os.access(top / "cgroup.procs", os.W_OK) or not os.access(top, os.W_OK):
+            problems.append(f"{top} is not writable (not delegated to this user)")
+            continue
+        controllers, problem = _enable_controllers(top, pid)
+        base = top / "alternator" / str(pid)
         _sweep(base.parent)
         try:
             base.mkdir(parents=True, exist_ok=True)
-            if controller == "cpuset":
-                _copy_cpuset(base.parent, base.parent.parent)
-                _copy_cpuset(base, base.parent)
+            for folder in (base.parent, base):
+                for name in controllers:
+                    if name not in _read_words(folder / "cgroup.subtree_control"):
+                        _write(folder / "cgroup.subtree_control", f"+{name}")
         except OSError as error:
-            return {}, f"cannot create {base} ({error.strerror or error}; run the referee as root)"
-        found[controller] = base
-    return found, None
+            problems.append(f"cannot create {base} ({error.strerror or error})")
+            _remove_bases([base])
+            continue
+        if not (base / "cgroup.freeze").exists():
+            problems.append(f"{base} has no cgroup.freeze (Linux 5.2 or later needed)")
+            _remove_bases([base])
+            continue
+        if best is None or len(controllers) > len(best[1]):
+            if best is not None:
+                _remove_bases([best[0]])
+            best = (base, controllers, (base / "cgroup.kill").exists(), problem)
+        else:
+            _remove_bases([base])
+    if best is None:
+        return None, frozenset(), False, "; ".join(problems) or f"no cgroup v2 hierarchy at {mount}"
+    return best
+
+
+def detect_host(*, v2: bool = True, v1: bool = True) -> HostSupport:
+    """Probe what containment this machine allows (see `host_support`); `v2`/`v1`: whether to try each hierarchy.
+
+    The v2 hierarchy is preferred (one cgroup per bot for its whole tree, kill, freeze and CPU); the v1 controllers
+    then give only what v2 lacks here (process limit, cores, memory). Without v2, the four v1 controllers of
+    `CGROUP_CONTROLLERS` are needed, as before; without either, /proc tracking."""
+    subreaper = _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    support = HostSupport(subreaper=subreaper, pdeathsig=subreaper, cgroup_problem="cgroups not probed")
+    if os.environ.get("ALTERNATOR_NO_CGROUPS"):
+        return replace(support, cgroup_problem="turned off by ALTERNATOR_NO_CGROUPS")
+    problems: list[str] = []
+    cgroups: dict[str, Path] = {}
+    controllers: frozenset[str] = frozenset()
+    kill = False
+    v2_problem = None
+    mount = _v2_mount() if v2 and not os.environ.get("ALTERNATOR_NO_CGROUP_V2") else None
+    if mount is not None:
+        base, controllers, kill, v2_problem = probe_v2(mount, _own_cgroup(""))
+        if base is not None:
+            cgroups[V2] = base
+        elif v2_problem:
+            problems.append(f"cgroup v2: {v2_problem}")
+    if V2 in cgroups:
+        for name in ("pids", "cpuset"):
+            if v1 and name not in controllers:
+                found, _ = _v1_base(name)
+                if found is not None:
+                    cgroups[name] = found
+    elif v1:
+        found_v1, v1_problem = _probe_v1()
+        cgroups.update(found_v1)
+        if v1_problem:
+            problems.append(f"cgroup v1: {v1_problem}")
+    memory: Path | None = None
+    memory_problem = None
+    if not cgroups:
+        memory_problem = "no cgroups"
+    elif "memory" not in controllers:
+        memory, v1_memory_problem = _v1_base("memory") if v1 else (None, "cgroup v1 not tried")
+        if memory is None:
+            no_v2 = f"no cgroup v2 memory controller ({v2_problem or 'not offered'})" if V2 in cgroups else ""
+            memory_problem = "; ".join(text for text in (no_v2, v1_memory_problem) if text)
+    atexit.register(_remove_bases, [*cgroups.values(), *([memory] if memory is not None else [])])
+    return replace(
+        support,
+        cgroups=cgroups,
+        v2_controllers=controllers if V2 in cgroups else frozenset(),
+        v2_kill=kill and V2 in cgroups,
+        memory=memory,
+        cgroup_problem=None if cgroups else "; ".join(problems) or "no cgroup hierarchy found",
+        memory_problem=memory_problem,
+    )
 
 
 def _copy_cpuset(child: Path, parent: Path) -> None:
@@ -199,11 +440,11 @@ def _remove_bases(bases: list[Path]) -> None:
 
 @functools.cache
 def host_support() -> HostSupport:
-    """Detect once per referee what containment is available; makes the referee a child subreaper."""
-    subreaper = _prctl(_PR_SET_CHILD_SUBREAPER, 1)
-    cgroups, problem = _probe_cgroups()
-    support = HostSupport(subreaper=subreaper, pdeathsig=subreaper, cgroups=cgroups, cgroup_problem=problem)
-    atexit.register(_remove_bases, list(cgroups.values()))
+    """Detect once per referee what containment is available; makes the referee a child subreaper.
+
+    `ALTERNATOR_NO_CGROUPS=1` turns cgroups off, `ALTERNATOR_NO_CGROUP_V2=1` the v2 hierarchy alone (for tests
+    and benchmarks comparing them)."""
+    support = detect_host()
     log.info("bot containment: %s", support.describe())
     return support
 
@@ -255,17 +496,16 @@ class _Spawner:
         return value  # type: ignore[no-any-return]
 
 
-_spawner_lock = threading.Lock()
-_spawner: _Spawner | None = None
+def _new_spawner() -> _Spawner:
+    # The host is probed before the first fork: a referee alone in a delegated cgroup can move into its leaf
+    # (and so give its bots the cgroup's controllers) only while no child of it shares the cgroup.
+    host_support()
+    return _Spawner()
 
 
 async def run_in_spawner(fn: Callable[[], T]) -> T:
-    """Run `fn` (a fork: subprocess.Popen) in the referee's long-lived spawner thread."""
-    global _spawner
-    with _spawner_lock:
-        if _spawner is None:
-            _spawner = _Spawner()
-    return await _spawner.run(fn)
+    """Run `fn` (a fork: subprocess.Popen) in the referee's long-lived spawner thread (`process_wide.SPAWNER`)."""
+    return await process_wide.SPAWNER.get(_new_spawner).run(fn)
 
 
 # -- /proc ---------------------------------------------------------------------------------------------
@@ -450,11 +690,18 @@ class ProcessTree:
         cores: list[int] | None = None,
         note_dir: Path | None = None,
         sandboxed: bool = False,
+        memory_mb: int | None = None,
         support: HostSupport | None = None,
     ) -> None:
         self.support = support if support is not None else host_support()
         self.name = name
         self.max_processes = max_processes
+        self.memory_mb = memory_mb
+        self.memory_limit: str | None = None
+        """How `memory_mb` is held, once set up: `memory.max=... (cgroup v2, no swap)`, `memory.limit_in_bytes=...
+        (cgroup v1...)`; None when it is not held by a cgroup (the launch command limits the address space)."""
+        self.oom_killed = False
+        """Whether the kernel killed a process of the bot for going over its memory cgroup's limit (`memory_killed`)."""
         self.sandboxed = sandboxed
         self.token = secrets.token_hex(8)
         self.pid: int | None = None
@@ -470,7 +717,9 @@ class ProcessTree:
         self.limit_in_force = "none"
         self._lock = threading.RLock()
         """Ending the tree runs on a worker thread; sampling and freezing on the referee's."""
-        self._cpuacct_fd: int | None = None
+        self._cpu_fd: int | None = None
+        self._cpu_v2 = False  # the file open is v2's cpu.stat (else v1's cpuacct.usage)
+        """The cgroup's CPU file (v2 `cpu.stat` or v1 `cpuacct.usage`), kept open (`cpu_ns`)."""
         self._walked_at = -TREE_WALK_INTERVAL_S  # when /proc was last walked for the tree's CPU (no cgroups)
         if self.support.uses_cgroups:
             self._make_cgroups()
@@ -479,30 +728,63 @@ class ProcessTree:
 
     def _make_cgroups(self) -> None:
         label = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.name)[:40]
+        bases = dict(self.support.cgroups)
+        if self.memory_mb is not None and self.support.memory_cgroup == "v1" and self.support.memory is not None:
+            bases["memory"] = self.support.memory
+        v2 = self.support.v2_controllers
         try:
-            for controller, base in self.support.cgroups.items():
+            for key, base in bases.items():
                 path = base / f"{label}-{self.token}"
                 path.mkdir()
-                self.cgroups[controller] = path
-                if controller == "cpuset":
+                self.cgroups[key] = path
+                if key == "cpuset":
                     _copy_cpuset(path, base)
-                    if self._cores:
-                        (path / "cpuset.cpus").write_text(_cpu_list(self._cores))
-            if self.max_processes is not None and "pids" in self.cgroups:
-                (self.cgroups["pids"] / "pids.max").write_text(str(self.max_processes))
-                self.limit_in_force = f"pids.max={self.max_processes} (cgroup)"
+            cpuset = self.cgroups.get(V2) if "cpuset" in v2 else self.cgroups.get("cpuset")
+            if self._cores and cpuset is not None:
+                _write(cpuset / "cpuset.cpus", _cpu_list(self._cores))
+            pids = self.cgroups.get(V2) if "pids" in v2 else self.cgroups.get("pids")
+            if self.max_processes is not None and pids is not None:
+                _write(pids / "pids.max", str(self.max_processes))
+                self.limit_in_force = f"pids.max={self.max_processes} (cgroup {'v2' if 'pids' in v2 else 'v1'})"
+            if self.memory_mb is not None:
+                self._limit_memory(self.memory_mb * MIB)
         except OSError as error:
             log.warning("bot %s: cannot set up its cgroups (%s); tracking it through /proc", self.name, error)
             self._remove_cgroups()
             self.cgroups = {}
+            self.limit_in_force = "none"
+            self.memory_limit = None
+
+    def _limit_memory(self, limit: int) -> None:
+        """The memory cgroup's limit on resident memory (and swap: none), where the host has one."""
+        v2 = self.cgroups.get(V2) if "memory" in self.support.v2_controllers else None
+        if v2 is not None:
+            _write(v2 / "memory.max", str(limit))
+            # No swap (where swap is accounted), and an OOM kill ends the whole bot, not one of its processes.
+            swap = _write_if_there(v2 / "memory.swap.max", "0")
+            _write_if_there(v2 / "memory.oom.group", "1")
+            self.memory_limit = f"memory.max={self.memory_mb} MiB (cgroup v2{', no swap' if swap else ''})"
+            return
+        v1 = self.cgroups.get("memory")
+        if v1 is not None:
+            _write(v1 / "memory.limit_in_bytes", str(limit))
+            swap = _write_if_there(v1 / "memory.memsw.limit_in_bytes", str(limit))
+            self.memory_limit = f"memory.limit_in_bytes={self.memory_mb} MiB (cgroup v1{', no swap' if swap else ''})"
 
     def describe(self) -> str:
         """What contained this bot, for its record."""
-        how = f"cgroup v1 ({', '.join(sorted(self.cgroups))})" if self.cgroups else "/proc tracking"
+        if self.cgroups:
+            support = replace(self.support, cgroups={k: v for k, v in self.cgroups.items() if k != "memory"})
+            how = support.tracking()
+        else:
+            how = "/proc tracking"
         extras = [
             name for name, on in (("subreaper", self.support.subreaper), ("pdeathsig", self.support.pdeathsig)) if on
         ]
-        return f"{how}; {', '.join(extras) or 'no prctl'}; process limit: {self.limit_in_force}"
+        text = f"{how}; {', '.join(extras) or 'no prctl'}; process limit: {self.limit_in_force}"
+        if self.memory_mb is not None:
+            text += f"; memory limit: {self.memory_limit or f'address space {self.memory_mb} MiB (prlimit --as)'}"
+        return text
 
     def environment(self) -> dict[str, str]:
         return {ENV_TOKEN: self.token}
@@ -528,9 +810,10 @@ class ProcessTree:
     def _nproc_limit(self) -> int | None:
         """The process limit to set as RLIMIT_NPROC in the child, if any.
 
-        Without cgroups, RLIMIT_NPROC only in the sandbox's user namespace: outside, it counts every process of
+        Without a pids cgroup, RLIMIT_NPROC only in the sandbox's user namespace: outside, it counts every process of
         the referee's user and would make starts fail at random. It does not bind root at all."""
-        if not self.cgroups and self.max_processes is not None and self.sandboxed and os.geteuid() != 0:
+        pids = "pids" in self.cgroups or (V2 in self.cgroups and "pids" in self.support.v2_controllers)
+        if not pids and self.max_processes is not None and self.sandboxed and os.geteuid() != 0:
             return self.max_processes
         return None
 
@@ -581,7 +864,7 @@ class ProcessTree:
         return [pid for pid, _ in self.sample()]
 
     def _cgroup_pids(self) -> list[int]:
-        path = self.cgroups.get("pids") or next(iter(self.cgroups.values()))
+        path = self.cgroups.get(V2) or self.cgroups.get("pids") or next(iter(self.cgroups.values()))
         try:
             return [int(line) for line in (path / "cgroup.procs").read_text().split()]
         except OSError:
@@ -641,22 +924,29 @@ class ProcessTree:
         return {pid for pid, _ in self._seen}
 
     def cpu_ns(self) -> int | None:
-        """CPU time used by all the bot's processes so far (cgroup cpuacct, else the sum over /proc samples).
+        """CPU time used by all the bot's processes so far (cgroup v2 cpu.stat or v1 cpuacct, else the sum over /proc
+        samples).
 
         Read four times a move, so the cgroup's file is kept open and read again in place (a few microseconds,
         where opening it each time cost about a hundred).
         """
-        path = self.cgroups.get("cpuacct")
-        if path is not None:
-            with self._lock:
-                if self._cpuacct_fd is None:
+        if self._cpu_fd is not None or V2 in self.cgroups or "cpuacct" in self.cgroups:
+            with self._lock:  # `close` may run on another thread: never read a descriptor it closed
+                if self._cpu_fd is None:  # the path is built once, when the file is opened
+                    v2 = self.cgroups.get(V2)
+                    path = v2 / "cpu.stat" if v2 is not None else self.cgroups["cpuacct"] / "cpuacct.usage"
                     try:
-                        self._cpuacct_fd = os.open(path / "cpuacct.usage", os.O_RDONLY)
+                        self._cpu_fd = os.open(path, os.O_RDONLY)
                     except OSError:
                         return None
+                    self._cpu_v2 = v2 is not None
                 try:
-                    return int(os.pread(self._cpuacct_fd, 32, 0))
-                except (OSError, ValueError):
+                    data = os.pread(self._cpu_fd, 64, 0)
+                    if not self._cpu_v2:
+                        return int(data)
+                    # "usage_usec N" first: the kernel's exact runtime of the cgroup's tasks, in microseconds.
+                    return int(data.split(b"\n", 1)[0].split()[1]) * 1000
+                except (OSError, ValueError, IndexError):
                     return None
         if self.pid is None:
             return None
@@ -690,8 +980,7 @@ class ProcessTree:
         if self.frozen:
             return
         self.frozen = True
-        path = self.cgroups.get("freezer")
-        if path is not None and _set_freezer(path, "FROZEN"):
+        if self._set_frozen(True):
             return
         _signal_all(self.pids(), signal.SIGSTOP)
 
@@ -700,25 +989,40 @@ class ProcessTree:
         if not self.frozen:
             return
         self.frozen = False
-        path = self.cgroups.get("freezer")
-        if path is not None:
-            _set_freezer(path, "THAWED")
+        self._set_frozen(False)
         _signal_all(self.pids(), signal.SIGCONT)
+
+    def _set_frozen(self, frozen: bool) -> bool:
+        """Freeze or thaw the bot's cgroup (v2 `cgroup.freeze`, else the v1 freezer); False without one, or if it
+        did not hold in time."""
+        v2 = self.cgroups.get(V2)
+        if v2 is not None:
+            return _set_v2_frozen(v2, frozen)
+        freezer = self.cgroups.get("freezer")
+        if freezer is not None:
+            return _set_freezer(freezer, "FROZEN" if frozen else "THAWED")
+        return False
 
     @_locked
     def kill_all(self) -> int:
         """SIGKILL every process of the bot still alive, reap those re-parented to the referee; how many."""
         killed: dict[int, int | None] = {}
-        freezer = self.cgroups.get("freezer")
+        v2 = self.cgroups.get(V2)
+        if v2 is not None and self.support.v2_kill and self._kill_v2(v2, killed):
+            self._set_frozen(False)
+            self.frozen = False
+            self._reap(killed)
+            return len(killed)
         froze = False
+        freezable = V2 in self.cgroups or "freezer" in self.cgroups
         for _ in range(KILL_ROUNDS):
             if self.cgroups:
                 # An empty cgroup (the bot quit and started nothing) needs no freeze, kill or wait.
                 if not self._cgroup_pids():
                     break
                 # Frozen, the tree cannot fork while it is being killed.
-                if freezer is not None:
-                    froze = _set_freezer(freezer, "FROZEN") or froze
+                if freezable:
+                    froze = self._set_frozen(True) or froze
                 pids = [(pid, process_start_time(pid)) for pid in self._cgroup_pids()]
             else:
                 pids = [(pid, start) for pid, start in self.sample()]
@@ -727,14 +1031,33 @@ class ProcessTree:
                 break
             _signal_all((pid for pid, _ in pids), signal.SIGKILL)
             killed.update(pids)
-            if freezer is not None:
-                _set_freezer(freezer, "THAWED")
+            if freezable:
+                self._set_frozen(False)
             time.sleep(0.002)
-        if freezer is not None and (froze or self.frozen):
-            _set_freezer(freezer, "THAWED")
+        if freezable and (froze or self.frozen):
+            self._set_frozen(False)
         self.frozen = False
         self._reap(killed)
         return len(killed)
+
+    def _kill_v2(self, v2: Path, killed: dict[int, int | None]) -> bool:
+        """`cgroup.kill`: the kernel kills the whole tree, forks in flight included; True once the cgroup is empty.
+
+        The pids are read first (with their start times) only so that those re-parented to the referee are reaped.
+        """
+        for _ in range(KILL_ROUNDS):
+            pids = self._cgroup_pids()
+            if not pids:
+                return True
+            killed.update((pid, process_start_time(pid)) for pid in pids)
+            try:
+                _write(v2 / "cgroup.kill", "1")
+            except OSError:
+                return False
+            deadline = time.monotonic() + 0.05
+            while self._cgroup_pids() and time.monotonic() < deadline:
+                time.sleep(0.0005)
+        return not self._cgroup_pids()
 
     def _reap(self, killed: dict[int, int | None]) -> None:
         # The bot's own pid is the spawner's to reap (it holds its exit status).
@@ -779,14 +1102,34 @@ class ProcessTree:
     def close(self) -> None:
         """The end of the bot's life: kill what is left, remove its cgroups and its note."""
         self.kill_all()
+        self.memory_killed()  # read before its cgroup goes
         with self._lock:
-            if self._cpuacct_fd is not None:
-                os.close(self._cpuacct_fd)
-                self._cpuacct_fd = None
+            if self._cpu_fd is not None:
+                os.close(self._cpu_fd)
+                self._cpu_fd = None
         self._remove_cgroups()
         if self._note is not None:
             with contextlib.suppress(OSError):
                 self._note.unlink()
+
+    def memory_killed(self) -> bool:
+        """Whether the kernel's OOM killer ended a process of the bot for going over its memory cgroup's limit.
+
+        v2: `oom_kill` in `memory.events`; v1: `oom_kill` in `memory.oom_control` (Linux 4.13), else any hit of the
+        limit (`memory.failcnt`) on a host without that line. False without a memory cgroup. Once seen, kept."""
+        if self.oom_killed or self.memory_limit is None:
+            return self.oom_killed
+        v2 = self.cgroups.get(V2) if "memory" in self.support.v2_controllers else None
+        if v2 is not None:
+            events = _read_pairs(v2 / "memory.events")
+            self.oom_killed = events.get("oom_kill", 0) > 0 or events.get("oom_group_kill", 0) > 0
+        elif "memory" in self.cgroups:
+            control = _read_pairs(self.cgroups["memory"] / "memory.oom_control")
+            if "oom_kill" in control:
+                self.oom_killed = control["oom_kill"] > 0
+            else:
+                self.oom_killed = _read_pairs(self.cgroups["memory"] / "memory.failcnt").get("", 0) > 0
+        return self.oom_killed
 
     def _remove_cgroups(self) -> None:
         for path in self.cgroups.values():
@@ -820,6 +1163,38 @@ class ProcessTree:
 
 def _cpu_list(cores: Iterable[int]) -> str:
     return ",".join(str(core) for core in sorted(cores))
+
+
+def _read_pairs(path: Path) -> dict[str, int]:
+    """A cgroup file of `key value` lines (`memory.events`), or of one number (under the key '')."""
+    pairs: dict[str, int] = {}
+    try:
+        for line in path.read_text().splitlines():
+            words = line.split()
+            with contextlib.suppress(ValueError):
+                if len(words) == 2:
+                    pairs[words[0]] = int(words[1])
+                elif len(words) == 1:
+                    pairs[""] = int(words[0])
+    except OSError:
+        pass
+    return pairs
+
+
+def _set_v2_frozen(path: Path, frozen: bool) -> bool:
+    """Freeze (and wait, briefly, until `cgroup.events` says so) or thaw a v2 cgroup."""
+    try:
+        _write(path / "cgroup.freeze", "1" if frozen else "0")
+        if not frozen:
+            return True
+        deadline = time.monotonic() + FREEZE_WAIT_S
+        while _read_pairs(path / "cgroup.events").get("frozen") != 1:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.0005)
+    except OSError:
+        return False
+    return True
 
 
 def _set_freezer(path: Path, state: str) -> bool:
@@ -877,6 +1252,8 @@ def end_leftovers(log_dir: Path) -> int:
             freezer = Path(cgroup)
             if (freezer / "freezer.state").exists():
                 _set_freezer(freezer, "THAWED")
+            elif (freezer / "cgroup.freeze").exists():
+                _set_v2_frozen(freezer, False)
             for _ in range(50):
                 try:
                     freezer.rmdir()

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from protocol.rules import WHITE
 from referee.match import HeadToHead, SprtSummary
-from referee.record import GameRecord, MoveRecord, Termination
+from referee.record import GameRecord, PlayedMove, Termination
 from referee.sprt import EloEstimate
 from referee.terminal import printable
 
@@ -96,7 +96,7 @@ def describe_result(record: GameRecord) -> str:
     return f"{record.result} {winner} wins: {loser} {detail}"
 
 
-def format_move(number: int, move: MoveRecord) -> str:
+def format_move(number: int, move: PlayedMove) -> str:
     """One move for `--show-moves` of `match` and `replay`: number, side, move, time taken, clock after."""
     clock = f"  clock {format_ms(move.clock_ms)}" if move.clock_ms is not None else ""
     return f"{number:>4}. {move.color:<5} {move.move:<6} {format_ms(move.elapsed_ms):>8}{clock}"
@@ -118,7 +118,7 @@ def _value(value: object) -> str:
     return f"{round(value, 2):g}" if isinstance(value, float) else str(value)
 
 
-def format_infos(move: MoveRecord) -> list[str]:
+def format_infos(move: PlayedMove) -> list[str]:
     """A move's info lines for `--show-moves` of `match` and `replay`, saying first how many were not kept."""
     lines = [f"        info ({move.infos_dropped} earlier infos not kept)"] if move.infos_dropped else []
     lines.extend(f"        info {format_info(info)}" for info in move.infos)
@@ -289,6 +289,7 @@ class RunDisplay:
         self._last_summary: float = time.monotonic()  # the last progress line (output not a terminal)
         self._playing: dict[int, str] = {}
         self._drawn = False
+        self._host = ""  # while a busy host holds the run back: its status
 
     def __call__(self, event: Event) -> None:
         from referee.clock import describe_time_control
@@ -308,6 +309,8 @@ class RunDisplay:
                 f" komi {format_number(event.komi)}, time control {describe_time_control(event.time_control)};"
                 f" {event.concurrency} at once; output in {event.out_dir}"
             )
+        elif event.type == "notice":
+            self._line(event.text)
         elif event.type == "game_started":
             self._playing[event.number] = f"{event.black}-{event.white}"
             self._status()
@@ -341,11 +344,14 @@ class RunDisplay:
             score = f" ({100 * top.points / top.games:.1f}%)" if top.games else ""
             self._leader = f"{top.name} {format_number(top.points)}/{top.games}{score}"
             self._status()
+        elif event.type == "host_busy":
+            self._host = event.status if event.games_at_once < event.concurrency or event.paused else ""
+            self._line(event.status)
         elif event.type == "tournament_finished":
             self._total = 0  # no more status lines
             self._clear()
 
-    def move_played(self, game: ScheduledGame, move: MoveRecord, ply: int) -> None:
+    def move_played(self, game: ScheduledGame, move: PlayedMove, ply: int) -> None:
         """`--show-moves`: one line per move (and its infos), prefixed by the game id; `ply` is the move's number."""
         if not self.show_moves:
             return
@@ -383,6 +389,8 @@ class RunDisplay:
         eta = f"~{_duration(elapsed / played * left)} left" if played else "estimating time left"
         leader = f", leader {self._leader}" if self._leader else ""
         text = f"{self._done}/{self._total} games, {_duration(elapsed)} elapsed, {eta}{leader}"
+        if self._host:
+            text += f"; {self._host}"
         if self._playing:
             text += f"; playing {', '.join(self._playing.values())}"
         return text

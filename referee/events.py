@@ -4,7 +4,8 @@ A program can follow a match or a tournament without parsing the human display: 
 (with `kind`: match or tournament), then a `game_started` and a `game_finished` for every game (a void
 one is played again: it gets another pair), in a two-bot run a `statistics_updated` after every finished
 game pair (score, Elo, nElo, LOS, pentanomial, LLR), a `standings_updated` at most once a second while
-scored games finish and after the last one, and `tournament_finished` at the end (also after Ctrl-C, with
+scored games finish and after the last one, `host_busy` when a busy host makes the run play fewer games at
+once or pause (and when it is back to full speed), and `tournament_finished` at the end (also after Ctrl-C, with
 `interrupted` true). Every event has a
 `type` tag and a `time`. The JSON Schema of the union is published as `referee/schema/events.json`
 (regenerate with `alternator schema --write` after changing the models; a test fails when it drifts).
@@ -51,9 +52,11 @@ class StandingRow(BaseModel):
 class TournamentStarted(_Event):
     type: Literal["tournament_started"]
     kind: Literal["match", "tournament"] = Field(description="Which command runs it.")
-    format: str = Field(description="round-robin or gauntlet.")
+    format: str = Field(description="round-robin, gauntlet, pairings, swiss, knockout or adaptive.")
     bots: list[str]
-    games_total: int = Field(description="Games in the schedule.")
+    games_total: int = Field(
+        description="Games in the schedule (a format that pairs from results: as many as it expects)."
+    )
     games_done: int = Field(description="Games already played (non-zero when resuming).")
     concurrency: int
     out_dir: str
@@ -61,6 +64,14 @@ class TournamentStarted(_Event):
     height: int
     komi: float
     time_control: TimeControl
+
+
+class RunNotice(_Event):
+    """Something the run decided that a person should read: a latecomer's games scheduled, a bot retired or
+    suspended (with the reason)."""
+
+    type: Literal["notice"]
+    text: str
 
 
 class GameStarted(_Event):
@@ -109,6 +120,22 @@ class StatisticsUpdated(_Event):
     statistics: HeadToHead
 
 
+class HostBusy(_Event):
+    """The host made games void (it, not a bot, was late): the run plays fewer games at once, pauses, or is back to
+    full speed. Sent at each change and every 10 s while it backs off (`referee.backoff`)."""
+
+    type: Literal["host_busy"]
+    games_at_once: int = Field(description="Games started at once from now on (0 new ones while paused).")
+    concurrency: int = Field(description="Games at once at full speed.")
+    paused: bool = Field(description="No new game starts until the host is calm again.")
+    paused_s: float = Field(description="How long the current pause has lasted (0: not paused).")
+    waited_s: float = Field(description="Time paused in this run so far, the current pause included.")
+    pressure_pct: float | None = Field(description="The host's CPU pressure (PSI some avg10), null: not known.")
+    lateness_ms: float | None = Field(description="How late the referee's own timers ran, null: not measured.")
+    voids: int = Field(description="Games void for the host's lateness in this run so far.")
+    status: str = Field(description="One line for a person: 'host busy: 2 → 1 game at once; paused 3 min; ...'.")
+
+
 class TournamentFinished(_Event):
     type: Literal["tournament_finished"]
     interrupted: bool = Field(description="True when stopped (Ctrl-C) before every game was played.")
@@ -127,10 +154,18 @@ class TournamentFinished(_Event):
         description="The referee's measured lateness per move over this run's games (p50, p99, max) and the games"
         " voided because the host was late, with a warning when they are more than a few percent.",
     )
+    host_wait_s: float = Field(0.0, description="Time the run was paused for a busy host (`host_busy`).")
 
 
 Event = Annotated[
-    TournamentStarted | GameStarted | GameFinished | StatisticsUpdated | StandingsUpdated | TournamentFinished,
+    TournamentStarted
+    | RunNotice
+    | GameStarted
+    | GameFinished
+    | StatisticsUpdated
+    | StandingsUpdated
+    | HostBusy
+    | TournamentFinished,
     Field(discriminator="type"),
 ]
 EVENT: TypeAdapter[Event] = TypeAdapter(Event)

@@ -1,5 +1,9 @@
 """The arena's files: output written so that a reader, or a referee killed mid-write, never sees half of one;
 users' input files (configs, openings, bot files) read with a size limit and a message naming the file.
+
+No output file is opened through a symbolic link (`open_output`, O_NOFOLLOW): one planted in the output
+directory (`tournament.lock -> ~/.bashrc`) would otherwise have its target truncated or appended to. Files
+replaced whole (`write_text_atomic`) are safe by construction: the rename replaces a link, never follows it.
 """
 
 from __future__ import annotations
@@ -8,9 +12,11 @@ import contextlib
 import errno
 import os
 import sqlite3
+import stat
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TextIO, cast
 
 
 def write_text_atomic(path: Path, text: str | Iterable[str]) -> None:
@@ -35,11 +41,61 @@ def write_text_atomic(path: Path, text: str | Iterable[str]) -> None:
         raise
 
 
+class UnsafeOutputError(OSError):
+    """An output file that is a symbolic link (or a hard link, or not a regular file): refused, so its target is
+    left alone."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(
+            errno.ELOOP,
+            f"{path} is a symbolic link, a hard link or not a regular file; the arena does not write through it"
+            " (its target would be overwritten). Remove it, or choose another output directory (--out DIR)",
+        )
+        self.path = path
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+def open_output_fd(path: Path, flags: int, mode: int = 0o666) -> int:
+    """os.open for an output file, never through a symbolic link and only onto a regular file (UnsafeOutputError)."""
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, mode)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise UnsafeOutputError(path) from None
+        raise
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:  # a FIFO, a device or a hard link planted there
+        os.close(fd)
+        raise UnsafeOutputError(path)
+    os.set_blocking(fd, True)
+    return fd
+
+
+def open_output(path: Path, mode: str, *, line_buffered: bool = True) -> TextIO:
+    """A text file in an output directory opened with `mode` ("w", "a", "a+"), not through a symbolic link;
+    `line_buffered`: each line is written as it ends (else when the buffer fills, or at `flush`)."""
+    flags = {"w": os.O_WRONLY | os.O_CREAT, "a": os.O_WRONLY | os.O_CREAT | os.O_APPEND}
+    flags["a+"] = os.O_RDWR | os.O_CREAT | os.O_APPEND
+    fd = open_output_fd(path, flags[mode])
+    if mode == "w":
+        os.ftruncate(fd, 0)  # after the checks (O_TRUNC would cut a hard-linked file before them)
+    line = line_buffered and mode != "a+"
+    return cast(TextIO, os.fdopen(fd, mode, encoding="utf-8", buffering=1 if line else -1))
+
+
+def refuse_link(path: Path) -> None:
+    """UnsafeOutputError when `path` is a symbolic link (a file a library opens by name: the database, the logs)."""
+    if path.is_symlink():
+        raise UnsafeOutputError(path)
+
+
 def append_line(path: Path, line: str) -> None:
     """Append one line (newline included) whole or not at all: on an error (a full disk) the file is cut back to
     its size before, so a reader of a line-per-record file never meets half a record. The error is raised."""
     data = line.encode()
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    fd = open_output_fd(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
     try:
         size = os.fstat(fd).st_size
         try:

@@ -21,7 +21,7 @@ import json
 import logging
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, NoReturn
 
@@ -31,7 +31,7 @@ from protocol.messages import GameOver, Info, MoveReply, NewGame, Pong, Ready
 from protocol.options import OptionError
 from protocol.rules import BLACK, WHITE, Color, IllegalMoveError, InvalidMoveError, Move, Position, Result, result_for
 from referee.adjudication import Adjudicator, Verdict
-from referee.clock import NS_PER_MS, Charge
+from referee.clock import NS_PER_MS, Charge, GameClock
 from referee.controls import new_game_fields, nodes_over_limit
 from referee.hints import with_hint
 from referee.latency import LagWindow, ReadWatch, cpu_pressure
@@ -46,7 +46,6 @@ from referee.process import (
 from referee.reader import TurnWrite
 from referee.record import GameRecord, GameSettings, MoveRecord, OptionValue, Termination
 from referee.solver_worker import solve_elsewhere
-from referee.time_odds import SideClocks
 from referee.timing import HELD_CPU_NS, GiveUp, Overrun, host_kept, judge, past_deadline, write_lag
 
 __all__ = ["Limits", "run_game"]
@@ -113,16 +112,16 @@ def _held_off_cpu(bot: BotChannel, cpu_from: int | None) -> bool:
     """Whether the host, not the bot, may be what is late: its main thread is ready to run and its process has
     used less than `HELD_CPU_NS` of CPU since `cpu_from` (its CPU time when its deadline was first judged).
     A bot that sleeps, or thinks on past its deadline, or cannot be watched is not held."""
-    sample = bot.cpu_sample()
+    sample = bot.probe.cpu_sample()
     return sample is not None and cpu_from is not None and sample[0] and sample[1] - cpu_from < HELD_CPU_NS
 
 
 def _host_kept_ns(bot: BotChannel, waited: int | None, cpu_from: int | None, wall_ns: int) -> int:
     """`timing.host_kept` over the bot's run-queue wait and CPU time since its totals were `waited` and `cpu_from`
     (sampled at the move's start, `wall_ns` ago)."""
-    now_wait = None if waited is None else bot.cpu_wait_ns()
+    now_wait = None if waited is None else bot.probe.cpu_wait_ns()
     wait = None if waited is None or now_wait is None else now_wait - waited
-    cpu_now = None if cpu_from is None else bot.cpu_clock_ns()
+    cpu_now = None if cpu_from is None else bot.probe.cpu_clock_ns()
     cpu = None if cpu_from is None or cpu_now is None else cpu_now - cpu_from
     return host_kept(wait, cpu, wall_ns)
 
@@ -154,7 +153,7 @@ class _Game:
                 raise ValueError(f"the opening of game {game_id!r} is not playable: {error}") from None
         if self.position.is_over():
             raise ValueError(f"the opening of game {game_id!r} ends the game (two passes); leave moves for the bots")
-        self.clock = SideClocks(settings.time_control_for(BLACK), settings.time_control_for(WHITE), settings.margin_ms)
+        self.clock = GameClock(settings.time_control_for(BLACK), settings.time_control_for(WHITE), settings.margin_ms)
         rules = settings.adjudication
         self.adjudicator = Adjudicator(rules) if rules is not None and rules.active else None
         self.notes: list[str] = []
@@ -260,7 +259,6 @@ class _Game:
     def _turn_line(self, color: Color) -> bytes:
         """The `Turn` message as a line (the same JSON `encode(Turn(...))` gives; a test checks it)."""
         clock = self.clock
-        control = clock.control_for(color)
         return b"%s%s],%s}\n" % (
             self._turn_prefix,
             b",".join(self._history),
@@ -268,8 +266,8 @@ class _Game:
             % (
                 _json_int(clock.remaining_ns(BLACK), NS_PER_MS),
                 _json_int(clock.remaining_ns(WHITE), NS_PER_MS),
-                control.increment_ms,
-                _json_int(control.move_time_ms),
+                clock.increment_ms(color),
+                _json_int(clock.move_limit_ms(color)),
                 _json_int(clock.moves_to_go(color)),
             ),
         )
@@ -282,15 +280,16 @@ class _Game:
         bot.check_idle()
         cpu_before = self._before_turn(color)
         self._off_turn(color, cpu_before)
-        waited = bot.cpu_wait_ns()
-        cpu_from = None if waited is None else bot.cpu_clock_ns()
+        probe = bot.probe
+        waited = probe.cpu_wait_ns()
+        cpu_from = None if waited is None else probe.cpu_clock_ns()
         watch = None
-        if waited is not None and bot.lag_source.monitors and bot.input_unread() is not None:
+        if waited is not None and bot.lag_source.monitors and probe.input_unread() is not None:
             # The monitor notes how long the host kept the bot from reading this turn (its wait for a CPU).
-            watch = ReadWatch(lambda: bot.input_unread() or 0, bot.cpu_wait_ns, waited)
+            watch = ReadWatch(lambda: probe.input_unread() or 0, probe.cpu_wait_ns, waited)
         # The bot's time runs from immediately before the write (`send_turn` says when): a bot may answer before
         # the write returns. The lag window opens a moment before that, so it covers the whole move.
-        asleep = watch is not None and bot.asleep_on_input()
+        asleep = watch is not None and probe.asleep_on_input()
         opened = bot.now_ns()
         window = bot.lag_source.open(opened, watch)
 
@@ -317,7 +316,7 @@ class _Game:
             before_write_ns = 0
             if watch is not None and reply is not None:
                 # The host may stop the bot between the end of its own clock and its write (`ReadWatch`).
-                before_write_ns = watch.wait_before_write_ns(end, bot.cpu_wait_ns())
+                before_write_ns = watch.wait_before_write_ns(end, probe.cpu_wait_ns())
         finally:
             window.close()
         charge = clock.charge(color, end - start, timed_out=reply is None)
@@ -452,12 +451,20 @@ class _Game:
     def _late(self, color: Color, charge: Charge, move: Overrun) -> NoReturn:
         """A move past its deadline: a loss on time, or a void game if the host was later than the bot
         (`referee.timing.judge`, which says what counts as the host's)."""
+        waiting = self.bots[color.other]
+        mark, cpu_now = self._cpu_mark.get(color.other), waiting.cpu_ns()
+        hog = None if mark is None or cpu_now is None else max(0, cpu_now - mark)
         verdict = judge(
-            move, who=f"{color} ({self._bot_names[color]})", pressure=cpu_pressure() if move.answered else None
+            replace(move, opponent_cpu_ns=hog),
+            who=f"{color} ({self._bot_names[color]})",
+            pressure=cpu_pressure() if move.answered else None,
         )
         bot = self.bots[color]
         if verdict.give_up:
             bot.give_up(verdict.reason)
+        if verdict.opponent_lost:
+            waiting.give_up(verdict.reason)
+            raise _Forfeit(color.other, BotTimeout(verdict.reason, overrun_ms=charge.overrun_ns / NS_PER_MS))
         if verdict.void:
             raise _HostLate(verdict.reason, overrun_ms=charge.overrun_ns / NS_PER_MS, lag_ms=verdict.host_ms)
         raise BotTimeout(verdict.reason, overrun_ms=charge.overrun_ns / NS_PER_MS)
@@ -517,7 +524,7 @@ class _Game:
                 await trio.lowlevel.checkpoint()
                 continue
             if waited_here == "ready":
-                bot.catch_up()
+                bot.catch_up(to_a_line=True)
                 if not bot.has_news():
                     continue  # part of a line: wait again
             if waited_here is None:
@@ -542,7 +549,7 @@ class _Game:
                     def held() -> bool:
                         nonlocal held_from
                         if held_from is None:
-                            held_from = bot.cpu_clock_ns()
+                            held_from = bot.probe.cpu_clock_ns()
                         return _held_off_cpu(bot, held_from)
 
                     decision = past_deadline(

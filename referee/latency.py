@@ -16,6 +16,15 @@ overrun, the referee cannot show that it was on time itself, and the game is voi
 
 `LagSource` is the interface a channel uses, so tests can inject their own (`ConstantLag`). The summary of
 a run's latency (`summarize_latency`) is pure arithmetic over game records.
+
+Sharing between the monitor thread and a game's loop is here and nowhere else, and it is safe without a lock
+because every field has one writer and is replaced whole (a reference or an int, set atomically under the
+interpreter lock): the game sets a `ReadWatch`'s `deadline_ns`, `asleep_from_ns` and then `written` once, before
+the monitor reads them; the monitor alone sets its samples and `wait_before_read_ns`, which the game reads after
+the reply (a value at most one wake old, which the rules in `referee.timing` allow for). A window's `stalls` list
+is appended to by the monitor alone and read by the game (a list append is atomic); `windows` is a set the game
+adds to and discards from, and the monitor iterates over a copy (`tuple(self.windows)`). Every other thread of
+the referee hands the trio loops immutable values through trio's own channels or `run_sync_soon`.
 """
 
 from __future__ import annotations
@@ -31,6 +40,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from referee import process_wide
 from referee.record import GameRecord, Termination
 
 __all__ = [
@@ -289,12 +299,9 @@ class HostLagMonitor:
                 stalls.append((stall_from, stall_to))
 
 
-_MONITOR = HostLagMonitor()
-
-
 def host_lag_monitor() -> HostLagMonitor:
     """The monitor of this referee process (one for all games: it measures the host, not a game)."""
-    return _MONITOR
+    return process_wide.LAG_MONITOR.get(HostLagMonitor)
 
 
 def cpu_pressure() -> float | None:

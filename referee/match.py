@@ -147,6 +147,9 @@ class MatchSummary(BaseModel):
     llr: float | None = Field(description="The SPRT's LLR, null without an SPRT (the same as statistics.llr).")
     statistics: HeadToHead
     void_games: int = Field(ge=0, description="Void games ever recorded (the referee's failures, played again).")
+    host_wait_s: float = Field(
+        0.0, ge=0, description="This run's time paused for a busy host (it plays fewer games at once, then pauses)."
+    )
     off_turn_cpu_s: dict[str, float] = Field(
         default_factory=dict,
         description="Per bot: CPU seconds all its processes used during its opponent's turns (pondering, or taking"

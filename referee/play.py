@@ -35,12 +35,13 @@ import outcome
 import trio
 
 from protocol.rules import Position
+from referee import process_wide
 from referee.botspec import BotSpec
 from referee.containment import reap_lost_sessions, run_in_spawner
 from referee.game import Limits, run_game
 from referee.process import BotHost, BotProcess, BotStartError
 from referee.reader import sole_game_loop
-from referee.record import BotInfo, GameRecord, GameSettings, MoveRecord, Termination
+from referee.record import BotInfo, GameRecord, GameSettings, MoveFields, MoveRecord, PlayedMove, Termination
 
 __all__ = [
     "MAX_OPEN_PER_SLOT",
@@ -68,7 +69,7 @@ CLOSE_WAIT_S = 10.0
 
 DEFAULT_LIMITS = Limits()
 T = TypeVar("T")
-OnMove = Callable[[MoveRecord, int], None]
+OnMove = Callable[[PlayedMove, int], None]
 """What the coordinator is told of each move: its record and its ply number (1 for the first move played)."""
 
 
@@ -195,7 +196,8 @@ class PlayLoop:
         await trio.to_thread.run_sync(self._thread.join, CLOSE_WAIT_S)
         if not self._thread.is_alive():
             for fd in (self._wake_r, self._wake_w):
-                os.close(fd)
+                if fd >= 0:  # closed once already: closing is idempotent
+                    os.close(fd)
             self._wake_r = self._wake_w = -1
 
 
@@ -388,22 +390,19 @@ _MOVE_FIELDS = (
 
 def encode_move(move: MoveRecord, ply: int) -> list[Any]:
     """A move for the coordinator: its ply number and its record's fields, in `_MOVE_FIELDS` order."""
-    return [ply, *(str(move.color) if name == "color" else getattr(move, name) for name in _MOVE_FIELDS)]
+    fields = move.__dict__  # every field is set (`run_game` builds each move whole): read once, not by getattr
+    return [ply, str(fields["color"]), *map(fields.__getitem__, _MOVE_FIELDS[1:])]
 
 
-def decode_move(fields: Sequence[Any]) -> tuple[MoveRecord, int]:
-    """A move as the worker sent it: trusted (the worker built it), so constructed without validation."""
-    ply, *values = fields
-    return MoveRecord.model_construct(**dict(zip(_MOVE_FIELDS, values, strict=True))), int(ply)
+def decode_move(fields: Sequence[Any]) -> tuple[MoveFields, int]:
+    """A move as the worker sent it: trusted (the worker built it), so taken as it is."""
+    return MoveFields(*fields[1:]), int(fields[0])
 
 
 class PlayWorkerLost(Exception):
     """The play worker process ended (or stopped answering) while it played."""
 
 
-_WORKER_PIDS: set[int] = set()
-"""The play workers this process started and waits for itself (children are a process's own: one set per process,
-as the children are). A lost worker's orphaned bots are reaped; these never are by anyone else."""
 CANCEL_WAIT_S = 10.0
 """How long a cancelled game may take to unwind in its worker before the worker is killed."""
 
@@ -455,7 +454,7 @@ class ProcessPlayLoop:
             self._process = await run_in_spawner(functools.partial(_spawn_worker, command, theirs.fileno()))
         finally:
             theirs.close()
-        _WORKER_PIDS.add(self._process.pid)
+        process_wide.PLAY_WORKERS.add(self._process.pid)
         self._buffer.clear()
         self._stream = trio.SocketStream(trio.socket.from_stdlib_socket(ours))
         return self._stream
@@ -558,9 +557,9 @@ class ProcessPlayLoop:
             with contextlib.suppress(ProcessLookupError):
                 process.kill()
             await trio.to_thread.run_sync(process.wait)
-            _WORKER_PIDS.discard(process.pid)
+            process_wide.PLAY_WORKERS.discard(process.pid)
             # Its bots die with it (their death signal); as the referee's orphans, they are the referee's to reap.
-            await trio.to_thread.run_sync(functools.partial(reap_lost_sessions, keep=_WORKER_PIDS))
+            await trio.to_thread.run_sync(functools.partial(reap_lost_sessions, keep=process_wide.PLAY_WORKERS))
 
     async def aclose(self) -> None:
         """Ask the worker to stop its bots and exit, and wait for it (killed if it will not)."""

@@ -16,19 +16,15 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import functools
 import json
 import logging
 import os
-import platform
 import re
 import shlex
 import shutil
 import signal
 import subprocess
-import sys
-import termios
 import threading
 import time
 from collections import deque
@@ -53,18 +49,18 @@ from protocol.messages import (
     parse_bot_line,
 )
 from protocol.session import ProtocolViolation, Session
-from referee import __version__
+from referee import __version__, process_wide
 from referee.botspec import BotSpec, script_start_problem
 from referee.containment import (
     RUNNING_DIR,
     TRACK_INTERVAL_S,
     ProcessTree,
     end_leftovers,
-    process_cpu_ns,
     run_in_spawner,
 )
 from referee.exceptions import single_exception
 from referee.latency import NO_LAG, HostLagMonitor, LagSource, host_lag_monitor
+from referee.probe import BotProbe, LinuxProbe, NullProbe
 from referee.reader import OutputReader, StderrCopier, TurnWrite, stdout_pair
 from referee.record import BotInfo, Termination
 from referee.sandbox import SandboxError, launch_command, sandbox_environment
@@ -216,12 +212,15 @@ class BotChannel:
         command: list[str] | None = None,
         reader: OutputReader | None = None,
         lag_source: LagSource = NO_LAG,
+        probe: BotProbe | None = None,
     ) -> None:
         self.name = name
         self.command = command if command is not None else [name]
         self.hello: BotHello | None = None
         self.session = Session(PROTOCOL_VERSION)
         self.lag_source = lag_source
+        self.probe: BotProbe = probe or NullProbe()
+        """What the referee can see of the bot's process (`referee.probe`): nothing over memory streams."""
         self.last_line_ns = 0
         """`now_ns()` when the last line returned by `receive` was complete (the read of its last byte returned)."""
         self._send_stream = send_stream
@@ -258,34 +257,6 @@ class BotChannel:
             return at_ns / 1e9
         return trio.current_time() + (at_ns - time.monotonic_ns()) / 1e9
 
-    def cpu_wait_ns(self) -> int | None:
-        """The bot's total wait for a CPU so far (run-queue time of its main thread), ns; None if unknown.
-
-        Over memory streams there is no process: None.
-        """
-        return None
-
-    def input_unread(self) -> int | None:
-        """Bytes written to the bot and not read by it yet (None: cannot be told, as over memory streams)."""
-        return None
-
-    def asleep_on_input(self) -> bool:
-        """Whether the bot is blocked in a read of its stdin right now: a turn written then is read the moment
-        the host runs it, so the time it stays unread is the host's. False when it cannot be told."""
-        return False
-
-    def cpu_clock_ns(self) -> int | None:
-        """The CPU time of the bot's process so far (all its threads), ns, exact to this instant; None if unknown.
-        Cheaper than `cpu_sample` (no file to read): taken at the start of every move."""
-        sample = self.cpu_sample()
-        return None if sample is None else sample[1]
-
-    def cpu_sample(self) -> tuple[bool, int] | None:
-        """Whether the bot's main thread is ready to run (running or waiting for a CPU) and the CPU time of its
-        process so far, ns, exact to this instant; None if unknown. Two samples tell a bot the host keeps off a
-        CPU (ready, its CPU time not moving) from one that runs or sleeps."""
-        return None
-
     def give_up(self, reason: str) -> None:
         """The referee stopped waiting for an answer, or stopped trusting the pipe: restart before reuse."""
         self.session.gave_up(reason)
@@ -316,7 +287,7 @@ class BotChannel:
             await self._write(line)
             turn = TurnWrite.made(line, start)
         else:
-            turn = TurnWrite(fileno(), line, written, self.cpu_clock_ns)
+            turn = TurnWrite(fileno(), line, written, self.probe.cpu_clock_ns)
             turn.write()
             if turn.failed:
                 self.session.gone("closed its input")
@@ -396,9 +367,10 @@ class BotChannel:
         for line in lines:
             self._lines.append((line, stamp))
 
-    def catch_up(self) -> None:
+    def catch_up(self, *, to_a_line: bool = False) -> None:
         """Take in whatever the bot has already written, without waiting for more: a deadline is never judged on
-        less than what had arrived by then."""
+        less than what had arrived by then. `to_a_line`: stop once a complete line is in (a reply the poll said
+        is there: no read that would find nothing more)."""
         reader = self._reader
         if reader is None:
             fileno = getattr(self._receive_stream, "fileno", None)
@@ -419,6 +391,8 @@ class BotChannel:
             data, stamp = chunk
             self._eof = not data
             self._feed(data, stamp)
+            if to_a_line and self._lines:
+                return
 
     def has_lines(self) -> bool:
         """Whether complete lines are waiting to be returned by `receive` (no read needed)."""
@@ -589,14 +563,6 @@ class ChildProcess:
         return code
 
 
-_READ_SYSCALLS = {"x86_64": (0, 17, 19), "aarch64": (63, 65, 67)}.get(platform.machine(), ())
-"""read, pread64 and readv on this machine (their numbers in /proc/PID/syscall); none known: never excused."""
-
-
-_SPAWNER_CORES: list[int] | None = None
-"""The spawner thread's own cores as it started (it pins itself to a bot's for each spawn; see `_spawn`)."""
-
-
 def _spawn(
     command: list[str],
     cwd: Path | None,
@@ -611,12 +577,10 @@ def _spawn(
     Without `preexec` the spawn forks nothing of the referee's (vfork); the child takes the spawning thread's
     cores, so this thread takes `cores` (or its own again) first.
     """
-    global _SPAWNER_CORES
     if hasattr(os, "sched_setaffinity"):
-        if _SPAWNER_CORES is None:
-            _SPAWNER_CORES = sorted(os.sched_getaffinity(0))
+        own = process_wide.SPAWNER_CORES.get(lambda: sorted(os.sched_getaffinity(0)))  # this thread's, as it started
         with contextlib.suppress(OSError):
-            os.sched_setaffinity(0, cores or _SPAWNER_CORES)
+            os.sched_setaffinity(0, cores or own)
     stdin_r, stdin_w = os.pipe()
     stdout_r, stdout_w = stdout_pair()
     stderr_r, stderr_w = os.pipe()
@@ -676,9 +640,9 @@ class BotProcess(BotChannel):
         self._partial = bytearray()
         self._tail_lock = threading.Lock()  # the tail is kept by the stderr thread and read by the game
         self._stderr: StderrCopier | None = None
-        self._proc_fds: dict[str, int] = {}
-        """Open files of the bot's main thread in /proc, by name (-1: could not be opened)."""
         self._bot_pid_found: int | None = None
+        self.probe = LinuxProbe(self._bot_pid, self._send_stream.fileno)  # type: ignore[attr-defined]
+        """The bot's main thread in /proc (`referee.probe`)."""
 
     @property
     def stderr_bytes(self) -> int:
@@ -717,14 +681,6 @@ class BotProcess(BotChannel):
     def returncode(self) -> int | None:
         return self.process.returncode
 
-    def input_unread(self) -> int | None:
-        buffer = bytearray(4)
-        try:
-            fcntl.ioctl(self._send_stream.fileno(), termios.FIONREAD, buffer)  # type: ignore[attr-defined]
-        except (OSError, AttributeError):
-            return None
-        return int.from_bytes(buffer, sys.byteorder)
-
     def _bot_pid(self) -> int | None:
         """The pid of the bot's own program: the process started, or in a sandbox the first process inside it
         that is not bubblewrap (bwrap starts an init of its own, which starts the bot). None if not there yet."""
@@ -747,69 +703,6 @@ class BotProcess(BotChannel):
                 return None
             pid = int(children[0])
         return None
-
-    def cpu_clock_ns(self) -> int | None:
-        pid = self._bot_pid()
-        if pid is None:
-            return None
-        try:
-            return process_cpu_ns(pid)
-        except OSError:
-            return None
-
-    def cpu_sample(self) -> tuple[bool, int] | None:
-        # The process's CPU clock counts the current slice too, unlike schedstat; the main thread's state is the
-        # first field after the command in its stat file.
-        # Other threads running make the clock move: then the bot is not taken as held off a CPU.
-        pid = self._bot_pid()
-        if pid is None:
-            return None
-        try:
-            with open(f"/proc/{pid}/task/{pid}/stat", "rb") as stat:
-                state = stat.read().rpartition(b")")[2].split()[0]
-            cpu = process_cpu_ns(pid)
-        except (OSError, IndexError):
-            return None
-        return state == b"R", cpu
-
-    def asleep_on_input(self) -> bool:
-        # The main thread's current system call (/proc/PID/syscall: the number and its arguments, or "running"):
-        # a read of fd 0. Not a poll or a read of another pipe: the bot may be waiting for its own helper there,
-        # and would be excused for the time it chose not to read its turn.
-        fields = self._main_thread_file("syscall") if _READ_SYSCALLS else None
-        try:
-            return fields is not None and int(fields[0]) in _READ_SYSCALLS and int(fields[1], 16) == 0
-        except (IndexError, ValueError):
-            return False
-
-    def cpu_wait_ns(self) -> int | None:
-        fields = self._main_thread_file("schedstat")
-        try:
-            return None if fields is None else int(fields[1])
-        except (IndexError, ValueError):
-            return None
-
-    def _main_thread_file(self, name: str) -> list[bytes] | None:
-        """The fields of /proc/PID/task/PID/`name` of the bot's main thread now; None if it cannot be read.
-
-        Kept open and read with one pread (about a microsecond): these are read at every move.
-        """
-        fd = self._proc_fds.get(name)
-        if fd is None:
-            pid = self._bot_pid()
-            if pid is None:
-                return None
-            try:
-                fd = os.open(f"/proc/{pid}/task/{pid}/{name}", os.O_RDONLY)
-            except OSError:
-                fd = -1
-            self._proc_fds[name] = fd
-        if fd < 0:
-            return None
-        try:
-            return os.pread(fd, 128, 0).split()
-        except OSError:
-            return None
 
     def stderr_tail(self, lines: int = 20) -> list[str]:
         with self._tail_lock:
@@ -851,7 +744,14 @@ class BotProcess(BotChannel):
         if self.spec.sandbox and 128 < code < 128 + signal.NSIG:
             # bwrap reports a child killed by signal N as exit code 128 + N.
             how = f"{describe_exit(128 - code)} (exit code {code} from the sandbox)"
-        if self.spec.memory_mb is not None:
+        if self.spec.memory_mb is not None and self.tree is not None and self.tree.memory_limit is not None:
+            # Held by a memory cgroup: the limit is named only when the kernel killed the bot for it.
+            limited = f"its memory was limited to {self.spec.memory_mb} MiB"
+            if self.tree.memory_killed() and "SIGKILL" in how:
+                how = f"was killed by the kernel's out-of-memory killer ({how}): {limited}"
+            elif self.tree.memory_killed():
+                how += f" after the kernel's out-of-memory killer ended one of its processes: {limited}"
+        elif self.spec.memory_mb is not None:
             how += f" (its memory was limited to {self.spec.memory_mb} MiB)"
         return BotCrashed(how)
 
@@ -887,10 +787,7 @@ class BotProcess(BotChannel):
             await trio.to_thread.run_sync(self.tree.close)
         self.session.gone("stopped")
         await self.close_reading()
-        for name, fd in self._proc_fds.items():
-            if fd >= 0:
-                os.close(fd)
-            self._proc_fds[name] = -1
+        self.probe.close()
         if self._stderr is not None:
             # Every process of the bot is gone: all it wrote to stderr is in the pipe, and stopping the copy takes
             # it (the pipe holds no more than the copy takes on a stop) without waiting for a drain period. A
@@ -983,10 +880,6 @@ async def open_bot(
     own = spec.dir.resolve() if spec.dir is not None else None
     others = {path.resolve() for path in hidden} - {own}
     private = [log_dir.absolute(), log_dir.absolute().parent, *sorted(others)]
-    try:
-        command = launch_command(spec, private=private)
-    except SandboxError as error:
-        raise BotStartError(str(error)) from None
     log_dir.mkdir(parents=True, exist_ok=True)
     _end_leftovers_once(log_dir)
     tree = ProcessTree(
@@ -995,7 +888,14 @@ async def open_bot(
         cores=cores,
         note_dir=log_dir / RUNNING_DIR,
         sandboxed=spec.sandbox,
+        memory_mb=spec.memory_mb,
     )
+    try:
+        # A memory cgroup holds the bot's resident memory; without one, its address space is limited instead.
+        command = launch_command(spec, private=private, address_limit=tree.memory_limit is None)
+    except SandboxError as error:
+        tree.close()
+        raise BotStartError(str(error)) from None
     if spec.sandbox:
         env: dict[str, str] = sandbox_environment(spec, os.environ)
     else:
@@ -1030,14 +930,11 @@ async def open_bot(
                 nursery.cancel_scope.cancel()
 
 
-_leftovers_ended: set[Path] = set()
-
-
 def _end_leftovers_once(log_dir: Path) -> None:
     """The first time this referee uses an output directory: end the bots a killed referee left there."""
     key = log_dir.resolve()
-    if key not in _leftovers_ended:
-        _leftovers_ended.add(key)
+    if key not in process_wide.LEFTOVERS_ENDED:
+        process_wide.LEFTOVERS_ENDED.add(key)
         end_leftovers(log_dir)
 
 

@@ -10,7 +10,8 @@ The turn is written the same way, from that loop (`TurnWrite`): the bot's time s
 write call. With the loop pinned to the bot's cores (--cpu-affinity), the write wakes the bot on its own
 core at once; woken from another core, a halted virtual CPU took up to a millisecond to run it (ftrace).
 
-A bot's stderr is copied to its log by a thread of its own (`StderrCopier`), drained every `STDERR_DRAIN_S`.
+Every bot's stderr is copied to its log by one thread of the process (`StderrCopier`), at most every
+`STDERR_DRAIN_S` for a bot that writes to it all the time, not at all for one that does not.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ from typing import BinaryIO
 import trio
 
 from protocol.framing import MAX_LINE_BYTES
+from referee import process_wide
+from referee.files import open_output_fd
 
 __all__ = [
     "Chunk",
@@ -356,16 +359,18 @@ class OutputReader:
 
 
 class StderrCopier:
-    """Copies a bot's stderr to its log file on a daemon thread, keeping a tail of lines for the records.
+    """Copies a bot's stderr to its log, keeping a tail of lines for the records, on the process's one stderr thread
+    (`_StderrHub`, `referee.process_wide.STDERR_HUB`).
 
-    The pipe is drained every `STDERR_DRAIN_S` rather than at each write (and at once when the copy is stopped,
-    so a record's tail is complete).
-
-    Bots often write a line to stderr just before their move. Copied by a task on the event loop, that line
-    woke the loop, which then held the interpreter lock while the move arrived, and the move's reader thread
-    waited for it (about 0.3 ms a move, measured): the copy belongs off the loop, where it costs the lock only
-    for the few microseconds of its own Python. `on_chunk(data)` is called on the thread for every chunk (it must
-    be thread-safe); `done` is set on the trio loop when the copy ends (end of output, or `stop`).
+    Bots often write a line to stderr just before their move. Copied by a task on the event loop, that line woke
+    the loop, which then held the interpreter lock while the move arrived (about 0.3 ms a move, measured): the
+    copy belongs off the loop. One thread serves every bot: a thread per bot cost its start and its join at each
+    bot's start and stop, and a wake-up per bot every `STDERR_DRAIN_S` while it thought. The hub sleeps until some
+    bot writes to stderr, then reads every pipe with data, then rests for `STDERR_DRAIN_S` before it looks again
+    (a chatty bot is read at most that often; its pipe is enlarged to hold what it writes meanwhile), and at once
+    when a copy is stopped, so a record's tail is complete. `on_chunk(data)` is called on that thread for every
+    chunk (it must be thread-safe); `done` is set on the creating trio loop when the copy ends (end of output, or
+    `stop`).
     """
 
     def __init__(
@@ -377,64 +382,62 @@ class StderrCopier:
         name: str,
         cores: Sequence[int] | None = None,
     ) -> None:
-        self._fd = fd
-        self._cores = cores
+        self.fd = os.dup(fd)
+        """The copy's own descriptor of the pipe, closed by the copy when it ends: the owner may close its own at any
+        time without the copier ever reading a descriptor that the number was reused for."""
+        self.name = name
         self._log_path = log_path
         self._cap_bytes = cap_bytes
         self._on_chunk = on_chunk
+        self._log_file: BinaryIO | None = None
         self.copied = 0
         """Bytes read from the pipe so far (the log keeps only the first `cap_bytes`)."""
         self.done = trio.Event()
         self._token = trio.lowlevel.current_trio_token()
-        self._wake_r, self._wake_w = os.pipe()
-        self._stopped = False
+        self.stopping = False
+        os.set_blocking(self.fd, False)
         if STDERR_DRAIN_S:
             with contextlib.suppress(OSError):  # a smaller pipe still works: a flooding bot waits for the drain
-                fcntl.fcntl(fd, _F_SETPIPE_SZ, STDERR_PIPE_BYTES)
-        self._thread = threading.Thread(target=self._run, name=f"stderr-{name}", daemon=True)
-        self._thread.start()
+                fcntl.fcntl(self.fd, _F_SETPIPE_SZ, STDERR_PIPE_BYTES)
+        process_wide.STDERR_HUB.get(_StderrHub).add(self)
 
-    def _run(self) -> None:
-        _pin(self._cores)
-        log_file = None
+    def open_log(self) -> None:
         try:
-            try:
-                log_file = open(self._log_path, "wb", buffering=0)  # noqa: SIM115 (closed in finally)
-            except OSError as error:
-                log.warning("cannot write the stderr log %s: %s (stderr is still read)", self._log_path, error)
-            poller = select.poll()
-            period_ms = round(STDERR_DRAIN_S * 1000)
-            if not period_ms:
-                poller.register(self._fd, select.POLLIN)
-            poller.register(self._wake_r, select.POLLIN)
-            while True:
-                events = poller.poll(period_ms or None)
-                stopping = any(fd == self._wake_r for fd, _ in events)
-                # On stop, take what is already in the pipe first (never waiting for more, and never more than
-                # `_STOP_DRAIN_CHUNKS`: a process that escaped every net may write as fast as it is read).
-                for _ in range(_STOP_DRAIN_CHUNKS if stopping or period_ms else 1):
-                    try:
-                        data = os.read(self._fd, CHUNK_BYTES)
-                    except BlockingIOError:
-                        break
-                    except OSError:
-                        data = b""
-                    if not data:
-                        return
-                    self._copy(data, log_file)
-                if stopping:
-                    return
-        finally:
-            if log_file is not None:
-                with contextlib.suppress(OSError):
-                    log_file.close()
-            os.close(self._wake_r)
-            with contextlib.suppress(trio.RunFinishedError):
-                self._token.run_sync_soon(self.done.set)
+            # Never through a link planted in the output directory (its target would be overwritten).
+            fd = open_output_fd(self._log_path, os.O_WRONLY | os.O_CREAT)
+            os.ftruncate(fd, 0)
+            self._log_file = os.fdopen(fd, "wb", buffering=0)
+        except OSError as error:
+            log.warning("cannot write the stderr log %s: %s (stderr is still read)", self._log_path, error)
 
-    def _copy(self, data: bytes, log_file: BinaryIO | None) -> None:
+    def drain(self, chunks: int) -> bool:
+        """Read what is in the pipe (at most `chunks` reads, never waiting); True at the end of the output."""
+        for _ in range(chunks):
+            try:
+                data = os.read(self.fd, CHUNK_BYTES)
+            except BlockingIOError:
+                return False
+            except OSError:
+                return True
+            if not data:
+                return True
+            self._copy(data)
+        return False
+
+    def finish(self) -> None:
+        """On the hub's thread, once: the copy is over."""
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+        if self._log_file is not None:
+            with contextlib.suppress(OSError):
+                self._log_file.close()
+        with contextlib.suppress(trio.RunFinishedError):
+            self._token.run_sync_soon(self.done.set)
+
+    def _copy(self, data: bytes) -> None:
         written, cap = self.copied, self._cap_bytes
         self.copied += len(data)
+        log_file = self._log_file
         if log_file is not None and written < cap:
             try:
                 log_file.write(data[: cap - written])
@@ -446,9 +449,82 @@ class StderrCopier:
         self._on_chunk(data)
 
     async def stop(self) -> None:
-        """End the copy (taking what is in the pipe already) and wait for the thread: before the pipe is closed."""
-        if not self._stopped:
-            self._stopped = True
-            with contextlib.suppress(OSError):
-                os.close(self._wake_w)
-        await trio.to_thread.run_sync(self._thread.join, 2.0)
+        """End the copy (taking what is in the pipe already) and wait for it: before the pipe is closed."""
+        if not self.stopping:
+            self.stopping = True
+            process_wide.STDERR_HUB.get(_StderrHub).poke()
+        with trio.move_on_after(2.0):
+            await self.done.wait()
+
+
+class _StderrHub:
+    """The thread that copies every bot's stderr (`StderrCopier`): one per process, started by the first bot."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._added: list[StderrCopier] = []
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self._waker_poll: select.poll | None = None
+        threading.Thread(target=self._run, name="stderr-copier", daemon=True).start()
+
+    def add(self, copier: StderrCopier) -> None:
+        with self._lock:
+            self._added.append(copier)
+        self.poke()
+
+    def poke(self) -> None:
+        with contextlib.suppress(BlockingIOError):  # a full wake pipe has a wake-up in it already
+            os.write(self._wake_w, b"x")
+
+    def _run(self) -> None:
+        copiers: dict[int, StderrCopier] = {}
+        poller = select.poll()
+        poller.register(self._wake_r, select.POLLIN)
+        period_ms = round(STDERR_DRAIN_S * 1000)
+        rest_until = 0.0
+        while True:
+            resting = period_ms and time.monotonic() < rest_until
+            if resting:
+                # Rested pipes are not looked at: only a new bot or a stop wakes the thread before the rest ends.
+                events = self._waker().poll(max(1, round((rest_until - time.monotonic()) * 1000)))
+            else:
+                events = poller.poll()
+            ready = {fd for fd, _ in events}
+            if self._wake_r in ready or resting:
+                with contextlib.suppress(BlockingIOError):
+                    os.read(self._wake_r, 4096)
+                with self._lock:
+                    added, self._added = self._added, []
+                for copier in added:
+                    copier.open_log()
+                    copiers[copier.fd] = copier
+                    poller.register(copier.fd, select.POLLIN)
+            if resting and not any(copier.stopping for copier in copiers.values()):
+                continue
+            read_any = False
+            for fd, copier in list(copiers.items()):
+                if fd not in ready and not copier.stopping:
+                    continue
+                # On stop, take what is already in the pipe (never waiting for more, and never more than
+                # `_STOP_DRAIN_CHUNKS`: a process that escaped every net may write as fast as it is read).
+                try:
+                    ended = copier.drain(_STOP_DRAIN_CHUNKS)
+                except Exception:
+                    log.exception("the copy of %s's stderr failed", copier.name)
+                    ended = True
+                read_any = True
+                if ended or copier.stopping:
+                    poller.unregister(fd)
+                    del copiers[fd]
+                    copier.finish()
+            if read_any and period_ms:
+                rest_until = time.monotonic() + STDERR_DRAIN_S
+
+    def _waker(self) -> select.poll:
+        """A poll of the wake pipe alone (for the rests)."""
+        if self._waker_poll is None:
+            self._waker_poll = select.poll()
+            self._waker_poll.register(self._wake_r, select.POLLIN)
+        return self._waker_poll

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -55,7 +55,11 @@ class BotInfo(BaseModel):
     sandbox: bool = Field(
         default=False, description="Whether it ran in the sandbox (no network, read-only filesystem but /tmp)."
     )
-    memory_mb: int | None = Field(default=None, description="Its address-space limit in MiB (null: none).")
+    memory_mb: int | None = Field(
+        default=None,
+        description="Its memory limit in MiB (null: none); `containment` says how it was held"
+        " (a memory cgroup on resident memory, or the address space).",
+    )
     run_command: list[str] | None = Field(
         default=None,
         description="The command line actually run when it differs from `command`: `command` wrapped in the"
@@ -70,7 +74,8 @@ class BotInfo(BaseModel):
     )
     containment: str | None = Field(
         default=None,
-        description="What held its processes: cgroups or /proc tracking, subreaper, death signal, process limit.",
+        description="What held its processes: cgroups (v2, v1) or /proc tracking, subreaper, death signal,"
+        " process limit, and how a memory limit was held.",
     )
     cores: list[int] | None = Field(default=None, description="The cores it was pinned to (--cpu-affinity).")
     options: dict[str, OptionValue] | None = Field(
@@ -141,6 +146,44 @@ class GameSettings(BaseModel):
         """Whether a node or depth limit applies to either side."""
         sides = (self.black_controls, self.white_controls)
         return any(side is not None and (side.nodes is not None or side.depth is not None) for side in sides)
+
+
+class PlayedMove(Protocol):
+    """A move as those who follow a game see it (`on_move`): a `MoveRecord`, or a `MoveFields` as a play worker
+    sent it (not built into a model: that would cost more than the rest of the move's way to the page)."""
+
+    @property
+    def color(self) -> str: ...
+    @property
+    def move(self) -> str: ...
+    @property
+    def elapsed_ms(self) -> float: ...
+    @property
+    def clock_ms(self) -> int | None: ...
+    @property
+    def latency_ms(self) -> float | None: ...
+    @property
+    def infos(self) -> list[dict[str, Any]]: ...
+    @property
+    def infos_dropped(self) -> int: ...
+    @property
+    def cpu_ms(self) -> float | None: ...
+    @property
+    def opponent_cpu_ms(self) -> float | None: ...
+
+
+class MoveFields(NamedTuple):
+    """A move's fields in `MoveRecord` order, as a play worker sends them (`referee.play.encode_move`)."""
+
+    color: str
+    move: str
+    elapsed_ms: float
+    clock_ms: int | None
+    latency_ms: float | None
+    infos: list[dict[str, Any]]
+    infos_dropped: int
+    cpu_ms: float | None
+    opponent_cpu_ms: float | None
 
 
 class MoveRecord(BaseModel):

@@ -39,9 +39,9 @@ from referee.clock import describe_time_control
 from referee.display import format_statistics, format_verdict
 from referee.match import head_to_head
 from referee.record import GameRecord, Termination
-from referee.rundir import RunDirectory, RunReadError, ScoredRow, counted_game, first_line
+from referee.rundir import RunDirectory, RunReadError, ScoredRow, counted_game, first_line, format_summary_of
 from referee.sprt import PairCounter
-from referee.standings import ScoredGame, compute_standings
+from referee.standings import ColourRecord, ScoredGame, StandingsTally, compute_standings, elo_notes
 from referee.viewerline import game_line, numbered
 
 REPORT_FILE = "report.html"
@@ -146,6 +146,10 @@ class RunFigures:
         self.counter = PairCounter(run.sprt) if run.two_bots else None
         self.settings: dict[str, Any] | None = None
         self.ended = "completed"  # how the run ended, for the verdict's advice ("running" on the live page)
+        self.anchor = run.anchor  # the rating scale: the run's --anchor, or one given to `report`/`serve`
+        if self.anchor is not None and self.anchor.name not in self.bots:
+            run.errors.append(f"the anchor {self.anchor.name!r} is not one of the bots: ratings relative to the mean")
+            self.anchor = None
 
     @property
     def count(self) -> int:
@@ -208,6 +212,7 @@ class RunFigures:
             "terminations": TERMINATIONS,
             "headToHead": self.head_to_head(),
             "standings": self.standings(),
+            "format": format_summary_of(self.run.out_dir),
             "progress": self.progress(),
             "games": self.rows,
             "total": self.run.total(),
@@ -262,7 +267,7 @@ class RunFigures:
     def standings(self) -> dict[str, Any]:
         """Standings, per-pair W-D-L, LOS and per-bot timing figures: the tables of the page."""
         names = self.bots
-        standings = compute_standings(self.results, names)
+        standings = compute_standings(self.results, names, anchor=self.anchor)
         pair: dict[str, dict[str, list[int]]] = {a: {b: [0, 0, 0] for b in names if b != a} for a in names}
         for result in self.results:
             loser = result.loser
@@ -283,6 +288,8 @@ class RunFigures:
                     "pct": _round(bot.score_pct, 1),
                     "elo": _round(bot.elo, 1),
                     "margin": _round(bot.elo_margin, 1),
+                    "asBlack": _colour(bot.as_black),
+                    "asWhite": _colour(bot.as_white),
                     "lossKinds": {k: v for k, v in bot.losses_by_kind.items() if v},
                     **self._timing.get(bot.name, _Timing()).row(),
                 }
@@ -295,6 +302,12 @@ class RunFigures:
             "pairs": {a: {b: pair[a][b] for b in order if b != a} for a in order},
             "los": los_matrix,
             "totals": standings.totals.model_dump(),
+            # The fit's own figures, and the terminal's words for them (referee.standings.elo_notes).
+            "firstMove": [_round(standings.first_move_elo, 1), _round(standings.first_move_margin, 1)],
+            "drawNu": _round(standings.draw_nu, 4),
+            "drawPctEqual": _round(standings.draw_pct_equal, 1),
+            "anchor": None if standings.anchor is None else standings.anchor.model_dump(),
+            "eloNotes": elo_notes(standings),
         }
 
     def progress(self) -> dict[str, Any]:
@@ -317,11 +330,31 @@ class RunFigures:
                     score[name].append(round(100 * points[name] / games[name], 1) if games[name] else None)
         elo_at = _marks(n, PROGRESS_POINTS)
         elo: dict[str, list[float | None]] = {name: [] for name in names}
+        tally, counted = StandingsTally(warm_start=True), 0  # each fit starts from the last: a few Newton steps
         for mark in elo_at:
-            by_name = {bot.name: bot.elo for bot in compute_standings(self.results[:mark], names).bots}
+            for result in self.results[counted:mark]:
+                tally.add(result)
+            counted = mark
+            fitted = tally.standings(names, anchor=self.anchor)
+            # Before the anchor has played, the ratings are on another scale (the field mean's): no point then.
+            on_scale = self.anchor is None or fitted.anchor is not None
+            by_name = {bot.name: bot.elo if on_scale else None for bot in fitted.bots}
             for name in names:
                 elo[name].append(_round(by_name.get(name), 1))
-        return {"scoreAt": score_at, "score": score, "eloAt": elo_at, "elo": elo}
+        anchor = self.anchor
+        return {
+            "scoreAt": score_at,
+            "score": score,
+            "eloAt": elo_at,
+            "elo": elo,
+            # Where the Elo chart draws its reference line: the field mean (0), or the anchor's rating.
+            "eloBand": [0, "field mean"] if anchor is None else [anchor.rating, f"{anchor.name} (anchor)"],
+        }
+
+
+def _colour(record: ColourRecord | None) -> list[int] | None:
+    """[wins, draws, losses] with one colour (null: not known)."""
+    return None if record is None else [record.wins, record.draws, record.losses]
 
 
 def title_of(run: RunDirectory) -> str:

@@ -27,6 +27,7 @@ from pydantic import ValidationError
 from protocol.rules import Result, result_points
 from referee.record import GameRecord, Termination
 from referee.sprt import CountedGame, MatchStatistics, SprtParameters, count_in_order
+from referee.standings import Anchor, parse_anchor
 from referee.store import DB_NAME, DoneGame, StoreError, StoreReader
 from referee.viewerline import line_text
 
@@ -137,6 +138,7 @@ class RunDirectory:
     bots: list[str] = field(default_factory=list)
     sprt: SprtParameters | None = None
     title: str | None = None
+    anchor: Anchor | None = None  # the rating scale's anchor the run was given (--anchor)
     settings: dict[str, Any] = field(default_factory=dict)
     match_summary: dict[str, Any] | None = None
     errors: list[str] = field(default_factory=list)  # lines or files left out, for the reader to show
@@ -197,6 +199,12 @@ class RunDirectory:
             )
         title = fingerprint.get("title")
         self.title = str(title) if title else None
+        anchor = fingerprint.get("anchor")
+        if anchor:
+            try:
+                self.anchor = parse_anchor(str(anchor))
+            except ValueError as error:
+                self.errors.append(f"the stored anchor: {error}; ratings relative to the field mean")
         self.settings = {
             key: fingerprint[key] for key in ("size", "komi", "time_control", "format") if key in fingerprint
         }
@@ -243,7 +251,8 @@ class RunDirectory:
         standings and the SPRT count it) and its record."""
         if self._store is not None:
             for game, data in self._store.done_with_records(start):
-                yield _row(game), GameRecord.model_validate_json(data)
+                record = self._parsed(data, game.game_id)
+                yield self._checked(game, record), record
             return
         seen = 0
         for record in self._file_records():
@@ -257,7 +266,10 @@ class RunDirectory:
         from the database, where each is kept beside its record; made from the record where it is not."""
         if self._store is not None:
             for game, line, data in self._store.done_with_lines(start):
-                yield _row(game), line if line is not None else line_text(GameRecord.model_validate_json(data or ""))
+                yield (
+                    self._checked(game),
+                    line if line is not None else line_text(self._parsed(data or "", game.game_id)),
+                )
             return
         for row, record in self.games(start):
             yield row, line_text(record)
@@ -269,7 +281,7 @@ class RunDirectory:
             if found is None:
                 return None
             line, data = found
-            return line if line is not None else line_text(GameRecord.model_validate_json(data or ""))
+            return line if line is not None else line_text(self._parsed(data or "", None))
         record = self.record_at(seq)
         return None if record is None else line_text(record)
 
@@ -277,7 +289,7 @@ class RunDirectory:
         """Game `game_id` (a scored game, else its last void or aborted try in the database), or None."""
         if self._store is not None:
             data = self._store.find_record(game_id)
-            return None if data is None else GameRecord.model_validate_json(data)
+            return None if data is None else self._parsed(data, game_id)
         for record in self._file_records():
             if record.game_id == game_id:
                 return record
@@ -287,7 +299,7 @@ class RunDirectory:
         """The `seq`th scored game in commit order (from 1), or None."""
         if self._store is not None:
             data = self._store.record_at(seq)
-            return None if data is None else GameRecord.model_validate_json(data)
+            return None if data is None else self._parsed(data, None)
         return next(iter(self.records(seq - 1)), None) if seq >= 1 else None
 
     def game_ids(self) -> list[str]:
@@ -298,7 +310,7 @@ class RunDirectory:
     def scored(self) -> Iterator[ScoredRow]:
         """Every scored game in commit order, without its moves (from the database: no record is read)."""
         if self._store is not None:
-            yield from map(_row, self._store.done_games())
+            yield from map(self._checked, self._store.done_games())
             return
         for row, _ in self.games():
             yield row
@@ -323,6 +335,58 @@ class RunDirectory:
                 self._note(f"{GAMES_FILE} line {line.number}: not a game record ({line.problem})")
             else:
                 yield line.record
+
+    def _checked(self, game: DoneGame, record: GameRecord | None = None) -> ScoredRow:
+        """A done game's row as the database gives it, when it is one a run writes; else (a changed byte) the row
+        is made from the game's record, the damage named in `errors`."""
+        problem = None
+        if game.result not in ("1-0", "0-1", "1/2-1/2"):
+            problem = f"its result is {game.result!r}"
+        elif game.termination not in _SCORED:
+            problem = f"its termination is {game.termination!r}"
+        elif self.bots and (game.black not in self.bots or game.white not in self.bots):
+            problem = f"its players are {game.black!r} and {game.white!r}, not bots of this run"
+        if problem is None:
+            return _row(game)
+        if record is None:
+            data = self._store.find_record(game.game_id) if self._store is not None else None
+            if data is None:
+                raise RunReadError(
+                    f"{self.out_dir / DB_NAME}: game {game.game_id} is damaged ({problem}) and has no record. Run the"
+                    " same match or tournament command: it repairs or sets aside each damaged game"
+                )
+            record = self._parsed(data, game.game_id)
+        self._note(
+            f"{DB_NAME}: game {game.game_id} is damaged ({problem}); counted from its record. Run the same match or"
+            " tournament command to repair the database (each copy is checked)"
+        )
+        row = _row_of_record(record, game.number)
+        return ScoredRow(game.number, game.round, *astuple_tail(row))
+
+    def _parsed(self, data: str, game_id: str | None) -> GameRecord:
+        """A record read from the database; when it is damaged, the same game's line of games.jsonl (the damage
+        named in `errors`), or RunReadError naming it when that copy is no good either."""
+        try:
+            return GameRecord.model_validate_json(data)
+        except ValidationError as error:
+            problem = _problem(error)
+        game_id = game_id or _id_of(data)
+        for _, found_id, raw in line_game_ids(self.out_dir / GAMES_FILE):
+            if found_id is not None and found_id == game_id:
+                try:
+                    record = GameRecord.model_validate_json(raw)
+                except ValidationError:
+                    continue
+                self._note(
+                    f"{DB_NAME}: the record of game {game_id} is damaged ({problem}); shown from {GAMES_FILE}. Run the"
+                    " same match or tournament command to repair the database (each copy is checked)"
+                )
+                return record
+        raise RunReadError(
+            f"{self.out_dir / DB_NAME}: the record of game {game_id or '?'} is damaged ({problem}), and {GAMES_FILE}"
+            " has no good copy of it. Run the same match or tournament command: it names what is damaged and repairs"
+            " or sets aside each game"
+        )
 
     def _note(self, text: str) -> None:
         if text not in self.errors:
@@ -353,6 +417,21 @@ def counted_game(row: ScoredRow, first: str) -> CountedGame:
     """A scored game as the SPRT counts it: its pair (games 2k-1 and 2k of a two-bot schedule are pair k-1) and
     the first bot's points."""
     return CountedGame(row.number, row.round // 2, points(row.result, for_black=row.black == first))
+
+
+_SCORED = {str(termination) for termination in Termination if termination.is_scored}
+
+
+def astuple_tail(row: ScoredRow) -> tuple[str, str, Result, Termination, float | None, float | None]:
+    return row.black, row.white, row.result, row.termination, row.black_cpu_ms, row.white_cpu_ms
+
+
+def _id_of(data: str) -> str | None:
+    prefix = '{"record_version":1,"game_id":"'
+    if data.startswith(prefix):
+        end = data.find('"', len(prefix))
+        return data[len(prefix) : end] if end > 0 else None
+    return None
 
 
 def _row(game: DoneGame) -> ScoredRow:
@@ -412,3 +491,14 @@ def _field_of(out_dir: Path) -> list[str]:
         return [str(bot["name"]) for bot in standings["bots"]]
     except (OSError, ValueError, KeyError, TypeError):
         return []
+
+
+def format_summary_of(out_dir: Path) -> dict[str, Any] | None:
+    """What the run's format adds to its standings (Swiss tie-breaks, a knockout bracket, an adaptive verdict), as
+    the runner last wrote it to standings.json; None for the other formats or when there is none yet."""
+    try:
+        standings = json.loads((out_dir / "standings.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    summary = standings.get("format_summary") if isinstance(standings, dict) else None
+    return summary if isinstance(summary, dict) else None

@@ -1,4 +1,4 @@
-"""The one runner of matches and tournaments: a schedule played by N worker slots, every game committed.
+"""The one runner of matches and tournaments: a format's games played by N worker slots, every game committed.
 
 `alternator match` (a schedule of two bots) and `alternator tournament` are thin front-ends over
 `Runner`. Each worker slot takes the next pending game, plays it (`GameSlot.play`: the separable unit
@@ -6,11 +6,21 @@
 before taking another. A slot keeps its bot processes open between games (one per bot name); it
 restarts one only when a fault left it `broken`, and prefers games whose bots it already has running.
 
+The games come from the run's format (`referee.schedule.Scheduler`, made by `referee.formats`): asked once at the
+start and, for a format that pairs from results (Swiss, knockout, adaptive), again after every result; each
+game is stored as it is scheduled. A slot with nothing to play waits while games are in progress (their results
+may let the format pair more); the run ends when nothing is pending or in progress. A bot that cannot start is
+suspended in a tournament (its games forfeited, the others play on; kept in the store), a bot added to the
+config joins as a latecomer, and one removed retires (see `Runner._open_format`).
+
 The database (`referee.store`) is the truth: a run that is killed or stopped resumes from it, playing
 only the games that are missing, and `games.jsonl` is rewritten from it. One void policy: a void game
 (the referee's own failure, e.g. the host too loaded to time the bots fairly) is never scored and is
-played again at once; a game void `MAX_VOIDS_PER_GAME` times in one run stops the run with a message
-about the machine. Everything a person or a program sees (progress, events) goes through `on_event`.
+played again at once. A game void because the host was late makes the run back off (`referee.backoff`):
+fewer games at once, down to one, then a pause until the host is calm, then full speed again; it stops, with a
+message about the machine, only past `--max-host-wait` in one pause. A game void for another reason
+`MAX_VOIDS_PER_GAME` times in one run stops the run. Everything a person or a program sees (progress,
+events) goes through `on_event`.
 
 Two-bot runs count game pairs (one opening, colours swapped) and, with an SPRT, stop at its verdict:
 pairs are scheduled in order, a pair counts when both its games are committed (in whatever order they
@@ -25,17 +35,20 @@ referee anyway: bubblewrap's --die-with-parent, see `referee.sandbox`.)
 
 from __future__ import annotations
 
+import json
 import math
 import sqlite3
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import trio
 
-from protocol.rules import result_points
+from protocol.rules import BLACK, WHITE, Color, Position, result_points
+from referee import backoff
 from referee.botspec import BotSpec
 from referee.config import RunPlan
 from referee.containment import CpuSlots
@@ -44,6 +57,8 @@ from referee.events import (
     Event,
     GameFinished,
     GameStarted,
+    HostBusy,
+    RunNotice,
     StandingsUpdated,
     StatisticsUpdated,
     TournamentFinished,
@@ -59,24 +74,33 @@ from referee.files import (
     prepare_output_dir,
 )
 from referee.game import Limits
-from referee.latency import LatencySummary, LatencyTally
+from referee.latency import LatencySummary, LatencyTally, is_void_for_lag
 from referee.match import Ended, HeadToHead, head_to_head
 from referee.play import BotPool, MoveRelay, PlayLoop, ProcessPlayLoop, play_in_pool
-from referee.record import GameRecord, GameSettings, MoveRecord, Termination
+from referee.record import BotInfo, GameRecord, GameSettings, PlayedMove, Termination
 from referee.recovery import (
     GAMES_FILE as GAMES_FILE,
 )
 from referee.recovery import (
     LostGamesError,
+    Rebuilt,
     RecoveryError,
     check_nothing_lost,
-    match_to_schedule,
-    read_games_file,
-    rebuild_database,
-    set_aside,
     sync_games_file,
 )
-from referee.schedule import ScheduledGame, make_schedule, pick_next
+from referee.recovery import (
+    rebuild_from_games_file as rebuild_database_from_file,
+)
+from referee.schedule import (
+    Format,
+    Progress,
+    ScheduledGame,
+    ScheduleError,
+    Scheduler,
+    make_schedule,
+    pick_next,
+    schedule_pairs,
+)
 from referee.sprt import CountedGame, MatchStatistics, PairCounter
 from referee.standings import ScoredGame, Standings, StandingsTally, write_standings
 from referee.store import DB_NAME, RunStore, StoreError, damaged_database
@@ -86,22 +110,26 @@ LOG_DIR = "logs"
 MAX_VOIDS_PER_GAME = 3
 """A void game is played again at once; void this many times in one run, the run stops: the machine (its
 load, its memory, the referee itself) is not fit to play it, and playing on would only waste the bots' time."""
+HOST_READING_INTERVAL_S = 1.0
+"""How often the host is looked at while the run backs off for it (not at all otherwise)."""
+HOST_STATUS_INTERVAL_S = 10.0
+"""While backing off, the status line (a `host_busy` event) is told again at least this often."""
 STANDINGS_UPDATE_INTERVAL_S = 1.0
 """Standings are recomputed (and `standings_updated` sent) at most this often while games run, and after
 the last game: the Elo fit runs on the thread that times every move of every game in progress."""
 STANDINGS_WRITE_INTERVAL_S = 5.0
 MAX_FAILED_STARTS = 3
 """A bot that fails to start (its handshake) this many times in a row, before any start of it succeeded in this run,
-stops the run: that is a set-up problem (a wrong command, output never flushed), not a game, and playing on would
-forfeit every game of the bot. Those failed games are not scored."""
+is a set-up problem (a wrong command, output never flushed), not a game. In a tournament the bot is then suspended:
+the last failure and its remaining games are forfeits, and the others play on. A match (or a field left with fewer
+than two bots) stops instead, the failed games not scored."""
+SUSPENDED_META = "suspended"
+"""The store's meta key of the suspended bots: {name: reason}, JSON. A suspension lasts for the run's lifetime."""
 REBUILD_HINT = "run the same command with --rebuild-db (the damaged database is kept beside it)"
 
-if TYPE_CHECKING:
-    from referee.cluster import Cluster
-
-OnMove = Callable[[ScheduledGame, MoveRecord, int], None]
+OnMove = Callable[[ScheduledGame, PlayedMove, int], None]
 """Told of each move of a game in progress: the game, the move's record and its ply number."""
-SlotOnMove = Callable[[MoveRecord, int], None]
+SlotOnMove = Callable[[PlayedMove, int], None]
 
 
 class Slot(Protocol):
@@ -114,6 +142,35 @@ class Slot(Protocol):
     async def play(self, game: ScheduledGame, settings: GameSettings, on_move: SlotOnMove | None) -> GameRecord: ...
 
     async def aclose(self) -> None: ...
+
+
+class Players(Protocol):
+    """Where a run's games are played: `slots` at once, each slot by its own player (`player(index)`). The runner
+    is given its players when it is built (`LocalPlayers` here, `referee.cluster.ClusterPlayers` on a cluster)
+    and never asks which kind it has: `tests/test_player_contract.py` holds every kind to one contract."""
+
+    @property
+    def slots(self) -> int: ...
+
+    def player(self, index: int) -> Slot: ...
+
+
+class LocalPlayers:
+    """Games played on this machine: `plan.concurrency` slots, each a `GameSlot` (on its own cores with
+    --cpu-affinity: slot i gets set i modulo their number)."""
+
+    def __init__(self, plan: RunPlan, log_dir: Path) -> None:
+        self.plan = plan
+        self.log_dir = log_dir
+        self._cores: list[list[int]] = CpuSlots(plan.concurrency).sets if plan.cpu_affinity else [[]]
+
+    @property
+    def slots(self) -> int:
+        return self.plan.concurrency
+
+    def player(self, index: int) -> Slot:
+        cores = self._cores[index % len(self._cores)] or None
+        return GameSlot(index, self.plan, self.log_dir, cores, in_process=self.plan.concurrency > 1)
 
 
 class RunError(Exception):
@@ -136,6 +193,10 @@ class RunSummary:
     files: list[Path] = field(default_factory=list)
     workers: list[str] = field(default_factory=list)  # on a cluster: a line per worker
     latency: LatencySummary | None = None  # the referee's lateness per move, and games void for it (this run)
+    host_wait_s: float = 0.0  # time paused for a busy host (`referee.backoff`)
+    host_pauses: int = 0
+    games_at_once_min: int = 0  # the fewest games at once a busy host brought it down to
+    concurrency: int = 0  # games at once at full speed
 
     @property
     def interrupted(self) -> bool:
@@ -143,8 +204,10 @@ class RunSummary:
 
 
 def game_settings(plan: RunPlan, game: ScheduledGame) -> GameSettings:
-    """The settings of one scheduled game: the plan's, from the game's opening, with each bot's own controls."""
+    """The settings of one scheduled game: the plan's, from the game's opening, with each bot's own controls (none
+    for a bot no longer in the plan: a retired entry forfeiting a knockout's or a Swiss's games)."""
     specs = {spec.name: spec for spec in plan.bots}
+    black, white = specs.get(game.black), specs.get(game.white)
     return GameSettings(
         width=plan.width,
         height=plan.height,
@@ -152,9 +215,39 @@ def game_settings(plan: RunPlan, game: ScheduledGame) -> GameSettings:
         time_control=plan.time_control,
         opening=list(game.opening),
         margin_ms=plan.margin_ms,
-        black_controls=side_controls(specs[game.black]),
-        white_controls=side_controls(specs[game.white]),
+        **({"black_controls": side_controls(black)} if black is not None else {}),
+        **({"white_controls": side_controls(white)} if white is not None else {}),
         adjudication=plan.adjudication,
+    )
+
+
+def forfeit_record(plan: RunPlan, game: ScheduledGame, loser: str, reason: str) -> GameRecord:
+    """The record of a game not played because `loser` is suspended or withdrawn: a forfeit by it, no moves."""
+    specs = {spec.name: spec for spec in plan.bots}
+    settings = game_settings(plan, game)
+    position = Position.from_moves(list(game.opening), plan.width, plan.height, plan.komi)
+    loser_color: Color = BLACK if game.black == loser else WHITE
+    at = datetime.now(UTC)
+
+    def info(name: str) -> BotInfo:
+        spec = specs.get(name)
+        return BotInfo(name=name, command=list(spec.command) if spec is not None else [])
+
+    return GameRecord(
+        game_id=game.game_id,
+        black=info(game.black),
+        white=info(game.white),
+        settings=settings,
+        result="0-1" if loser_color == BLACK else "1-0",
+        winner=WHITE if loser_color == BLACK else BLACK,
+        termination=Termination.PROTOCOL,
+        reason=reason,
+        loser=loser_color,
+        black_score=None,
+        white_score=None,
+        final_position=position.to_string(),
+        started_at=at,
+        finished_at=at,
     )
 
 
@@ -234,17 +327,31 @@ class Runner:
         *,
         on_event: Callable[[Event], None] | None = None,
         on_move: OnMove | None = None,
-        cluster: Cluster | None = None,
+        players: Players | None = None,
+        suspended: Mapping[str, str] | None = None,
     ) -> None:
         self.plan = plan
-        self.cluster = cluster
-        """Where games are played when not here: each slot submits its game to the cluster and waits."""
+        self.players = players or LocalPlayers(plan, plan.out_dir / LOG_DIR)
+        """Who plays the games: here (the default), or on a cluster (`referee.cluster.ClusterPlayers`)."""
         self.on_event = on_event or (lambda event: None)
         self.on_move = on_move
         self.out_dir = plan.out_dir
         self.log_dir = plan.out_dir / LOG_DIR
-        self.schedule = make_schedule(plan.bot_names, plan.format, plan.games_per_pairing, plan.openings)
-        self._by_number = {game.number: game for game in self.schedule}
+        self.schedule: list[ScheduledGame] = []
+        """Every game scheduled so far that counts or is to be played (not those of retired bots left unplayed)."""
+        self._by_number: dict[int, ScheduledGame] = {}
+        self._scheduled: list[ScheduledGame] = []  # every game stored, by number from 1
+        self._points: dict[int, float] = {}  # Black's points of every done game, by number
+        self._field: list[str] = plan.bot_names  # every bot the run has had (retired ones too)
+        self._retired: set[str] = set()
+        self._suspended: dict[str, str] = {}  # name -> reason; their games are forfeited
+        self._suspend_at_start = dict(suspended or {})  # found broken before the run (a program not found)
+        self._suspended_dirty = False
+        self.scheduler: Scheduler | None = None
+        self._in_flight = 0
+        self._held_notices: list[str] | None = []  # notices before tournament_started, said right after it
+        self._changed = trio.Event()  # set (and replaced) when games are added, finish, or the run stops
+        self._total = 0
         self._two_bots = len(plan.bots) == 2
         self._game_scopes: set[trio.CancelScope] = set()
         self._ended: Ended | None = None
@@ -260,13 +367,22 @@ class Runner:
         self._started_ok: set[str] = set()
         self._failed_starts: dict[str, int] = {}
         self._voids_now = 0
+        self._backoff = backoff.Backoff(
+            self._slots,
+            max_wait_s=plan.max_host_wait_s,
+            calm_for_s=backoff.CALM_FOR_S,
+            ramp_after_s=backoff.RAMP_AFTER_S,
+            max_calm_voids=backoff.MAX_CALM_VOIDS,
+        )
+        self.host_watch = backoff.HostWatch()
+        """Reads the host while the run backs off (a test puts a stand-in here)."""
+        self._calm_at_start: dict[int, bool] = {}
+        self._last_host_status = -math.inf
         self._last_standings_write = 0.0
         self._last_standings_update = -math.inf
         self._started = 0.0
         self._store: RunStore | None = None
         self._write_lock = trio.Lock()
-        self._cores: list[list[int]] = CpuSlots(plan.concurrency).sets if plan.cpu_affinity else [[]]
-        """--cpu-affinity: the cores of each slot (slot i has set i modulo their number); [[]]: not pinned."""
         self.finishers: list[Callable[[RunSummary], list[Path]]] = []
         """Called with the summary at the end of every run (completed, decided, stopped or failed), after the
         standings and games.jsonl are written; the files they write are added to the summary (a report, ...)."""
@@ -281,6 +397,119 @@ class Runner:
             self._ended, self._error = ended, error
         for scope in self._game_scopes:
             scope.cancel()
+        self._wake()
+
+    def _wake(self) -> None:
+        """Tell workers waiting for games that something changed."""
+        self._changed.set()
+        self._changed = trio.Event()
+
+    # -- the format ---------------------------------------------------------------------------------
+
+    @property
+    def _pool(self) -> bool:
+        """Whether bots may join or retire between runs: a tournament without an SPRT."""
+        return self.plan.kind == "tournament" and self.plan.sprt is None
+
+    def _progress(self) -> Progress:
+        from referee.formats import fixed_field
+
+        fixed = fixed_field(self.plan)
+        bots = self._field if fixed else [name for name in self._field if name not in self._retired]
+        withdrawn = frozenset(self._suspended) | (frozenset(self._retired) if fixed else frozenset())
+        return Progress(bots, self._scheduled, self._points, withdrawn)
+
+    def _next_games(self) -> list[ScheduledGame]:
+        """Ask the format for games and store them (in a worker thread, under the write lock)."""
+        assert self.scheduler is not None
+        games = self.scheduler.next_games(self._progress())
+        self._require_store().add_games(games)
+        return games
+
+    def _add_scheduled(self, games: list[ScheduledGame]) -> None:
+        from referee.formats import fixed_field
+
+        fixed = fixed_field(self.plan)
+        for game in games:
+            self._scheduled.append(game)
+            retired = game.black in self._retired or game.white in self._retired
+            if retired and not fixed and game.number not in self._points:
+                continue  # a retired bot's game not played: it is not played now either (a fixed field forfeits it)
+            self.schedule.append(game)
+            self._by_number[game.number] = game
+            if game.number not in self._points:
+                self._pending.append(game)
+        if games:
+            self._wake()
+
+    def _update_total(self) -> None:
+        assert self.scheduler is not None
+        expected = self.scheduler.expected_total(self._progress())
+        self._total = max(len(self.schedule), expected if not self.plan.format.is_fixed else 0)
+
+    async def _extend(self) -> None:
+        """After a game: the format's next games, if the results so far let it pair any."""
+        async with self._write_lock:
+            games = await trio.to_thread.run_sync(self._next_games)
+            self._add_scheduled(games)
+            self._update_total()
+
+    def _open_format(self, store: RunStore) -> None:
+        """The field, the retired and suspended bots and the scheduler, from the store and the plan; then the games
+        already scheduled and the ones the format adds now. StoreError when the stored games cannot go on."""
+        from referee.formats import fixed_field, make_scheduler
+
+        fixed = fixed_field(self.plan)
+        change = store.start(self.plan.fingerprint, None, pool=self._pool, latecomers=not fixed)
+        # Before any result is read: the two copies compared, damage named and repaired (referee.recovery).
+        self._rewrite_games_file()
+        self._field = change.field
+        self._retired = set(change.retired)
+        stored = store.get_meta(SUSPENDED_META)
+        self._suspended = json.loads(stored) if stored else {}
+        for name, reason in self._suspend_at_start.items():
+            if name not in self._suspended:
+                self._suspended[name] = reason
+                self._suspended_dirty = True
+        fingerprint = store.fingerprint() or {}
+        ratings = {bot["name"]: float(bot["rating"]) for bot in fingerprint.get("bots", []) if "rating" in bot}
+        try:
+            self.scheduler = make_scheduler(self.plan, self._field if fixed else self._progress().bots, ratings)
+        except ValueError as error:
+            raise StoreError(f"{self.out_dir}: {error}") from None
+        for game in store.done_games():
+            self._points[game.number] = result_points(game.result)
+        scheduled = list(store.scheduled().values())
+        if [game.number for game in scheduled] != list(range(1, len(scheduled) + 1)):
+            raise StoreError(f"{self.out_dir / DB_NAME}: the stored games are not numbered 1 to {len(scheduled)}")
+        self._add_scheduled(scheduled)
+        check = getattr(self.scheduler, "check", None)
+        if check is not None:
+            try:
+                check(self._progress())
+            except ScheduleError as error:
+                raise StoreError(f"{self.out_dir} {error}") from None
+        new = self._next_games()
+        self._add_scheduled(new)
+        self._update_total()
+        for name in change.added:
+            count = sum(name in (game.black, game.white) for game in new)
+            self._notice(f"added latecomer {name}: {count} games scheduled")
+        for name in change.retired:
+            if fixed:
+                self._suspended.setdefault(name, "retired (removed from the config)")
+                continue
+            played = sum(name in (game.black, game.white) for game in self.schedule)
+            self._notice(f"retired {name}: no new games; its {played} games played still count")
+        for name, reason in self._suspended.items():
+            self._notice(f"suspended {name}: {reason}; its remaining games are forfeited")
+
+    def _notice(self, text: str) -> None:
+        """Say `text` (a `notice` event), after `tournament_started`: the ones found while opening wait for it."""
+        if self._held_notices is not None:
+            self._held_notices.append(text)
+        else:
+            self.on_event(RunNotice(type="notice", time=now(), text=text))
 
     @property
     def decided(self) -> bool:
@@ -305,8 +534,8 @@ class Runner:
             try:
                 # Before games.jsonl is rewritten from the database: it must hold no game the database lacks
                 # (a database deleted, emptied or replaced), or the rewrite would lose them.
-                check_nothing_lost(self.out_dir, store.game_ids(), rebuild_hint=REBUILD_HINT)
-                store.start(self.plan.fingerprint, self.schedule)
+                check_nothing_lost(self.out_dir, store, rebuild_hint=REBUILD_HINT)
+                self._open_format(store)
                 for number, black, white, result, termination, *cpu in store.finished():
                     self._results.append(ScoredGame(black, white, result, Termination(termination), *cpu))
                     self._tally.add(self._results[-1])
@@ -314,7 +543,6 @@ class Runner:
                 if self._two_bots and any(self._counter.pairs):  # the statistics once, not after every pair
                     first, second = self.plan.bot_names
                     self._statistics = head_to_head(first, second, self._counter.statistics())
-                self._rewrite_games_file()
             except LostGamesError as error:
                 raise StoreError(str(error)) from None
             except (sqlite3.DatabaseError, OSError) as error:
@@ -322,7 +550,8 @@ class Runner:
                 if isinstance(error, OSError) and not is_disk_full(error):
                     raise
                 raise damaged_database(self.out_dir / DB_NAME, error) from None
-            self._pending = [] if self.decided else [self._by_number[n] for n in store.pending()]
+            if self.decided:
+                self._pending = []
             self.on_event(
                 TournamentStarted(
                     type="tournament_started",
@@ -330,7 +559,7 @@ class Runner:
                     kind=self.plan.kind,
                     format=str(self.plan.format),
                     bots=self.plan.bot_names,
-                    games_total=len(self.schedule),
+                    games_total=self._total,
                     games_done=len(self._results),
                     concurrency=self._slots,
                     out_dir=str(self.out_dir),
@@ -340,10 +569,17 @@ class Runner:
                     time_control=self.plan.time_control,
                 )
             )
+            held, self._held_notices = self._held_notices or [], None
+            for text in held:
+                self._notice(text)
             try:
                 async with trio.open_nursery() as nursery:
-                    for index in range(min(self._slots, len(self._pending))):
-                        nursery.start_soon(self._worker, index)
+                    nursery.start_soon(self._watch_host)
+                    room = len(self._pending) if self.plan.format.is_fixed else self._total - len(self._results)
+                    async with trio.open_nursery() as workers:
+                        for index in range(min(self._slots, room)):
+                            workers.start_soon(self._worker, index)
+                    nursery.cancel_scope.cancel()  # the watch: every game is done
             except BaseException as error:
                 full = disk_full_in(error)
                 if full is None:
@@ -352,7 +588,7 @@ class Runner:
                 self._ended = "error"
                 self._error = (
                     f"the disk holding {self.out_dir} is full ({full}): stopped after {len(self._results)} of"
-                    f" {len(self.schedule)} games; the games recorded are safe in {self.out_dir / DB_NAME}. Free"
+                    f" {self._total} games; the games recorded are safe in {self.out_dir / DB_NAME}. Free"
                     " some space and run the same command to resume"
                 )
             finally:
@@ -363,10 +599,12 @@ class Runner:
                 standings = self._standings()
                 files = self._write_outputs(standings)
             ended: Ended = self._ended or ("sprt" if self.decided else "completed")
-            if ended == "completed" and len(self._results) < len(self.schedule):
+            if ended == "completed" and self._pending:
                 ended = "incomplete"
+            if ended == "completed":
+                self._total = len(self._results)  # a format that pairs from results may end before its estimate
             summary = RunSummary(
-                games_total=len(self.schedule),
+                games_total=self._total,
                 games_done=len(self._results),
                 played_now=self._played_now,
                 void_games=self._voids_now,
@@ -377,6 +615,10 @@ class Runner:
                 error=self._error,
                 files=files,
                 latency=self._latency.summary(),
+                host_wait_s=self._backoff.waited_now(time.monotonic()),
+                host_pauses=self._backoff.pauses,
+                games_at_once_min=self._backoff.lowest,
+                concurrency=self._slots,
             )
             for finish in self.finishers:
                 summary.files.extend(finish(summary))
@@ -393,6 +635,7 @@ class Runner:
                     standings=standing_rows(standings),
                     statistics=self._head_to_head(),
                     latency=summary.latency,
+                    host_wait_s=round(summary.host_wait_s, 1),
                 )
             )
             return summary
@@ -401,22 +644,32 @@ class Runner:
 
     @property
     def _slots(self) -> int:
-        return self.cluster.in_flight if self.cluster is not None else self.plan.concurrency
+        return self.players.slots
 
     async def _worker(self, index: int) -> None:
-        slot: Slot
-        if self.cluster is not None:
-            from referee.cluster import ClusterSlot
-
-            slot = ClusterSlot(index, self.cluster, self.plan.bots, self.plan.start_timeout_s)
-        else:
-            cores = self._cores[index % len(self._cores)] or None
-            slot = GameSlot(index, self.plan, self.log_dir, cores, in_process=self.plan.concurrency > 1)
+        slot = self.players.player(index)
         try:
-            while self._pending and self._ended is None:
+            while self._ended is None:
+                if not self._pending:
+                    if self._in_flight == 0:
+                        break  # nothing left and nothing running that could let the format pair more
+                    await self._changed.wait()
+                    continue
+                if not self._backoff.admits(index):
+                    await self._changed.wait()  # a busy host: fewer games at once, or none for now
+                    continue
                 at = pick_next(self._pending, slot.running(), window=2 * self.plan.concurrency)
                 game = self._pending.pop(at)
-                await self._play(slot, game)
+                self._in_flight += 1
+                try:
+                    withdrawn = self._withdrawn(game)
+                    if withdrawn is not None:
+                        await self._forfeit(game, withdrawn)
+                    else:
+                        await self._play(slot, game)
+                finally:
+                    self._in_flight -= 1
+                    self._wake()
         finally:
             # Every process is asked to quit and waited for, on a normal end and on a stop alike.
             with trio.CancelScope(shield=True):
@@ -439,6 +692,8 @@ class Runner:
         )
         on_move = self.on_move
         started = time.monotonic()
+        last = self._backoff.last
+        self._calm_at_start[game.number] = not self._backoff.backing_off or (last is not None and last.calm)
         record: GameRecord | None = None
         try:
             with trio.CancelScope() as scope:
@@ -466,6 +721,20 @@ class Runner:
             with trio.CancelScope(shield=True):
                 await self._in_thread(store.release, game.number)
             return
+        await self._commit(game, record, started)
+
+    def _withdrawn(self, game: ScheduledGame) -> str | None:
+        """The suspended (or, in a fixed field, retired) bot of `game`, if it has one: it forfeits the game."""
+        return next((name for name in (game.black, game.white) if name in self._suspended), None)
+
+    async def _forfeit(self, game: ScheduledGame, loser: str) -> None:
+        """Record a suspended bot's game as its forfeit, without starting anything."""
+        record = forfeit_record(self.plan, game, loser, f"{loser} is suspended: {self._suspended[loser]}")
+        await self._in_thread(self._require_store().mark_running, game.number)
+        await self._commit(game, record, time.monotonic())
+
+    async def _commit(self, game: ScheduledGame, record: GameRecord, started: float) -> None:
+        store = self._require_store()
         # Shielded: a stop that comes now must not lose a game that has finished.
         with trio.CancelScope(shield=True):
             async with self._write_lock:
@@ -476,6 +745,7 @@ class Runner:
                 # Counted under the lock: no other game can commit between this one and the SPRT's look at it.
                 counts, pair_done = await trio.to_thread.run_sync(self._save, game, record)
                 if counts:
+                    self._points[game.number] = result_points(record.result)
                     self._results.append(
                         ScoredGame(
                             game.black,
@@ -504,8 +774,18 @@ class Runner:
         loser = {"black": record.black, "white": record.white}.get(str(record.loser))
         if loser is None or loser.name in self._started_ok or "failed the handshake" not in record.reason:
             return False
+        if loser.name in self._suspended:
+            return False  # suspended meanwhile (by another slot's game): this failure is one of its forfeits
         failures = self._failed_starts[loser.name] = self._failed_starts.get(loser.name, 0) + 1
         line, log = forfeit_stderr(record)
+        playing = [name for name in self._progress().bots if name not in self._suspended]
+        if failures >= MAX_FAILED_STARTS and self._pool and len(playing) > 2:
+            # Suspended: this failure is its forfeit, and so are its remaining games; the others play on.
+            details = "".join((f"; its last stderr line: {line}" if line else "", f"; its log: {log}" if log else ""))
+            self._suspended[loser.name] = f"failed to start {failures} times in a row ({record.reason}{details})"
+            self._suspended_dirty = True
+            self._notice(f"suspended {loser.name}: {self._suspended[loser.name]}; its remaining games are forfeited")
+            return False
         if failures >= MAX_FAILED_STARTS:
             details = "".join((f"; its last stderr line: {line}" if line else "", f"; its log: {log}" if log else ""))
             self.stop(
@@ -535,7 +815,7 @@ class Runner:
                 duration_s=round(duration, 3),
                 scored=scored,
                 games_done=len(self._results),
-                games_total=len(self.schedule),
+                games_total=self._total,
                 stderr_tail=record.stderr_tail[-10:] if record.termination.is_forfeit else [],
                 stderr_log=forfeit_stderr(record)[1],
                 worker=record.worker,
@@ -547,6 +827,9 @@ class Runner:
         write lock: the LLR and the statistics take a millisecond or two, which must not be charged to the
         bots whose moves arrive meanwhile). Whether it counts now, and whether it completed a pair."""
         text = record.model_dump_json()  # once, for the database and games.jsonl alike
+        if self._suspended_dirty:
+            self._require_store().set_meta(SUSPENDED_META, json.dumps(self._suspended, sort_keys=True))
+            self._suspended_dirty = False
         counts = self._require_store().record_game(game.number, record, text)
         if not counts:
             return False, False
@@ -569,6 +852,8 @@ class Runner:
         if not self._two_bots:
             return False
         first, second = self.plan.bot_names
+        if {game.black, game.white} != {first, second}:
+            return False  # a game of a retired bot
         points = result_points(result)
         if game.white == first:
             points = 1.0 - points
@@ -584,6 +869,14 @@ class Runner:
         self._latency.add(record)
         if counts:
             self._played_now += 1
+            self._backoff.scored(game.number)
+        elif not scored and is_void_for_lag(record):
+            self._voids_now += 1
+            self._pending.insert(0, game)
+            step = self._backoff.void(
+                time.monotonic(), game.number, calm_at_start=self._calm_at_start.get(game.number, True)
+            )
+            self._host_step(step, f"game {game.game_id} ", record.reason)
         elif not scored:
             self._voids_now += 1
             voids = self._voids[game.number] = self._voids.get(game.number, 0) + 1
@@ -605,7 +898,9 @@ class Runner:
                     type="statistics_updated", time=now(), games_done=len(self._results), statistics=statistics
                 )
             )
-        finishing = len(self._results) == len(self.schedule)
+        if counts and not self.plan.format.is_fixed:
+            await self._extend()  # a fixed schedule was whole from the start: no need to ask after every game
+        finishing = not self._pending and self._in_flight <= 1
         if counts and (finishing or time.monotonic() - self._last_standings_update >= STANDINGS_UPDATE_INTERVAL_S):
             self._last_standings_update = time.monotonic()
             standings = self._standings()
@@ -614,7 +909,7 @@ class Runner:
                     type="standings_updated",
                     time=now(),
                     games_done=len(self._results),
-                    games_total=len(self.schedule),
+                    games_total=self._total,
                     standings=standing_rows(standings),
                 )
             )
@@ -622,6 +917,53 @@ class Runner:
             if not finishing and time.monotonic() - self._last_standings_write >= STANDINGS_WRITE_INTERVAL_S:
                 self._last_standings_write = time.monotonic()
                 await self._in_thread(write_standings, standings, self.out_dir)
+
+    # -- a busy host (`referee.backoff`) ---------------------------------------------------------------
+
+    def _host_step(self, step: backoff.Step, game: str = "", last_reason: str | None = None) -> None:
+        """Act on the back-off policy's step: stop (past its limits), or tell of and apply a new load."""
+        at = time.monotonic()
+        if step.give_up is not None:
+            last = f" (last: {last_reason})" if last_reason else ""
+            limit = f" --max-host-wait is {backoff.describe_duration(self.plan.max_host_wait_s)}." if not game else ""
+            self.stop(
+                "error",
+                f"{game}{step.give_up}{last}: this machine cannot play it fairly now (too loaded, short of"
+                f" memory, or a referee fault); nothing void was scored.{limit} Free the machine (or lower"
+                f" --concurrency) and run the same command to resume; if it persists, report it with"
+                f" {self.out_dir / DB_NAME}",
+            )
+            self._wake()
+            return
+        if step.changed or at - self._last_host_status >= HOST_STATUS_INTERVAL_S:
+            self._last_host_status = at
+            self.on_event(
+                HostBusy(
+                    type="host_busy",
+                    time=now(),
+                    games_at_once=step.games_at_once,
+                    concurrency=self._slots,
+                    paused=step.paused,
+                    paused_s=round(self._backoff.waited_now(at) - self._backoff.waited_s, 1),
+                    waited_s=round(self._backoff.waited_now(at), 1),
+                    pressure_pct=None if self._backoff.last is None else self._backoff.last.pressure_pct,
+                    lateness_ms=None if self._backoff.last is None else self._backoff.last.lateness_ms,
+                    voids=self._backoff.voids,
+                    status=self._backoff.status(at) if self._backoff.backing_off else "host calm: back to full speed",
+                )
+            )
+        if step.changed:
+            self._wake()
+
+    async def _watch_host(self) -> None:
+        """About once a second while the run backs off: a look at the host, for the policy to lower, pause,
+        resume or raise the games played at once."""
+        while True:
+            await trio.sleep(HOST_READING_INTERVAL_S)
+            if not self._backoff.backing_off or self._ended is not None:
+                continue
+            reading = await self.host_watch.read(time.monotonic())
+            self._host_step(self._backoff.reading(reading))
 
     # -- outputs -----------------------------------------------------------------------------------
 
@@ -638,8 +980,19 @@ class Runner:
         return self._statistics
 
     def _standings(self) -> Standings:
-        standings = with_time_odds(self._tally.standings(self.plan.bot_names), self.plan.bots)
-        standings = standings.model_copy(update={"title": self.plan.title})
+        anchor = self.plan.anchor if self.plan.anchor is not None and self.plan.anchor.name in self._field else None
+        standings = with_time_odds(self._tally.standings(self._field, anchor=anchor), self.plan.bots)
+        summary = None if self.scheduler is None else self.scheduler.summary(self._progress())
+        notes = [f"{name}: suspended, {reason}" for name, reason in self._suspended.items()]
+        notes += [
+            f"{name}: retired (no new games; its games count)" for name in self._retired if name not in self._suspended
+        ]
+        if notes:
+            from referee.standings import FormatSummary
+
+            summary = summary or FormatSummary(format=str(self.plan.format))
+            summary = summary.model_copy(update={"notes": [*summary.notes, *notes]})
+        standings = standings.model_copy(update={"title": self.plan.title, "format_summary": summary})
         statistics = self._head_to_head()
         return standings if statistics is None else standings.model_copy(update={"head_to_head": statistics})
 
@@ -667,23 +1020,41 @@ def forfeit_stderr(record: GameRecord) -> tuple[str | None, str | None]:
     return line, loser.stderr_log
 
 
-def rebuild_from_games_file(plan: RunPlan) -> tuple[int, Path | None]:
-    """`--rebuild-db`: a new database from games.jsonl; (games restored, where the old database was put).
+def rebuild_from_games_file(plan: RunPlan) -> Rebuilt:
+    """`--rebuild-db`: a new database from games.jsonl (referee.recovery: the lock first, every line audited,
+    the format's games replayed from the recorded results)."""
+    return rebuild_database_from_file(plan.out_dir, plan.fingerprint, lambda records: replay_schedule(plan, records))
 
-    The file's games are checked against the plan's schedule before anything is moved, so a refusal
-    (other settings, a damaged line) leaves the directory as it was.
-    """
-    out_dir = plan.out_dir
-    if not (out_dir / GAMES_FILE).exists():
-        raise StoreError(f"--rebuild-db: {out_dir / GAMES_FILE} does not exist: there is nothing to rebuild from")
-    schedule = make_schedule(plan.bot_names, plan.format, plan.games_per_pairing, plan.openings)
-    try:
-        match_to_schedule(read_games_file(out_dir / GAMES_FILE).records, schedule)
-    except RecoveryError as error:
-        raise StoreError(f"--rebuild-db: {error}") from None
-    kept = set_aside(out_dir / DB_NAME)
-    with RunStore(out_dir / DB_NAME) as store:
-        return rebuild_database(store, out_dir, plan.fingerprint, schedule), kept
+
+def replay_schedule(plan: RunPlan, records: Sequence[GameRecord]) -> list[ScheduledGame]:
+    """The games the plan's format schedules given `records` (games.jsonl): a fixed schedule whole; a Swiss or
+    knockout pairing replayed from the recorded results, round by round, as far as they go. RecoveryError for
+    an adaptive run (its choices depended on which results had come in, which games.jsonl does not keep)."""
+    from referee.formats import make_scheduler
+
+    if plan.format.is_fixed:
+        if plan.format is Format.PAIRINGS:
+            return schedule_pairs(list(plan.pairs), plan.games_per_pairing, plan.openings)
+        return make_schedule(plan.bot_names, plan.format, plan.games_per_pairing, plan.openings, seeds=plan.seeds)
+    if plan.format is Format.ADAPTIVE:
+        raise RecoveryError(
+            "an adaptive run cannot be rebuilt from games.jsonl (which games it chose depended on the order results"
+            " came in); start a new run in another directory (--out DIR), or restore tournament.db"
+        )
+    scored = {record.game_id: record for record in records if record.termination.is_scored}
+    ratings = {bot["name"]: float(bot["rating"]) for bot in plan.fingerprint["bots"] if "rating" in bot}
+    scheduler = make_scheduler(plan, plan.bot_names, ratings)
+    scheduled: list[ScheduledGame] = []
+    points: dict[int, float] = {}
+    while True:
+        new = scheduler.next_games(Progress(plan.bot_names, scheduled, points))
+        if not new:
+            return scheduled
+        scheduled.extend(new)
+        for game in new:
+            record = scored.get(game.game_id)
+            if record is not None and (record.black.name, record.white.name) == (game.black, game.white):
+                points[game.number] = result_points(record.result)
 
 
 def refuse_old_match_directory(out_dir: Path) -> None:

@@ -17,10 +17,12 @@ process group the referee kills (the bot has no terminal to abuse anyway, its st
 and the referee starts it in a new session). Process limits, CPU accounting and freezing are the same with
 or without the sandbox (`referee.containment`: a cgroup per bot where the host allows it).
 
-A memory limit (`BotSpec.memory_mb`, with or without the sandbox) caps the bot's address space
-(`prlimit --as`, RLIMIT_AS): allocations beyond it fail, so a bot that wants too much crashes rather than
-pushing the machine into swap. It is virtual memory, not resident memory: runtimes that reserve large
-address ranges up front (Java, Go, Node) need a generous limit.
+A memory limit (`BotSpec.memory_mb`, with or without the sandbox) is held by the bot's memory cgroup where
+the host has one (`referee.containment`: resident memory, swap off; the sandbox runs inside that cgroup).
+Only without one does the command itself carry it, as a cap on the address space (`prlimit --as`,
+RLIMIT_AS): allocations beyond it fail, so a bot that wants too much crashes rather than pushing the
+machine into swap. That is virtual memory, not resident memory: runtimes that reserve large address ranges
+up front (Java, Go, Node) need a generous limit there.
 
 What the sandbox does not do: stop a bot from connecting to a Unix socket in a folder it can see outside
 /tmp and /run, or from reading what the system folders hold that is not listed in `SECRET_FILES`.
@@ -41,7 +43,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from referee.botspec import BotSpec, BotSpecError
-from referee.containment import reap_session
+from referee.containment import host_support, reap_session
 
 __all__ = [
     "HIDDEN_DIRS",
@@ -230,11 +232,15 @@ def _missing_prlimit(spec: BotSpec) -> SandboxError:
     )
 
 
-def launch_command(spec: BotSpec, *, private: Iterable[Path] = ()) -> list[str]:
+def launch_command(spec: BotSpec, *, private: Iterable[Path] = (), address_limit: bool = True) -> list[str]:
     """The argv that starts the bot: its command, wrapped as `spec.sandbox` and `spec.memory_mb` ask.
 
-    `private`: folders a sandboxed bot must not see (see `sandboxed_command`). SandboxError when a tool is missing.
+    `private`: folders a sandboxed bot must not see (see `sandboxed_command`). `address_limit`: whether
+    `spec.memory_mb` is held by limiting the address space (`prlimit --as`); False when a memory cgroup holds it
+    (`referee.containment`). SandboxError when a tool is missing.
     """
+    if not address_limit:
+        spec = spec.model_copy(update={"memory_mb": None})
     if not spec.sandbox and spec.memory_mb is None:
         return list(spec.command)
     prlimit = "prlimit"
@@ -283,7 +289,7 @@ def check_launch(spec: BotSpec) -> None:
 
     Finds the tools and tries the sandbox once per process (5-10 ms).
     """
-    launch_command(spec)  # the tools
+    launch_command(spec, address_limit=host_support().memory_cgroup is None)  # the tools
     if not spec.sandbox:
         return
     bwrap = find_bwrap()

@@ -7,7 +7,14 @@ database when a browser opens it), and the live feed (live.jsonl, referee/livefe
 games in progress). Browsers get the report page in live mode (referee/report.py, the same viewer) and a
 stream of server-sent events: `summary` (the head-to-head with its LLR, the standings and the list of games,
 after every finished game), `game` (a game started), `move`, `done` (a game ended, with its result and
-reason) and `finished` (the run is over).
+reason), `host` (a busy host made the run play fewer games at once or pause: its status line, "" when calm
+again) and `finished` (the run is over).
+
+Every request is checked first (referee.httpsafety): its `Host` header against the names the server answers to
+(loopback names, the address it listens on, `--allow-host`), so a page elsewhere cannot read it through DNS
+rebinding; a game number in a path is ASCII digits of bounded length (400 otherwise, 404 when there is no such
+game); one client address holds at most MAX_STREAMS_PER_CLIENT event streams (429 beyond). An event is encoded
+once and the same bytes are sent to every browser, so memory does not grow with the browsers watching.
 """
 
 from __future__ import annotations
@@ -18,16 +25,18 @@ import sqlite3
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import trio
 
+from referee.httpsafety import ClientLimit, HostCheck, client_address, parse_number
 from referee.livefeed import LIVE_FILE
 from referee.report import ReportError, RunFigures, gc_paused, load_run, render_page
 from referee.rundir import GAMES_FILE, MATCH_FILE, RunDirectory, RunReadError
+from referee.standings import Anchor
 from referee.store import DB_NAME, StoreError
 from referee.viewerline import numbered
 
@@ -51,20 +60,25 @@ class LiveState:
     figures: RunFigures | None = None
     summary: dict[str, Any] = field(default_factory=dict)
     live: dict[str, dict[str, Any]] = field(default_factory=dict)
-    clients: set[trio.MemorySendChannel[tuple[str, str]]] = field(default_factory=set)
+    clients: set[trio.MemorySendChannel[bytes]] = field(default_factory=set)
     feed_offset: int = 0
     feed_id: tuple[int, int] | None = None
     files_seen: tuple[Any, ...] | None = None
     kind: str | None = None  # "match" or "tournament", as the feed's run_started says
     finished: bool = False  # the feed says the run ended (or there is no feed: a run from before it)
+    host: str = ""  # a busy host holds the run back: the runner's status line ("" while the host is calm)
     last_reload: float = -math.inf
+    anchor: Anchor | None = None  # `serve --anchor`: the rating scale, instead of the run's own
+    summary_event: bytes | None = None  # the last summary, encoded: what a browser that connects gets first
     lock: threading.Lock = field(default_factory=threading.Lock)  # the reader is used by one thread at a time
 
     def broadcast(self, event: str, data: Any) -> None:
-        text = json.dumps(data, separators=(",", ":"))
+        self.send_all(event_bytes(event, json.dumps(data, separators=(",", ":"))))  # once, for every browser
+
+    def send_all(self, message: bytes) -> None:
         for client in list(self.clients):
             try:
-                client.send_nowait((event, text))
+                client.send_nowait(message)
             except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
                 # Too slow or gone: drop it; EventSource reconnects and gets the whole state again.
                 self.clients.discard(client)
@@ -102,6 +116,8 @@ class LiveState:
                 self.summary = self.figures.summary(live=True, finished=self.finished)
             else:
                 self.summary = _empty_summary(self.out_dir, self.kind, finished=self.finished)
+            self.summary["host"] = self.host
+            self.summary_event = event_bytes("summary", json.dumps(self.summary, separators=(",", ":")))
 
     def _stale(self) -> bool:
         run = self.run
@@ -117,6 +133,8 @@ class LiveState:
             self.run = load_run(self.out_dir, kind=self.kind)
         except ReportError:
             return  # nothing finished yet
+        if self.anchor is not None:
+            self.run.anchor = self.anchor
         self.figures = RunFigures(self.run)
 
     def detail(self, number: int) -> str | None:
@@ -169,6 +187,9 @@ class LiveState:
             if self.finished:
                 self.finished = False
                 self.broadcast("finished", {"finished": False})
+        elif kind == "host":  # a busy host holds the run back ("" once it is calm again)
+            self.host = str(event.get("status") or "")
+            self.broadcast("host", {"status": self.host})
         elif kind == "run_finished":
             self.end_all_live()
             self.finished = True
@@ -261,12 +282,17 @@ async def follow_games(state: LiveState) -> None:
             state.files_seen = signature
             state.last_reload = time.monotonic()
             await trio.to_thread.run_sync(state.load)
-            state.broadcast("summary", state.summary)
+            if state.summary_event is not None:
+                state.send_all(state.summary_event)
         await trio.sleep(POLL_S)
 
 
-def make_app(state: LiveState) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
+def make_app(
+    state: LiveState, hosts: HostCheck | None = None, streams: ClientLimit | None = None
+) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
     """The ASGI app: `/` the page, `/api/events` the event stream, `/api/game/N` a finished game."""
+    hosts = hosts or HostCheck()
+    streams = streams or ClientLimit()
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -280,7 +306,15 @@ def make_app(state: LiveState) -> Callable[[Scope, Receive, Send], Awaitable[Non
         if scope["type"] != "http":
             return
         path = scope["path"]
-        if scope["method"] != "GET":
+        if not hosts.allows(scope):
+            await _respond(
+                send,
+                403,
+                "text/plain",
+                b"this live view answers to this machine's own names only (localhost); to reach it by another name,"
+                b" start it with --allow-host NAME\n",
+            )
+        elif scope["method"] != "GET":
             await _respond(send, 405, "text/plain", b"only GET is served\n")
         elif path == "/":
             page = render_page(
@@ -288,9 +322,20 @@ def make_app(state: LiveState) -> Callable[[Scope, Receive, Send], Awaitable[Non
             )
             await _respond(send, 200, "text/html; charset=utf-8", page.encode())
         elif path == "/api/events":
-            await _stream(state, receive, send)
-        elif path.startswith("/api/game/") and path.removeprefix("/api/game/").isdigit():
-            detail = await trio.to_thread.run_sync(state.detail, int(path.removeprefix("/api/game/")))
+            address = client_address(scope)
+            if not streams.acquire(address):
+                await _respond(send, 429, "text/plain", b"too many open event streams from this address\n")
+                return
+            try:
+                await _stream(state, receive, send)
+            finally:
+                streams.release(address)
+        elif path.startswith("/api/game/"):
+            number = parse_number(path.removeprefix("/api/game/"))
+            if number is None:
+                await _respond(send, 400, "text/plain", b"a game is asked for by its number: /api/game/1\n")
+                return
+            detail = await trio.to_thread.run_sync(state.detail, number)
             if detail is None:
                 await _respond(send, 404, "text/plain", b"no finished game with that number\n")
             else:
@@ -307,18 +352,23 @@ async def _respond(send: Send, status: int, content_type: str, body: bytes) -> N
     await send({"type": "http.response.body", "body": body})
 
 
-def _event(name: str, data: str) -> dict[str, Any]:
-    return {"type": "http.response.body", "body": f"event: {name}\ndata: {data}\n\n".encode(), "more_body": True}
+def event_bytes(name: str, data: str) -> bytes:
+    return f"event: {name}\ndata: {data}\n\n".encode()
+
+
+def _event(body: bytes) -> dict[str, Any]:
+    return {"type": "http.response.body", "body": body, "more_body": True}
 
 
 async def _stream(state: LiveState, receive: Receive, send: Send) -> None:
     """Server-sent events until the browser goes: the whole state first, then every change."""
-    sender, receiver = trio.open_memory_channel[tuple[str, str]](CLIENT_BUFFER)
+    sender, receiver = trio.open_memory_channel[bytes](CLIENT_BUFFER)
     headers = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-store")]
     await send({"type": "http.response.start", "status": 200, "headers": headers})
-    await send(_event("summary", json.dumps(state.summary, separators=(",", ":"))))
+    summary = state.summary_event or event_bytes("summary", json.dumps(state.summary, separators=(",", ":")))
+    await send(_event(summary))
     for detail in list(state.live.values()):
-        await send(_event("game", json.dumps(detail, separators=(",", ":"))))
+        await send(_event(event_bytes("game", json.dumps(detail, separators=(",", ":")))))
     state.clients.add(sender)
 
     async def until_disconnect(scope: trio.CancelScope) -> None:
@@ -332,8 +382,7 @@ async def _stream(state: LiveState, receive: Receive, send: Send) -> None:
             async with receiver:
                 while True:
                     with trio.move_on_after(KEEPALIVE_S):
-                        name, data = await receiver.receive()
-                        await send(_event(name, data))
+                        await send(_event(await receiver.receive()))
                         continue
                     await send({"type": "http.response.body", "body": b": keep-alive\n\n", "more_body": True})
     except (trio.EndOfChannel, trio.ClosedResourceError):
@@ -343,12 +392,22 @@ async def _stream(state: LiveState, receive: Receive, send: Send) -> None:
         sender.close()
 
 
-async def serve(out_dir: Path, host: str, port: int, *, on_ready: Callable[[str], None]) -> None:
-    """Serve the live page of `out_dir` until cancelled; `on_ready` gets the address once it listens."""
+async def serve(
+    out_dir: Path,
+    host: str,
+    port: int,
+    *,
+    on_ready: Callable[[str], None],
+    anchor: Anchor | None = None,
+    allow_hosts: Sequence[str] = (),
+) -> None:
+    """Serve the live page of `out_dir` until cancelled; `on_ready` gets the address once it listens; `anchor`
+    fixes the ratings' scale (default: the run's own). The page answers to loopback names, to `host` itself when
+    it is one address, and to `allow_hosts`."""
     from hypercorn.config import Config
     from hypercorn.trio import serve as hypercorn_serve
 
-    state = LiveState(out_dir)
+    state = LiveState(out_dir, anchor=anchor)
     state.finished = not (out_dir / LIVE_FILE).exists()  # no feed: a run from before it, over
     state.read_feed()
     await trio.to_thread.run_sync(state.load)
@@ -362,5 +421,6 @@ async def serve(out_dir: Path, host: str, port: int, *, on_ready: Callable[[str]
     async with trio.open_nursery() as nursery:
         nursery.start_soon(follow_feed, state)
         nursery.start_soon(follow_games, state)
-        binds = await nursery.start(hypercorn_serve, make_app(state), config)
+        names = [*allow_hosts, *([] if host in ("0.0.0.0", "::", "") else [host, f"[{host}]"])]
+        binds = await nursery.start(hypercorn_serve, make_app(state, HostCheck(names)), config)
         on_ready(str(binds[0]) if binds else f"http://{host}:{port}")

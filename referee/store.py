@@ -35,15 +35,18 @@ against these tables.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
+import zlib
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple, TextIO
 
 from protocol.rules import Result
+from referee.files import UnsafeOutputError, open_output, refuse_link
 from referee.record import GameRecord
 from referee.schedule import ScheduledGame
 from referee.viewerline import line_text
@@ -89,7 +92,9 @@ CREATE INDEX IF NOT EXISTS games_by_id ON games (game_id);
 CREATE TABLE IF NOT EXISTS records (
     number INTEGER PRIMARY KEY,     -- games.number of a done game
     record TEXT NOT NULL,           -- the GameRecord as JSON
-    line TEXT                       -- the viewer's compact line (referee.viewerline); null: migrated, made on read
+    line TEXT,                      -- the viewer's compact line (referee.viewerline); null: migrated, made on read
+    line_crc INTEGER,               -- CRC-32 of line's UTF-8: a damaged line is found at the start (null: older)
+    record_crc INTEGER              -- CRC-32 of record's UTF-8: which copy is damaged when games.jsonl's differs
 );
 CREATE TABLE IF NOT EXISTS void_games (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -117,11 +122,47 @@ class DoneGame(NamedTuple):
     game_id: str
 
 
+class PoolChange(NamedTuple):
+    """How the bots of a resumed tournament differ from those it was started with (`RunStore.start`)."""
+
+    field: list[str]
+    """Every bot the run has had: the stored order, then the latecomers."""
+    added: list[str]
+    retired: list[str]
+
+
+class AuditRow(NamedTuple):
+    """A done game's small columns and its record's bytes, as the comparison with games.jsonl reads them."""
+
+    number: int
+    seq: int
+    game_id: str
+    result: str
+    termination: str
+    black_cpu_ms: float | None
+    white_cpu_ms: float | None
+    record: bytes | None
+    line: bytes | None  # the viewer line
+    line_crc: int | None  # its checksum as saved (None: saved before checksums)
+    record_crc: int | None  # the record's checksum as saved (None: saved before checksums)
+
+    @property
+    def line_intact(self) -> bool:
+        return self.line_crc is None or (self.line is not None and line_crc(self.line) == self.line_crc)
+
+    @property
+    def record_intact(self) -> bool | None:
+        """Whether the record's bytes are those saved (None: no checksum was saved, from an older alternator)."""
+        if self.record_crc is None:
+            return None
+        return self.record is not None and line_crc(self.record) == self.record_crc
+
+
 class StoreError(Exception):
     """The database cannot be used for this tournament; the message says why and what to do."""
 
 
-def damaged_database(path: Path, error: sqlite3.DatabaseError | OSError) -> StoreError:
+def damaged_database(path: Path, error: sqlite3.DatabaseError | UnicodeDecodeError | OSError) -> StoreError:
     """The error for a database that cannot be read: games.jsonl beside it still holds the games.
 
     (A disk already full when the run starts fails the same calls: that is said instead.)
@@ -131,6 +172,8 @@ def damaged_database(path: Path, error: sqlite3.DatabaseError | OSError) -> Stor
             f"the disk holding {path.parent} is full ({error}); free some space and run the same command (the games"
             " recorded are safe)"
         )
+    if isinstance(error, UnicodeDecodeError):  # SQLite's message quotes the damaged bytes of its schema
+        error = sqlite3.DatabaseError("the database is damaged: its schema holds bytes that are not text")
     return StoreError(
         f"{path}: cannot open the tournament database ({error}). {path.with_name('games.jsonl')} still holds"
         " every game recorded: run the same command with --rebuild-db to rebuild the database from it"
@@ -138,8 +181,88 @@ def damaged_database(path: Path, error: sqlite3.DatabaseError | OSError) -> Stor
     )
 
 
+_EXPECTED_COLUMNS: dict[str, list[tuple[Any, ...]]] = {
+    "meta": [("key", "TEXT", 0, None, 1), ("value", "TEXT", 1, None, 0)],
+    "games": [
+        ("number", "INTEGER", 0, None, 1),
+        ("pairing", "INTEGER", 1, None, 0),
+        ("round", "INTEGER", 1, None, 0),
+        ("black", "TEXT", 1, None, 0),
+        ("white", "TEXT", 1, None, 0),
+        ("opening", "TEXT", 1, None, 0),
+        ("status", "TEXT", 1, "'pending'", 0),
+        ("result", "TEXT", 0, None, 0),
+        ("termination", "TEXT", 0, None, 0),
+        ("finished_at", "TEXT", 0, None, 0),
+        ("seq", "INTEGER", 0, None, 0),
+        ("game_id", "TEXT", 0, None, 0),
+        ("black_cpu_ms", "REAL", 0, None, 0),
+        ("white_cpu_ms", "REAL", 0, None, 0),
+    ],
+    "records": [("number", "INTEGER", 0, None, 1), ("record", "TEXT", 1, None, 0), ("line", "TEXT", 0, None, 0)],
+    "void_games": [
+        ("id", "INTEGER", 0, None, 1),
+        ("number", "INTEGER", 1, None, 0),
+        ("termination", "TEXT", 1, None, 0),
+        ("reason", "TEXT", 1, None, 0),
+        ("record", "TEXT", 0, None, 0),
+        ("at", "TEXT", 1, None, 0),
+    ],
+}
+"""The columns of each table of schema 2 as `PRAGMA table_info` gives them (name, type, not null, default, key):
+a byte changed in the schema's text that still parses (a type, a default) shows as a difference here."""
+_STATUS_CHECK = "CHECK (status IN ('pending', 'running', 'done'))"
+
+
+def check_integrity(db: sqlite3.Connection, path: Path) -> None:
+    """StoreError naming the damage when the database is damaged.
+
+    SQLite's own `PRAGMA quick_check` of the whole file (every page, every b-tree, every record's format:
+    0.3 to 1 s at 50,000 games, 800 MB), its `integrity_check` of the small tables (their indexes too: 0.1 s)
+    and the schema's columns against the expected ones. Damage inside a record's text passes these (SQLite keeps
+    no checksums): the comparison with games.jsonl at every start (referee.recovery) finds it.
+    """
+    problems = [str(row[0]) for row in db.execute("PRAGMA quick_check(5)")]
+    for table in ("meta", "games", "void_games"):
+        if db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone():
+            problems += [str(row[0]) for row in db.execute(f"PRAGMA integrity_check({table})")]
+    if _layout(db) == 2:
+        for table, expected in _EXPECTED_COLUMNS.items():
+            found = [tuple(row[1:]) for row in db.execute(f"PRAGMA table_info({table})")]
+            if found and found[: len(expected)] != expected[: len(found)]:
+                wrong = next((f for f, e in zip(found, expected, strict=False) if f != e), found[len(expected) :])
+                problems.append(f"the schema of table {table} is not the arena's (column {wrong})")
+        sql = db.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'games'").fetchone()
+        if sql is not None and "CHECK" in str(sql[0]) and _STATUS_CHECK not in str(sql[0]):
+            problems.append("the schema of table games is not the arena's (its status check)")
+    # A status no run writes fails the games table's CHECK: `broken_rows` finds it, and it is repaired from games.jsonl.
+    problems = [problem for problem in problems if problem not in ("ok", "CHECK constraint failed in games")][:5]
+    if problems:
+        raise StoreError(
+            f"{path}: the tournament database is damaged ({'; '.join(problems)})."
+            f" {path.with_name('games.jsonl')} still holds every game recorded: run the same command with"
+            " --rebuild-db to rebuild the database from it (each of its games is checked; the damaged file is kept"
+            " beside it), or choose another output directory"
+        )
+
+
+def line_crc(line: str | bytes) -> int:
+    """The checksum kept beside a viewer line or a record (its UTF-8's CRC-32: ~1 us a line, ~3 us a record)."""
+    return zlib.crc32(line.encode() if isinstance(line, str) else line)
+
+
+def _lenient_text(data: bytes) -> str:
+    """SQLite text as str, a byte that is not UTF-8 (damage) shown as U+FFFD: the checks that follow name it,
+    where the default decoding would raise from the middle of a query."""
+    return data.decode("utf-8", "replace")
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+_SHOWN = ("title", "anchor")
+"""Settings kept in `meta` beside the fingerprint, not in it: shown by every reader, free to change on a resume."""
 
 
 class _Reads:
@@ -157,8 +280,8 @@ class _Reads:
         stored = self.get_meta("fingerprint")
         if stored is None:
             return None
-        title = self.get_meta("title")
-        return {**json.loads(stored), **({"title": title} if title is not None else {})}
+        shown = {key: value for key in _SHOWN if (value := self.get_meta(key)) is not None}
+        return {**_settings(stored, self.path), **shown}
 
     def scheduled(self) -> dict[int, ScheduledGame]:
         rows = self._db.execute("SELECT number, pairing, round, black, white, opening FROM games ORDER BY number")
@@ -216,17 +339,23 @@ class _Reads:
 
     def done_with_lines(self, start: int = 0) -> Iterator[tuple[DoneGame, str | None, str | None]]:
         """Every done game from the `start`th committed on, in commit order, with its viewer line (and, where a
-        migrated game has none, its record's JSON instead); one row at a time."""
+        migrated game has none, or its line does not match the checksum saved with it, its record's JSON
+        instead); one row at a time."""
+        checksum = "records.line_crc" if "line_crc" in _columns(self._db, "records") else "NULL"
         rows = self._db.execute(
             "SELECT games.number, games.round, games.black, games.white, games.result, games.termination,"
-            " games.black_cpu_ms, games.white_cpu_ms, games.game_id, records.line,"
-            " CASE WHEN records.line IS NULL THEN records.record END"
+            f" games.black_cpu_ms, games.white_cpu_ms, games.game_id, records.line, {checksum}"
             " FROM games JOIN records ON records.number = games.number"
             " WHERE games.status = 'done' AND games.seq > ? ORDER BY games.seq",
             (start,),
         )
         for row in rows:
-            yield DoneGame(*row[:9]), row[9], row[10]
+            line, saved = row[9], row[10]
+            if line is None or (saved is not None and line_crc(line) != saved):  # damaged: made from the record
+                record = self._db.execute("SELECT record FROM records WHERE number = ?", (row[0],)).fetchone()
+                yield DoneGame(*row[:9]), None, None if record is None else str(record[0])
+            else:
+                yield DoneGame(*row[:9]), line, None
 
     def line_at(self, seq: int) -> tuple[str | None, str | None] | None:
         """The viewer line (or, without one, the record's JSON) of the `seq`th game committed, or None."""
@@ -262,6 +391,59 @@ class _Reads:
     def void_count(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM void_games").fetchone()[0])
 
+    def audit_rows(self) -> Iterator[AuditRow]:
+        """Every done game in commit order with its small columns and its record's bytes (None: no record row),
+        for the comparison with games.jsonl (referee.recovery)."""
+        rows = self._db.execute(
+            "SELECT games.number, games.seq, games.game_id, games.result, games.termination, games.black_cpu_ms,"
+            " games.white_cpu_ms, CAST(records.record AS BLOB), CAST(records.line AS BLOB), records.line_crc,"
+            " records.record_crc"
+            " FROM games LEFT JOIN records ON records.number = games.number"
+            " WHERE games.status = 'done' ORDER BY games.seq"
+        )
+        for row in rows:
+            yield _audit_row(row)
+
+    def done_numbers(self) -> list[tuple[int, str]]:
+        """(number, game id) of every done game, in commit order (a few bytes a game)."""
+        rows = self._db.execute("SELECT number, game_id FROM games WHERE status = 'done' ORDER BY seq")
+        return [(int(row[0]), str(row[1])) for row in rows]
+
+    def audit_row(self, number: int) -> AuditRow | None:
+        """One done game's small columns and record bytes (as `audit_rows` gives them), or None."""
+        row = self._db.execute(
+            "SELECT games.number, games.seq, games.game_id, games.result, games.termination, games.black_cpu_ms,"
+            " games.white_cpu_ms, CAST(records.record AS BLOB), CAST(records.line AS BLOB), records.line_crc,"
+            " records.record_crc"
+            " FROM games LEFT JOIN records ON records.number = games.number"
+            " WHERE games.status = 'done' AND games.number = ?",
+            (number,),
+        ).fetchone()
+        return None if row is None else _audit_row(row)
+
+    def damaged_ids(self) -> list[str]:
+        """The game ids of the rows `broken_rows` names (their copy in games.jsonl is not a game lost)."""
+        return [f"g{number:04d}" for number, _ in self.broken_rows()]
+
+    def broken_rows(self) -> list[tuple[int, str]]:
+        """(number, what is wrong) of every game whose small columns no run could have written: a status that is
+        not one, a done game without its place in commit order or its result. (Damage: a byte changed.)"""
+        rows = self._db.execute(
+            "SELECT number, status, seq, result, game_id FROM games NOT INDEXED"
+            " WHERE status NOT IN ('pending', 'running', 'done')"
+            " OR (status = 'done' AND (seq IS NULL OR result IS NULL OR game_id IS NULL))"
+        )
+        broken = []
+        for number, status, seq, result, game_id in rows:
+            if status not in ("pending", "running", "done"):
+                broken.append((int(number), f"its status is {status!r}"))
+            else:
+                missing = [
+                    name for name, value in (("seq", seq), ("result", result), ("game_id", game_id)) if value is None
+                ]
+                broken.append((int(number), f"it is done but has no {', '.join(missing)}"))
+        return broken
+
 
 class StoreReader(_Reads):
     """A read-only view of a run's database, for readers of a run that may be going on (no lock is taken).
@@ -275,15 +457,17 @@ class StoreReader(_Reads):
             raise StoreError(f"{path}: no such database")
         try:
             self._db = self._open()
+            check_integrity(self._db, path)
             if _layout(self._db) == 1 or "line" not in _columns(self._db, "records"):
                 self._db.close()
                 RunStore(path).close()  # migrates (StoreError when a run of an older alternator holds it)
                 self._db = self._open()
-        except sqlite3.DatabaseError as error:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as error:  # the latter: SQLite's message quoting damage
             raise damaged_database(path, error) from None
 
     def _open(self) -> sqlite3.Connection:
         db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+        db.text_factory = _lenient_text
         db.execute("PRAGMA busy_timeout=5000")
         return db
 
@@ -300,26 +484,48 @@ class StoreReader(_Reads):
 class RunStore(_Reads):
     """The database of one match or tournament. Not thread-safe: use it from one thread at a time."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, lock: TextIO | None = None) -> None:
+        """`lock`: the directory's lock, already taken (`lock_directory`) by a caller that must hold it before the
+        database is opened (a rebuild, which moves the old database aside first); the store releases it."""
         self.path = path
+        self.agreed: tuple[int, ...] | None = None
+        """games.jsonl's identity (inode, size, mtime) and `changes()` when it was last found to hold exactly the
+        database's games (referee.recovery): not compared again while neither changed."""
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = _lock_directory(path.with_name(LOCK_NAME))
+        self._lock = lock if lock is not None else lock_directory(path.parent)
         try:
             # autocommit mode (isolation_level=None): every transaction is an explicit BEGIN ... COMMIT
             # check_same_thread=False: the tournament writes from worker threads, one at a time (its lock).
             self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            self._db.text_factory = _lenient_text
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA busy_timeout=5000")
+            check_integrity(self._db, path)
             self._db.executescript(_META)
             if _layout(self._db) == 1:
                 self._migrate()
             self._db.executescript(_SCHEMA)
             if "line" not in _columns(self._db, "records"):  # a schema 2 database from before the viewer lines
                 self._db.execute("ALTER TABLE records ADD COLUMN line TEXT")
-        except sqlite3.DatabaseError as error:
-            self._lock.close()
+            for checksum in ("line_crc", "record_crc"):  # a database from before the checksums
+                if checksum not in _columns(self._db, "records"):
+                    self._db.execute(f"ALTER TABLE records ADD COLUMN {checksum} INTEGER")
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as error:  # the latter: SQLite's message quoting damage
+            self._close_quietly()
             raise damaged_database(path, error) from None
+        except StoreError:
+            self._close_quietly()
+            raise
+
+    def _close_quietly(self) -> None:
+        with contextlib.suppress(sqlite3.Error, AttributeError):
+            self._db.close()
+        self._lock.close()
+
+    def changes(self) -> int:
+        """How many rows this connection has changed since it opened: a change of the database."""
+        return self._db.total_changes
 
     def _migrate(self) -> None:
         """Schema 1 to 2: the records move out of `games` into `records`, the figures resume needs into columns,
@@ -361,18 +567,31 @@ class RunStore(_Reads):
 
     # -- the schedule --------------------------------------------------------------------------------
 
-    def start(self, fingerprint: dict[str, Any], schedule: list[ScheduledGame]) -> None:
+    def start(
+        self,
+        fingerprint: dict[str, Any],
+        schedule: list[ScheduledGame] | None,
+        *,
+        pool: bool = False,
+        latecomers: bool = True,
+    ) -> PoolChange:
         """Create the tournament, or check that this one can resume it; StoreError explains a mismatch.
 
         Compatible means: the same fingerprint (bots, board, komi, time control, openings source), and every
         game already scheduled is scheduled again identically. More games per pairing simply adds games.
+        `schedule` None: the games are added as they are scheduled (`add_games`), and the caller's scheduler
+        checks the stored ones. `pool`: the bots may differ from the stored ones by name (latecomers and retired
+        bots; a bot of both must be the same), and the stored fingerprint keeps every bot the run has had;
+        `latecomers` False: a new bot is refused (a format whose field is fixed once started).
         """
         from referee.config import describe_changes
 
         fingerprint = dict(fingerprint)
-        title = fingerprint.pop("title", None)  # the event's title: shown, never compared (a run may be renamed)
+        change = PoolChange([bot["name"] for bot in fingerprint.get("bots", []) if isinstance(bot, dict)], [], [])
+        # The event's title and the rating scale's anchor: shown, never compared (a run may be renamed, re-anchored).
+        shown = {key: fingerprint.pop(key, None) for key in _SHOWN}
         stored = self.get_meta("fingerprint")
-        if stored is not None and json.loads(stored) != fingerprint and not self.anything_recorded():
+        if stored is not None and _settings(stored, self.path) != fingerprint and not self.anything_recorded():
             # Stopped before any game was recorded: nothing to keep, so the directory is not bound to it.
             with self._transaction():
                 self._db.execute("DELETE FROM records")
@@ -380,7 +599,16 @@ class RunStore(_Reads):
                 self._db.execute("DELETE FROM meta")
             stored = None
         if stored is not None:
-            old = json.loads(stored)
+            old = _settings(stored, self.path)
+            if pool and old.get("kind", "tournament") == fingerprint.get("kind"):
+                change, fingerprint = _pool_change(old, fingerprint, self.path.parent)
+                if change.added and not latecomers:
+                    raise StoreError(
+                        f"{self.path.parent} holds a {fingerprint.get('format')} tournament whose field is fixed once"
+                        f" it has started: {', '.join(change.added)} cannot join it. Play them in another tournament"
+                        " (--out DIR), or leave them out to resume this one"
+                    )
+                old = {**old, "bots": fingerprint["bots"]}  # compared by name in _pool_change
             if old != fingerprint:
                 was, now = old.get("kind", "tournament"), fingerprint.get("kind", "tournament")
                 if was != now:
@@ -388,18 +616,19 @@ class RunStore(_Reads):
                         f"{self.path.parent} holds a {was}, not a {now}: the two are never mixed in one directory;"
                         " choose another output directory (--out DIR)"
                     )
-                changes = "; ".join(describe_changes(old, fingerprint))
+                changes = "".join(f"\n  {change}" for change in describe_changes(old, fingerprint))
                 raise StoreError(
-                    f"{self.path.parent} holds a {was} with other settings ({changes}). To resume it, run with"
-                    f" the same settings; for a new {now}, choose another output directory (--out DIR)."
+                    f"{self.path.parent} holds a {was} with other settings:{changes}\nTo resume it, run with the"
+                    f" same settings; for a new {now}, choose another output directory (--out DIR). (If you changed"
+                    f" none, {self.path.name} is damaged: --rebuild-db rebuilds it from games.jsonl.)"
                 )
-        existing = self.scheduled()
-        wanted = {game.number: game for game in schedule}
+        existing = self.scheduled() if schedule is not None else {}
+        wanted = {game.number: game for game in schedule or []}
         for number, game in existing.items():
             if number not in wanted:
                 raise StoreError(
                     f"{self.path.parent} holds a tournament with more games ({len(existing)}) than this config"
-                    f" schedules ({len(schedule)}); raise the games per pairing to at least what it was, or choose"
+                    f" schedules ({len(wanted)}); raise the games per pairing to at least what it was, or choose"
                     " another output directory (--out DIR)"
                 )
             if wanted[number] != game:
@@ -407,25 +636,41 @@ class RunStore(_Reads):
                     f"{self.path.parent}: game {number} was scheduled as {game.black} vs {game.white}"
                     f" from {list(game.opening)}, and is now {wanted[number].black} vs {wanted[number].white} from"
                     f" {list(wanted[number].opening)}; resume with the original settings, or choose another output"
-                    " directory (--out DIR)"
+                    f" directory (--out DIR). (The settings are the same, so {self.path.name} is damaged, or was"
+                    " written by an alternator that scheduled differently: --rebuild-db rebuilds it from games.jsonl.)"
                 )
         with self._transaction():
-            if stored is None:
+            if stored is None or (change.added or change.retired):
                 self._db.execute(
-                    "INSERT OR REPLACE INTO meta (key, value)"
-                    " VALUES ('fingerprint', ?), ('schema_version', ?), ('created_at', ?)",
-                    (json.dumps(fingerprint, sort_keys=True), str(SCHEMA_VERSION), _now()),
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES ('fingerprint', ?), ('schema_version', ?)",
+                    (json.dumps(fingerprint, sort_keys=True), str(SCHEMA_VERSION)),
                 )
-            if title is not None:
-                self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('title', ?)", (str(title),))
-            else:
-                self._db.execute("DELETE FROM meta WHERE key = 'title'")
-            self._db.executemany(
-                "INSERT OR IGNORE INTO games (number, pairing, round, black, white, opening) VALUES (?, ?, ?, ?, ?, ?)",
-                [(g.number, g.pairing, g.round, g.black, g.white, json.dumps(list(g.opening))) for g in schedule],
-            )
+                self._db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('created_at', ?)", (_now(),))
+            for key, value in shown.items():
+                if value is not None:
+                    self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, str(value)))
+                else:
+                    self._db.execute("DELETE FROM meta WHERE key = ?", (key,))
+            self._insert(schedule or [])
             # Games a killed referee left running were lost with it: play them again.
             self._db.execute("UPDATE games SET status = 'pending' WHERE status = 'running'")
+        return change
+
+    def _insert(self, games: Sequence[ScheduledGame]) -> None:
+        self._db.executemany(
+            "INSERT OR IGNORE INTO games (number, pairing, round, black, white, opening) VALUES (?, ?, ?, ?, ?, ?)",
+            [(g.number, g.pairing, g.round, g.black, g.white, json.dumps(list(g.opening))) for g in games],
+        )
+
+    def add_games(self, games: Sequence[ScheduledGame]) -> None:
+        """Record games as they are scheduled (a format that pairs from results), in one transaction."""
+        if games:
+            with self._transaction():
+                self._insert(games)
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self._transaction():
+            self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
 
     # -- games --------------------------------------------------------------------------------------
 
@@ -478,12 +723,60 @@ class RunStore(_Reads):
                     ),
                 )
                 if cursor.rowcount == 1:
+                    line = line_text(record)
+                    text = record.model_dump_json() if texts is None else texts[index]
                     self._db.execute(
-                        "INSERT OR REPLACE INTO records (number, record, line) VALUES (?, ?, ?)",
-                        (number, record.model_dump_json() if texts is None else texts[index], line_text(record)),
+                        "INSERT OR REPLACE INTO records (number, record, line, line_crc, record_crc)"
+                        " VALUES (?, ?, ?, ?, ?)",
+                        (number, text, line, line_crc(line), line_crc(text)),
                     )
                     counted += 1
         return counted
+
+    def restore_game(self, number: int, record: GameRecord, text: str) -> None:
+        """Put a game back as done from a record checked elsewhere (a damaged row or record repaired from
+        games.jsonl): its small columns from the record, its place in commit order kept where it had one."""
+        with self._transaction():
+            self._db.execute(
+                "UPDATE games SET status = 'done', result = ?, termination = ?, finished_at = COALESCE(finished_at, ?),"
+                " game_id = ?, black_cpu_ms = ?, white_cpu_ms = ?,"
+                " seq = COALESCE(seq, (SELECT COALESCE(MAX(seq), 0) + 1 FROM games)) WHERE number = ?",
+                (
+                    record.result,
+                    str(record.termination),
+                    _now(),
+                    record.game_id,
+                    record.black.off_turn_cpu_ms,
+                    record.white.off_turn_cpu_ms,
+                    number,
+                ),
+            )
+            line = line_text(record)
+            self._db.execute(
+                "INSERT OR REPLACE INTO records (number, record, line, line_crc, record_crc) VALUES (?, ?, ?, ?, ?)",
+                (number, text, line, line_crc(line), line_crc(text)),
+            )
+
+    def requeue(self, number: int) -> None:
+        """A done game none of whose copies can be trusted: pending again (played again), its record removed (the
+        caller has set it aside). `renumber` then closes the gap it leaves in commit order."""
+        with self._transaction():
+            self._db.execute(
+                "UPDATE games SET status = 'pending', result = NULL, termination = NULL, finished_at = NULL,"
+                " seq = NULL, game_id = NULL, black_cpu_ms = NULL, white_cpu_ms = NULL WHERE number = ?",
+                (number,),
+            )
+            self._db.execute("DELETE FROM records WHERE number = ?", (number,))
+
+    def renumber(self) -> None:
+        """Commit order without gaps again (1, 2, 3, ...: readers page by it), order kept. Two steps: the unique
+        index on seq."""
+        with self._transaction():
+            self._db.execute(
+                "UPDATE games SET seq = -ranked.k FROM (SELECT number, ROW_NUMBER() OVER (ORDER BY seq) AS k"
+                " FROM games WHERE seq IS NOT NULL) AS ranked WHERE games.number = ranked.number"
+            )
+            self._db.execute("UPDATE games SET seq = -seq WHERE seq < 0")
 
     def release(self, number: int) -> None:
         """A game that did not finish (interrupted): pending again."""
@@ -496,6 +789,51 @@ class RunStore(_Reads):
         return _Transaction(self._db)
 
 
+def _pool_change(old: dict[str, Any], new: dict[str, Any], where: Path) -> tuple[PoolChange, dict[str, Any]]:
+    """Compare a tournament's bots by name: (the change, the fingerprint to store and compare: `new` with the
+    retired bots kept after the current ones). A bot in both must be the same (StoreError names the change)."""
+    from referee.config import describe_changes
+
+    old_bots = {bot["name"]: bot for bot in old.get("bots", [])}
+    new_bots = {bot["name"]: bot for bot in new.get("bots", [])}
+    for name in old_bots.keys() & new_bots.keys():
+        if old_bots[name] != new_bots[name]:
+            changes = "; ".join(describe_changes(old_bots[name], new_bots[name], name))
+            raise StoreError(
+                f"{where} holds a tournament where bot {name!r} had other settings ({changes}). To resume it, give"
+                f" {name} its settings back (or give the changed bot another name: it then joins as a latecomer and"
+                f" {name} retires); for a new tournament, choose another output directory (--out DIR)."
+            )
+    added = [name for name in new_bots if name not in old_bots]
+    retired = [name for name in old_bots if name not in new_bots]
+    field = [*old_bots, *added]
+    merged = {**new, "bots": [*(new_bots.get(name) or old_bots[name] for name in field)]}
+    return PoolChange(field, added, retired), merged
+
+
+def _settings(stored: str, path: Path) -> dict[str, Any]:
+    """The stored fingerprint; StoreError when it is not a JSON object (damaged)."""
+    try:
+        settings = json.loads(stored)
+    except ValueError:
+        settings = None
+    if not isinstance(settings, dict):
+        raise StoreError(
+            f"{path}: the tournament database is damaged (its settings are not readable)."
+            f" {path.with_name('games.jsonl')} still holds every game recorded: run the same command with --rebuild-db"
+            " to rebuild the database from it"
+        )
+    return settings
+
+
+def _audit_row(row: Sequence[Any]) -> AuditRow:
+    record, line = (None if value is None else bytes(value) for value in row[7:9])
+    number, seq, game_id, result, termination, black_cpu_ms, white_cpu_ms = row[:7]
+    return AuditRow(
+        number, seq, game_id, result, termination, black_cpu_ms, white_cpu_ms, record, line, row[9], row[10]
+    )
+
+
 def _columns(db: sqlite3.Connection, table: str) -> set[str]:
     return {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
 
@@ -505,12 +843,19 @@ def _layout(db: sqlite3.Connection) -> int:
     return 1 if "record" in _columns(db, "games") else 2
 
 
-def _lock_directory(path: Path) -> TextIO:
-    """Hold an exclusive lock on `path` while the store is open: one referee per output directory.
+def lock_directory(out_dir: Path) -> TextIO:
+    """Hold an exclusive lock on out_dir/tournament.lock while the store is open: one referee per output directory.
 
     The kernel drops the lock when the process dies, even by kill -9, so a stale lock cannot block a resume.
+    The lock file is opened without following a symlink (one planted there would have its target truncated).
     """
-    handle = path.open("a+", encoding="utf-8")
+    path = out_dir / LOCK_NAME
+    try:
+        for name in (DB_NAME, DB_NAME + "-wal", DB_NAME + "-shm", "logs"):
+            refuse_link(out_dir / name)  # SQLite opens them by name, following links; the bots' logs go in logs/
+        handle = open_output(path, "a+")
+    except UnsafeOutputError as error:
+        raise StoreError(str(error)) from None
     try:
         import fcntl
     except ImportError:  # not POSIX: no lock, the user must not run two referees in one directory

@@ -10,7 +10,9 @@ referee's own lateness from `referee.latency`) and these functions decide:
 - `past_deadline`: past its deadline with no move yet, whether to listen on (the host's measured delay so
   far, or a bot ready to run that the host hardly runs) or give up;
 - `judge`: a move past its deadline is lost on time, unless what the host took from it is more than the
-  bot's overrun: then the game is void (never a forfeit for the host's delay). Every verdict says why.
+  bot's overrun: then the game is void (never a forfeit for the host's delay), or, when the opponent's own
+  processes used more than `HOG_CPUS` CPUs meanwhile, lost by the opponent: it was the host's load. Every
+  verdict says why.
 
 Times are nanoseconds of one clock; the tables in tests/test_timing.py are the specification.
 """
@@ -24,6 +26,7 @@ __all__ = [
     "HELD_CHECK_NS",
     "HELD_CPU_NS",
     "HELD_MAX_NS",
+    "HOG_CPUS",
     "GiveUp",
     "Judgement",
     "ListenOn",
@@ -36,6 +39,9 @@ __all__ = [
 ]
 
 NS_PER_MS = 1_000_000
+HOG_CPUS = 1.0
+"""A waiting bot whose processes used more than this many CPUs' worth during its opponent's late move made the
+host late itself (a bot pondering on one thread uses one at most): it loses the game, which is not void."""
 HELD_CHECK_NS = 500_000
 """Past its deadline, how often a bot held off a CPU by the host (`HELD_CPU_NS`) is looked at again."""
 HELD_CPU_NS = 1_000_000
@@ -132,6 +138,8 @@ class Overrun:
     """The bot's run-queue wait over the whole move (`host_kept`)."""
     held_ns: int = 0
     """No move: how long it was seen ready to run and hardly running past its deadline (0: not held)."""
+    opponent_cpu_ns: int | None = None
+    """The CPU time the opponent's processes used during the move (None: not known)."""
 
 
 @dataclass(frozen=True)
@@ -144,11 +152,35 @@ class Judgement:
     """What the host was measured to take from the move, ms."""
     give_up: bool
     """The bot's answer may still come: restart it before its next game."""
+    opponent_lost: bool = False
+    """Not void after all: the opponent's processes kept the host busy (`HOG_CPUS`); the opponent loses."""
 
 
 def judge(move: Overrun, *, who: str, pressure: float | None = None) -> Judgement:
     """The verdict on a move past its deadline; `who` names the side ("black (alpha)"), `pressure` is the host's
     CPU pressure (named in a void's reason, to say what the host was doing)."""
+    verdict = _judge(move, who=who, pressure=pressure)
+    hog = move.opponent_cpu_ns
+    if verdict.void and hog is not None and hog > HOG_CPUS * move.elapsed_ns:
+        return Judgement(
+            void=False,
+            reason=f"lost: its processes used {fmt_ms(hog)} of CPU during its opponent's move of"
+            f" {fmt_ms(move.elapsed_ns)} ({hog / move.elapsed_ns:.1f} CPUs), and that move came late because the"
+            f" host was busy ({_late_move(verdict.reason)})",
+            host_ms=verdict.host_ms,
+            give_up=verdict.give_up,
+            opponent_lost=True,
+        )
+    return verdict
+
+
+def _late_move(void_reason: str) -> str:
+    """What a void's reason says of the late move, without the void's own words around it."""
+    text = void_reason.removeprefix("void, the host was late: ")
+    return text.removesuffix("; the game is not scored and is played again")
+
+
+def _judge(move: Overrun, *, who: str, pressure: float | None) -> Judgement:
     excess = move.elapsed_ns - move.limit_ns
     margin = f" (a {fmt_ms(move.margin_ns)} margin was allowed)" if move.margin_ns else ""
     what = "no move after" if not move.answered else "took"

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from referee import backoff
 from referee.botspec import BotSpec
 
 BOTS_DIR = Path(__file__).parent / "bots"
@@ -137,3 +138,24 @@ def no_child_processes() -> Iterator[None]:
         time.sleep(0.02)
     if left:
         pytest.fail("child processes left behind: " + "; ".join(describe_process(pid) for pid in left), pytrace=False)
+
+
+# -- a busy host (referee.backoff): quick pauses on a host that reads calm ---------------------------------
+
+
+class CalmHost(backoff.HostWatch):
+    """The host as a test wants it: calm, whatever this machine's load."""
+
+    async def read(self, at_s: float) -> backoff.HostReading:
+        self.reads = getattr(self, "reads", 0) + 1
+        return backoff.HostReading(at_s, 1.0, 0.1)
+
+
+@pytest.fixture
+def quick_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    import referee.runner as runner_module
+
+    monkeypatch.setattr(backoff, "CALM_FOR_S", 0.3)
+    monkeypatch.setattr(backoff, "RAMP_AFTER_S", 0.5)
+    monkeypatch.setattr(runner_module, "HOST_READING_INTERVAL_S", 0.05)
+    monkeypatch.setattr(backoff, "HostWatch", CalmHost)

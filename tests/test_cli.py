@@ -155,3 +155,38 @@ def test_a_signal_outside_a_commands_own_handling_is_one_line(sig: int, status: 
     assert process.returncode == status
     assert err.strip() == f"alternator perft: {word}"
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # this process's handler is left alone
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize(
+    "entry", [["-m", "referee"], ["-c", "from referee.__main__ import entry; raise SystemExit(entry())"]]
+)
+def test_a_signal_at_the_first_moment_of_a_run_is_130_and_one_line(tmp_path: Path, sig: int, entry: list[str]) -> None:
+    """The signal is sent before the interpreter has run a line (held by a blocked mask, as a signal that comes
+    while it starts): the command's first line takes it. A match or tournament stops with 130, as the README says,
+    for SIGTERM as for Ctrl-C (it used to be 143), and never with a traceback."""
+
+    def blocked() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+
+    args = ["tournament", "--bot", "random", "--bot", "greedy", "--size", "4x4", "--out", str(tmp_path / "t")]
+    process = subprocess.Popen(
+        [sys.executable, *entry, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=blocked
+    )
+    process.send_signal(sig)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert err.strip() == f"alternator: {'terminated' if sig == signal.SIGTERM else 'interrupted'}"
+
+
+def test_sigterm_while_a_run_starts_is_130(tmp_path: Path) -> None:
+    """SIGTERM once the command line runs (it used to map to 143 until the run's own handling took over)."""
+    from referee.cli import status_for_signal
+
+    assert status_for_signal(["tournament", "--bot", "x"], terminated=True) == 130
+    assert status_for_signal(["--verbose", "match"], terminated=True) == 130
+    assert (
+        status_for_signal(["perft"], terminated=True) == 143 and status_for_signal(["perft"], terminated=False) == 130
+    )

@@ -8,7 +8,18 @@ from hypothesis import strategies as st
 
 from protocol.messages import TimeControl
 from protocol.rules import BLACK, WHITE
-from referee.clock import GameClock, describe_time_control, movetime_control, parse_time_control
+from referee.clock import (
+    Fischer,
+    GameClock,
+    MoveTime,
+    Periods,
+    TimeControlForm,
+    describe_time_control,
+    form_of,
+    movetime_control,
+    parse,
+    parse_time_control,
+)
 
 MS = 1_000_000
 
@@ -178,19 +189,44 @@ def test_movetime_has_no_game_clock_and_nothing_carries_over() -> None:
     assert (message.black_ms, message.white_ms, message.move_limit_ms) == (None, None, 500)
 
 
-def test_game_clock_and_move_limit_together_take_the_smaller() -> None:
-    control = TimeControl(base_ms=1000, increment_ms=0, moves_per_period=None, move_time_ms=300)
-    clock = GameClock(control)
-    assert clock.allowed_ns(BLACK) == 300 * MS
-    for _ in range(3):
-        clock.charge(BLACK, 290 * MS)
-    assert clock.allowed_ns(BLACK) == 130 * MS
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"base_ms": 1000, "move_time_ms": 300},  # a clock and a time per move
+        {"base_ms": None, "move_time_ms": None},  # no limit at all
+        {"base_ms": None, "move_time_ms": 300, "increment_ms": 10},
+        {"base_ms": None, "move_time_ms": 300, "moves_per_period": 40},
+    ],
+)
+def test_a_time_control_is_exactly_one_of_the_three_forms(fields: dict[str, int | None]) -> None:
+    with pytest.raises(ValueError, match="a time control is exactly one of three forms"):
+        TimeControl(**fields)  # type: ignore[arg-type]
 
 
-def test_no_limit_at_all() -> None:
-    clock = GameClock(TimeControl(base_ms=None, increment_ms=0, moves_per_period=None, move_time_ms=None))
-    assert clock.deadline_ns(BLACK) is None
-    assert clock.charge(BLACK, 10**15).in_time
+@pytest.mark.parametrize(
+    ("text", "form"),
+    [
+        ("60+0.5", Fischer(60_000, 500)),
+        ("60", Fischer(60_000)),
+        ("40/60+1", Periods(40, 60_000, 1000)),
+        ("movetime:0.5", MoveTime(500)),
+        ("0.25/move", MoveTime(250)),
+    ],
+)
+def test_each_form_parses_describes_and_goes_to_the_wire_and_back(text: str, form: TimeControlForm) -> None:
+    assert parse(text) == form
+    assert parse(form.describe()) == form
+    assert form_of(form.wire()) == form
+    assert describe_time_control(form.wire()) == form.describe()
+
+
+def test_each_side_has_its_own_form() -> None:
+    clock = GameClock(Fischer(20_000, 200), MoveTime(1_000), margin_ms=10)
+    assert clock.deadline_ns(BLACK) == 20_010 * MS and clock.deadline_ns(WHITE) == 1_010 * MS
+    assert (clock.increment_ms(BLACK), clock.increment_ms(WHITE)) == (200, 0)
+    assert (clock.move_limit_ms(BLACK), clock.move_limit_ms(WHITE)) == (None, 1_000)
+    assert clock.message(WHITE).black_ms == 20_000 and clock.message(WHITE).white_ms is None
+    assert clock.control_for(WHITE) == MoveTime(1_000).wire()
 
 
 def test_negative_margin_is_refused() -> None:

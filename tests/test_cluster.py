@@ -28,7 +28,8 @@ import trio
 
 from referee.botspec import BotSpec
 from referee.cli import main
-from referee.cluster import ClusterConfig, normalize_address
+from referee.cluster import ClusterPlayers
+from referee.cluster_config import ClusterConfig, normalize_address
 from referee.config import ConfigError, RunPlan, parse_config, resolve_plan
 from referee.events import Event
 from referee.runner import Runner, RunSummary
@@ -380,7 +381,7 @@ async def test_tournament_survives_a_worker_killed_mid_game(
             if event.games_done >= 2:
                 finished.set()
 
-    tournament = Runner(plan, on_event=on_event, cluster=cluster)
+    tournament = Runner(plan, on_event=on_event, players=ClusterPlayers(cluster, plan.bots))
     try:
         await cluster.preflight(plan.bots)
         assert cluster.slots == 2
@@ -472,7 +473,7 @@ async def test_coordinator_killed_then_scheduler_lost_then_resumed_locally(
 
     try:
         with pytest.raises(BaseException) as caught:
-            await Runner(plan, on_event=on_event, cluster=cluster).run()
+            await Runner(plan, on_event=on_event, players=ClusterPlayers(cluster, plan.bots)).run()
     finally:
         await cluster.close()
     lost = find_exception(caught.value, ClusterLostError)
@@ -530,7 +531,7 @@ def test_a_worker_that_cannot_start_a_bot(tmp_path: Path, capsys: pytest.Capture
         async def run() -> RunSummary:
             coordinator = await Cluster.connect(ClusterConfig(address=cluster.address), on_message=messages.append)
             try:
-                return await Runner(plan, cluster=coordinator).run()
+                return await Runner(plan, players=ClusterPlayers(coordinator, plan.bots)).run()
             finally:
                 await coordinator.close()
 
@@ -717,3 +718,38 @@ def test_tuning_plays_its_iterations_on_a_cluster(
         if line.strip()
     ]
     assert len(played) == 4 and {game["worker"] for game in played} <= set(dask_cluster.workers)
+
+
+@needs_dask
+def test_the_loss_of_the_scheduler_is_said_in_our_words_and_dasks_in_one_line(tmp_path: Path) -> None:
+    """Dask logs the lost scheduler with ~30 lines of traceback; the run holds that back to one line (unless
+    --verbose) and then says what happened and what to do."""
+    cluster = start_cluster(tmp_path / "logs", 1)
+    try:
+        out = tmp_path / "t"
+        args = ["tournament", "--bot", "random", "--bot", "greedy", "--games", "400", "--size", "4x4"]
+        process = subprocess.Popen(
+            [sys.executable, "-m", "referee", *args, "--tc", "5+0.1", "--out", str(out), "--cluster", cluster.address],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 60
+        while not (out / "games.jsonl").is_file() or not (out / "games.jsonl").read_text().count("\n") >= 2:
+            assert time.monotonic() < deadline and process.poll() is None, "no game was played"
+            time.sleep(0.1)
+        cluster.kill(cluster.processes[0])  # the scheduler
+        _, err = process.communicate(timeout=120)
+    finally:
+        cluster.stop()
+    assert process.returncode == 1, err
+    assert "Traceback" not in err and "distributed.comm" not in err
+    assert err.count("cluster: Dask logged an error") <= 1  # at most one line of Dask's own
+    assert f"lost the Dask scheduler at {cluster.address}" in err
+
+
+def test_the_cluster_paragraph_is_printed_once_in_help(capsys: pytest.CaptureFixture[str]) -> None:
+    for command in ("match", "tournament"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        assert capsys.readouterr().out.count("Cluster: --cluster tcp://HOST:8786 plays the games") == 1, command

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -84,7 +85,7 @@ def test_the_example_config_is_valid() -> None:
         (
             '[[bots]]\nname = "a"\ncommand = "x"\n[[bots]]\nname = "b"\ncommand = "y"\ntime_control = "60+"\n',
             "tournament.toml: bots[1].time_control: unknown key; the keys here are command, cpu_limit_s, depth, dir,"
-            " env, max_processes, memory_mb, name, nodes, options, ponder, sandbox, tc (for this bot's own time"
+            " env, max_processes, memory_mb, name, nodes, options, ponder, rating, sandbox, tc (for this bot's own time"
             ' control, time odds, write tc = "..."; for every bot, time_control is a top-level key: move it above the'
             " first [table] or [[bots]])",
         ),
@@ -105,12 +106,13 @@ def test_the_example_config_is_valid() -> None:
             "tournament.toml: games: Input should be greater than or equal to 1",
         ),
         (
-            'format = "swiss"\n[[bots]]\nname = "a"\ncommand = "x"\n[[bots]]\nname = "b"\ncommand = "y"\n',
-            "tournament.toml: format: Input should be 'round-robin' or 'gauntlet'",
+            'format = "ladder"\n[[bots]]\nname = "a"\ncommand = "x"\n[[bots]]\nname = "b"\ncommand = "y"\n',
+            "tournament.toml: format: Input should be 'round-robin', 'gauntlet', 'pairings', 'swiss',"
+            " 'knockout' or 'adaptive'",
         ),
         (
             'gmaes = 2\n[[bots]]\nname = "a"\ncommand = "x"\n[[bots]]\nname = "b"\ncommand = "y"\n',
-            "tournament.toml: gmaes: unknown key; the keys here are adjudication, bots, cluster, concurrency,",
+            "tournament.toml: gmaes: unknown key; the keys here are adjudication, anchor, bots, cluster, concurrency,",
         ),
         (
             '[openings]\nplys = 2\n[[bots]]\nname = "a"\ncommand = "x"\n[[bots]]\nname = "b"\ncommand = "y"\n',
@@ -215,7 +217,8 @@ def test_movetime_on_the_command_line_replaces_the_files_clock(tmp_path: Path) -
 
 
 def test_an_option_error_names_the_option(tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match=r"^--tc: time_control: time control '60\+' is not understood"):
+    # The same words as `alternator match --tc 60+` (one table of options for both commands).
+    with pytest.raises(UsageError, match=r"^--tc '60\+': time control '60\+' is not understood"):
         build_plan(parse_args(str(write(tmp_path, GOOD)), "--tc", "60+"))
     with pytest.raises(UsageError, match=r"^--size: size: 'x' is not a board size"):
         build_plan(parse_args("--size", "x"))
@@ -267,3 +270,94 @@ def test_an_openings_file_is_fingerprinted_by_its_content(tmp_path: Path) -> Non
     assert plan.fingerprint["openings"]["file_openings"] == 2
     (tmp_path / "openings.txt").write_text("a1a2\nb2b1\n")
     assert plan_for(path).fingerprint["openings"] != plan.fingerprint["openings"]
+
+
+def test_pairings_name_bots_of_the_field_and_set_the_format(tmp_path: Path) -> None:
+    bots = [{"name": name, "command": "x"} for name in "abc"]
+    config = parse_config({"bots": bots, "pairings": [{"bots": ["c", "a"]}, {"bots": ["a", "b"]}]}, source="t.toml")
+    assert config.format is Format.PAIRINGS
+    plan = resolve_plan(config, base_dir=tmp_path, source="t.toml", default_out=tmp_path)
+    assert plan.pairs == (("c", "a"), ("a", "b"))
+    assert plan.fingerprint["format_settings"] == {"pairings": [["c", "a"], ["a", "b"]]}
+    for pairings, message in (
+        ([{"bots": ["a", "z"]}], "t.toml: pairings[0].bots: 'z' is not one of the bots (a, b, c)"),
+        ([{"bots": ["a", "a"]}], "t.toml: pairings[0].bots: a bot cannot play itself ('a')"),
+        ([{"bots": ["a", "b"]}, {"bots": ["b", "a"]}], "t.toml: pairings[1].bots: b and a are already paired"),
+    ):
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            parse_config({"bots": bots, "pairings": pairings}, source="t.toml")
+    with pytest.raises(ConfigError, match="format: swiss with \\[\\[pairings\\]\\]"):
+        parse_config({"bots": bots, "format": "swiss", "pairings": [{"bots": ["a", "b"]}]}, source="t.toml")
+
+
+def test_format_settings_are_checked_against_the_format(tmp_path: Path) -> None:
+    bots = [{"name": name, "command": "x"} for name in "abcd"]
+    cases = (
+        ({"format": "gauntlet", "seeds": 4}, "seeds: 4 seeds of 4 bots leave no one to play; give 1 to 3"),
+        ({"seeds": 2}, "seeds: only a gauntlet has seeds"),
+        ({"format": "swiss", "rounds": 4}, "rounds: 4 rounds of 4 bots would need rematches; give 1 to 3"),
+        ({"rounds": 2}, "rounds: only a Swiss tournament has rounds"),
+        ({"format": "knockout", "games": 3}, "games: 3 games an encounter: a knockout plays game pairs"),
+        ({"max_games": 10}, "max_games: only an adaptive run has a budget"),
+    )
+    for settings, message in cases:
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            parse_config({"bots": bots, **settings}, source="t.toml")
+    swiss = parse_config({"bots": bots, "format": "swiss"}, source="t.toml")
+    assert resolve_plan(swiss, base_dir=tmp_path, source="t", default_out=tmp_path).rounds == 2  # log2 of 4
+    plan = resolve_plan(
+        parse_config({"bots": bots, "format": "gauntlet", "seeds": 2}, source="t"),
+        base_dir=tmp_path,
+        source="t",
+        default_out=tmp_path,
+    )
+    assert plan.seeds == 2 and plan.fingerprint["format_settings"] == {"seeds": 2}
+    plain = resolve_plan(parse_config({"bots": bots}, source="t"), base_dir=tmp_path, source="t", default_out=tmp_path)
+    assert "format_settings" not in plain.fingerprint  # a round robin's identity is what it was
+
+
+def test_match_and_tournament_read_their_shared_options_from_one_table(tmp_path: Path) -> None:
+    import argparse
+
+    from referee.commands import match as match_command
+    from referee.commands.run_keys import SHARED, bot_entry, shared_keys
+
+    options = ["--margin-ms", "25", "--concurrency", "3", "--title", "Cup", "--movetime", "0.5", "--nodes", "900"]
+    tournament = build_plan(parse_args(str(write(tmp_path, GOOD)), *options))
+    parser = argparse.ArgumentParser()
+    match_command.configure(parser)
+    match_args = parser.parse_args(["--black", "random", "--white", "greedy", *options])
+    data, sources = match_command.config_data(match_args)
+    for option in SHARED:
+        if option.key in data:
+            assert sources[option.key] == option.flag
+    assert (data["margin_ms"], data["concurrency"], data["title"], data["movetime"], data["nodes"]) == (
+        tournament.margin_ms,
+        tournament.concurrency,
+        tournament.title,
+        (tournament.time_control.move_time_ms or 0) / 1000,
+        900,
+    )
+    assert set(shared_keys(match_args)) == {"margin_ms", "concurrency", "title", "movetime", "nodes"}
+    refused = ((["--margin-ms", "-1"], "--margin-ms -1: give 0 or more"), (["--movetime", "0"], "--movetime 0"))
+    for bad, words in refused:
+        with pytest.raises(UsageError, match=words):
+            build_plan(parse_args(str(write(tmp_path, GOOD)), *bad))
+        with pytest.raises(UsageError, match=words):
+            match_command.config_data(parser.parse_args(["--black", "random", "--white", "greedy", *bad]))
+    # One conversion of a bot to its config entry: a tournament's --bot and a match's --black read back the same.
+    spec = tournament.bots[0]
+    assert bot_entry(spec)["command"] == spec.command and bot_entry(spec, default_dir=tmp_path)["dir"]
+
+
+def test_the_anchor_names_one_of_the_bots(tmp_path: Path) -> None:
+    from referee.standings import Anchor
+
+    path = write(tmp_path, GOOD)
+    plan = build_plan(parse_args(str(path), "--anchor", f"{plan_for(path).bot_names[0]}=1500"))
+    assert plan.anchor == Anchor(name=plan.bot_names[0], rating=1500)
+    assert plan.fingerprint["anchor"] == f"{plan.bot_names[0]}=1500"
+    with pytest.raises(UsageError, match=r"anchor: 'nobody' is not one of the bots \("):
+        build_plan(parse_args(str(path), "--anchor", "nobody=1500"))
+    with pytest.raises(UsageError, match="anchor: '1500' is not NAME=RATING"):
+        build_plan(parse_args(str(path), "--anchor", "1500"))

@@ -1,11 +1,13 @@
 """Containing untrusted bots: every process a bot starts ends with it, a crash is seen when the bot exits,
 the sandbox hides what is not the bot's, a fork bomb is bounded, CPU is accounted and a waiting bot can be
 frozen, and nothing a bot wrote reaches the terminal raw. Real misbehaving bots (tests/bots/testbot.py),
-with cgroups where the host allows them and with /proc tracking alone.
+with cgroups where the host allows them (cgroup v2 preferred, and v1 alone where writable) and with /proc
+tracking alone; cgroup v2's controller files, which this host's v2 hierarchy lacks, through stand-in hierarchies.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shutil
@@ -22,7 +24,7 @@ import trio
 from referee import containment
 from referee.cli import main
 from referee.clock import parse_time_control
-from referee.containment import CpuSlots, HostSupport, end_leftovers, host_support
+from referee.containment import V2, CpuSlots, HostSupport, detect_host, end_leftovers, host_support
 from referee.game import run_game
 from referee.process import open_bot
 from referee.record import GameRecord, GameSettings, Termination
@@ -39,12 +41,18 @@ needs_cgroups = pytest.mark.skipif(
 ESCAPED = re.compile(r"escaped pid (\d+)")
 
 
-@pytest.fixture(params=["cgroups", "proc"])
+@pytest.fixture(params=["cgroups", "cgroup-v1", "proc"])
 def tracking(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """Run the test with cgroups (where the host allows them) and with /proc tracking alone."""
+    """Run the test with cgroups as the host allows them (v2 preferred), with cgroup v1 alone (where the host has
+    it writable), and with /proc tracking alone."""
     if request.param == "cgroups":
         if not host_support().uses_cgroups:
             pytest.skip(f"no writable cgroups: {host_support().cgroup_problem}")
+    elif request.param == "cgroup-v1":
+        v1 = detect_host(v2=False)
+        if not v1.uses_cgroups:
+            pytest.skip(f"no writable cgroup v1 controllers: {v1.cgroup_problem}")
+        monkeypatch.setattr(containment, "host_support", lambda: v1)
     else:
         real = host_support()
         fallback = HostSupport(subreaper=real.subreaper, pdeathsig=real.pdeathsig, cgroup_problem="test")
@@ -230,7 +238,7 @@ async def test_a_fork_bomb_in_the_sandbox_is_bounded_by_max_processes(tmp_path: 
         await bot.settle()
         line = next(line for line in bot.stderr_tail() if line.startswith("forked"))
         tree = bot.tree
-        assert tree is not None and tree.limit_in_force == "pids.max=24 (cgroup)"
+        assert tree is not None and tree.limit_in_force.startswith("pids.max=24 (cgroup v")
         during = len(tree.pids())
     forked = int(line.split()[1])
     assert 0 < forked < 24 and during <= 24  # bwrap, its init and the bot's threads count too
@@ -479,3 +487,214 @@ def test_without_cgroups_a_bot_s_cpu_is_exact_for_its_main_process_and_proc_is_w
         process.kill()
         process.wait()
         tree.close()
+
+
+# -- cgroup v2: for real where this host has it, and the controller files through a stand-in ----------------
+
+needs_cgroup_v2 = pytest.mark.skipif(
+    V2 not in host_support().cgroups, reason=f"no writable cgroup v2 hierarchy: {host_support().cgroup_problem}"
+)
+
+
+@needs_cgroup_v2
+async def test_on_cgroup_v2_a_bot_s_whole_tree_is_its_cgroup_frozen_counted_and_killed_by_cgroup_kill(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writes: list[tuple[str, str]] = []
+    write = containment._write
+
+    def noted(path: Path, text: str) -> None:
+        writes.append((path.name, text))
+        write(path, text)
+
+    monkeypatch.setattr(containment, "_write", noted)
+    async with open_bot(make_bot_spec("testbot", "burn", name="burner"), tmp_path) as bot:
+        await bot.handshake()
+        escapees = await wait_for_escapee(bot)  # a CPU burner in a session of its own
+        tree = bot.tree
+        assert tree is not None and tree.describe().startswith("cgroup v2 (")
+        cgroup = tree.cgroups[V2]
+        assert cgroup.parent == host_support().cgroups[V2]
+        members = {int(pid) for pid in (cgroup / "cgroup.procs").read_text().split()}
+        assert {bot.pid, *escapees} <= members  # the escapee left the session, not the cgroup
+        # CPU: cpu.stat counts the burner, which is not a child the bot waits for.
+        before = tree.cpu_ns()
+        await trio.sleep(0.3)
+        after = tree.cpu_ns()
+        assert before is not None and after is not None and after - before > 50_000_000
+        # Frozen by cgroup.freeze: the kernel says so, and the burner's CPU stops.
+        tree.freeze()
+        assert "frozen 1" in (cgroup / "cgroup.events").read_text()
+        frozen_at = tree.cpu_ns()
+        await trio.sleep(0.3)
+        assert frozen_at is not None and (tree.cpu_ns() or 0) - frozen_at < 20_000_000
+        tree.thaw()
+        assert "frozen 0" in (cgroup / "cgroup.events").read_text()
+    # The end of the bot: one write to cgroup.kill, then nothing of it is left, nor its cgroup.
+    assert ("cgroup.kill", "1") in writes
+    assert live_pids([bot.pid, *escapees]) == []
+    assert not cgroup.exists()
+
+
+def _standin_v2(root: Path, controllers: str) -> Path:
+    """A folder laid out as a cgroup v2 hierarchy's root offering `controllers`, with our base made as the kernel
+    would make it (its interface files there)."""
+    root.mkdir(parents=True)
+    (root / "cgroup.controllers").write_text(controllers + "\n")
+    (root / "cgroup.subtree_control").write_text("")
+    (root / "cgroup.procs").write_text("")
+    base = root / "alternator" / str(os.getpid())
+    base.mkdir(parents=True)
+    for name in ("cgroup.freeze", "cgroup.kill", "cgroup.subtree_control", "cgroup.procs"):
+        (base / name).write_text("")
+    return base
+
+
+def test_a_stand_in_cgroup_v2_with_controllers_gives_each_bot_pids_max_memory_max_without_swap_and_cores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from referee.sandbox import launch_command
+
+    root = tmp_path / "cgroup2"
+    made = _standin_v2(root, "cpuset cpu io memory hugetlb pids rdma misc")
+    writes: list[tuple[Path, str]] = []
+    write = containment._write
+
+    def noted(path: Path, text: str) -> None:
+        writes.append((path, text))
+        write(path, text)
+
+    monkeypatch.setattr(containment, "_write", noted)
+    base, controllers, kill, problem = containment.probe_v2(root, "/")
+    assert base == made and controllers == {"pids", "memory", "cpuset"} and kill and problem is None
+    # Enabled from the hierarchy's root down to our folder, so that every bot's cgroup has them.
+    for folder in (root, root / "alternator", made):
+        assert {text for path, text in writes if path == folder / "cgroup.subtree_control"} == {
+            "+pids",
+            "+memory",
+            "+cpuset",
+        }
+    support = HostSupport(
+        subreaper=False, pdeathsig=False, cgroups={V2: base}, v2_controllers=controllers, v2_kill=True
+    )
+    assert support.memory_cgroup == "v2" and support.describe().endswith("memory limits: cgroup v2 memory.max")
+    tree = containment.ProcessTree("jvm", max_processes=50, memory_mb=256, cores=[0], support=support)
+    bot = tree.cgroups[V2]
+    assert bot.parent == base and list(tree.cgroups) == [V2]
+    assert (bot / "pids.max").read_text() == "50" and (bot / "cpuset.cpus").read_text() == "0"
+    assert (bot / "memory.max").read_text() == str(256 << 20)
+    assert (bot / "memory.swap.max").read_text() == "0" and (bot / "memory.oom.group").read_text() == "1"
+    assert tree.memory_limit == "memory.max=256 MiB (cgroup v2, no swap)"
+    assert tree.describe().endswith(
+        "process limit: pids.max=50 (cgroup v2); memory limit: memory.max=256 MiB (cgroup v2, no swap)"
+    )
+    # The bot joins it through the trampoline, and its command is not wrapped in an address-space limit.
+    argv, preexec = tree.launch(["./bot"])
+    assert preexec is None and str(bot / "cgroup.procs") in argv
+    spec = make_bot_spec("testbot", "jvm", "100").model_copy(update={"memory_mb": 256})
+    assert launch_command(spec, address_limit=tree.memory_limit is None) == spec.command
+    # CPU from cpu.stat (microseconds), an OOM kill from memory.events.
+    (bot / "cpu.stat").write_text("usage_usec 1500\nuser_usec 1000\nsystem_usec 500\n")
+    assert tree.cpu_ns() == 1_500_000
+    (bot / "memory.events").write_text("low 0\nhigh 0\nmax 40\noom 1\noom_kill 0\noom_group_kill 0\n")
+    assert not tree.memory_killed()
+    (bot / "memory.events").write_text("low 0\nhigh 0\nmax 41\noom 2\noom_kill 1\noom_group_kill 1\n")
+    assert tree.memory_killed()
+    tree.close()
+    assert ("cgroup.kill", "1") not in [(path.name, text) for path, text in writes]  # nothing was left to kill
+
+
+def test_a_stand_in_cgroup_v2_without_controllers_still_tracks_and_says_what_is_missing(tmp_path: Path) -> None:
+    # As this machine's /sys/fs/cgroup/unified: tracking, freezing, killing and CPU, but no pids or memory.
+    root = tmp_path / "cgroup2"
+    made = _standin_v2(root, "")
+    base, controllers, kill, problem = containment.probe_v2(root, "/")
+    assert (base, controllers, kill) == (made, frozenset(), True)
+    assert problem == f"{root} offers none of the pids, memory, cpuset controllers"
+    # Without cgroup.freeze (Linux before 5.2) it is not used at all.
+    (made / "cgroup.freeze").unlink()
+    base, _, _, problem = containment.probe_v2(root, "/")
+    assert base is None and problem is not None and "has no cgroup.freeze" in problem
+
+
+def test_a_stand_in_cgroup_v1_memory_controller_limits_resident_memory_and_swap(tmp_path: Path) -> None:
+    pids, memory = tmp_path / "pids" / "alternator" / "1", tmp_path / "memory" / "alternator" / "1"
+    pids.mkdir(parents=True)
+    memory.mkdir(parents=True)
+    support = HostSupport(subreaper=False, pdeathsig=False, cgroups={"pids": pids}, memory=memory)
+    assert support.memory_cgroup == "v1"
+    tree = containment.ProcessTree("hog", memory_mb=64, support=support)
+    cgroup = tree.cgroups["memory"]
+    assert (cgroup / "memory.limit_in_bytes").read_text() == str(64 << 20)
+    assert (cgroup / "memory.memsw.limit_in_bytes").read_text() == str(64 << 20)
+    assert tree.memory_limit == "memory.limit_in_bytes=64 MiB (cgroup v1, no swap)"
+    (cgroup / "memory.oom_control").write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 0\n")
+    (cgroup / "memory.failcnt").write_text("7\n")
+    assert not tree.memory_killed()  # the limit was hit (reclaimed), nothing was killed
+    (cgroup / "memory.oom_control").write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 1\n")
+    assert tree.memory_killed()
+    # A kernel without the oom_kill line (before 4.13): a hit of the limit is taken as the cause.
+    older = containment.ProcessTree("hog", memory_mb=64, support=support)
+    (older.cgroups["memory"] / "memory.oom_control").write_text("oom_kill_disable 0\nunder_oom 0\n")
+    (older.cgroups["memory"] / "memory.failcnt").write_text("3\n")
+    assert older.memory_killed()
+    # A bot without a memory limit joins no memory cgroup.
+    assert "memory" not in containment.ProcessTree("plain", support=support).cgroups
+
+
+SCOPE = "/user.slice/user-1000.slice/user@1000.service/app.slice/run-alternator.scope"
+
+
+def _standin_kernel(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make writes to a stand-in v2 hierarchy follow the kernel's two rules that matter here: a cgroup other than
+    the root that holds processes cannot give controllers to children (EBUSY), and a process is in one cgroup."""
+    write = containment._write
+
+    def kernel(path: Path, text: str) -> None:
+        procs = path.parent / "cgroup.procs"
+        busy = path.parent != root and procs.exists() and procs.read_text().split()
+        if path.name == "cgroup.subtree_control" and busy:
+            raise OSError(errno.EBUSY, "Device or resource busy")
+        if path.name == "cgroup.procs":
+            for other in root.rglob("cgroup.procs"):
+                other.write_text("".join(f"{pid}\n" for pid in other.read_text().split() if pid != text))
+        write(path, text)
+
+    monkeypatch.setattr(containment, "_write", kernel)
+
+
+def test_a_referee_alone_in_a_delegated_scope_moves_into_a_leaf_so_its_bots_get_the_controllers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "cgroup2"
+    _standin_v2(root, "cpuset cpu io memory pids")
+    scope = root / SCOPE.lstrip("/")
+    made = _standin_v2(scope, "cpuset memory pids")
+    (scope / "cgroup.procs").write_text(f"{os.getpid()}\n")
+    _standin_kernel(root, monkeypatch)
+    base, controllers, _, problem = containment.probe_v2(root, SCOPE)
+    assert base == made and controllers == {"pids", "memory", "cpuset"} and problem is None
+    assert (scope / "alternator-referee" / "cgroup.procs").read_text() == str(os.getpid())
+    assert (scope / "cgroup.procs").read_text() == ""
+    # Its play workers, started there, find the scope again rather than making their own in the leaf.
+    base, controllers, _, _ = containment.probe_v2(root, SCOPE + "/alternator-referee")
+    assert base == made and controllers == {"pids", "memory", "cpuset"}
+
+
+def test_a_referee_sharing_its_scope_gets_no_controllers_there_and_a_root_one_takes_the_hierarchy_s_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "cgroup2"
+    at_root = _standin_v2(root, "cpuset cpu io memory pids")
+    scope = root / SCOPE.lstrip("/")
+    in_scope = _standin_v2(scope, "cpuset memory pids")
+    (scope / "cgroup.procs").write_text(f"1234\n{os.getpid()}\n")  # a login shell beside the referee
+    _standin_kernel(root, monkeypatch)
+    assert containment._enable_controllers(scope, os.getpid()) == (
+        frozenset(),
+        f"cannot enable the pids, memory, cpuset controllers in {scope} (Device or resource busy)",
+    )
+    assert (scope / "cgroup.procs").read_text().split() == ["1234", str(os.getpid())]  # nobody was moved
+    base, controllers, _, _ = containment.probe_v2(root, SCOPE)
+    assert base == at_root and controllers == {"pids", "memory", "cpuset"}
+    assert in_scope.exists()  # (a stand-in: the kernel would have removed the empty folder left unused)

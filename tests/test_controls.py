@@ -20,11 +20,10 @@ from protocol.options import Option, OptionError, resolve_options
 from protocol.rules import BLACK, WHITE
 from referee.botspec import BotSpecError, load_bot_file, parse_bot_arg
 from referee.cli import main
-from referee.clock import NS_PER_MS, parse_time_control
+from referee.clock import NS_PER_MS, GameClock, parse_time_control
 from referee.config import load_config, resolve_plan
 from referee.record import GameRecord
 from referee.runner import GAMES_FILE
-from referee.time_odds import SideClocks
 
 PROBE = str(Path(__file__).parent / "bots" / "probebot.py")
 TESTBOT = str(Path(__file__).parent / "bots" / "testbot.py")
@@ -146,14 +145,14 @@ def test_a_bot_file_and_a_config_give_their_own_controls(tmp_path: Path) -> None
 
 
 def test_each_side_is_charged_by_its_own_time_control() -> None:
-    clocks = SideClocks(parse_time_control("20+0.2"), parse_time_control("5+0.05"))
+    clocks = GameClock(parse_time_control("20+0.2"), parse_time_control("5+0.05"))
     assert clocks.remaining_ns(BLACK) == 20_000 * NS_PER_MS and clocks.remaining_ns(WHITE) == 5_000 * NS_PER_MS
     assert clocks.charge(BLACK, 1_000 * NS_PER_MS).remaining_ns == 19_200 * NS_PER_MS
     assert clocks.charge(WHITE, 1_000 * NS_PER_MS).remaining_ns == 4_050 * NS_PER_MS
     assert not clocks.charge(WHITE, 4_100 * NS_PER_MS).in_time  # 4.1 s is past White's 4.05 s, not Black's
     message = clocks.message(WHITE)
     assert (message.black_ms, message.white_ms, message.increment_ms) == (19_200, 4_050, 50)
-    moves = SideClocks(parse_time_control("movetime:1"), parse_time_control("40/60"))
+    moves = GameClock(parse_time_control("movetime:1"), parse_time_control("40/60"))
     assert moves.deadline_ns(BLACK) == 1_000 * NS_PER_MS and moves.moves_to_go(WHITE) == 40
 
 

@@ -565,7 +565,7 @@ def test_two_different_matches_never_share_an_output_directory(
     # Another bot: refused, naming the field that changed; nothing of the first match is touched.
     assert main([*argv[:4], "alphabeta", *argv[5:]]) == 2
     err = capsys.readouterr().err
-    assert f"{out} holds a match with other settings (bots[1].command: was" in err and "sample_bots.alphabeta" in err
+    assert f"{out} holds a match with other settings:\n  bots[1].command: was" in err and "sample_bots.alphabeta" in err
     assert 'bots[1].name: was "random", now "alphabeta"' in err
     assert (out / GAMES_FILE).read_text() == before
     # Another time control: refused too (more games would be a compatible resume); a tournament: refused.

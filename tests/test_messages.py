@@ -25,12 +25,11 @@ game_ids = st.text(min_size=1, max_size=20)
 colors = st.sampled_from(["black", "white"])
 floats = st.floats(allow_nan=False, allow_infinity=False, width=32)
 
-time_controls = st.builds(
-    m.TimeControl,
-    base_ms=opt_ms,
-    increment_ms=ms,
-    moves_per_period=st.none() | st.integers(1, 100),
-    move_time_ms=opt_ms,
+# Exactly one of the three forms (the model refuses any other shape): a game clock, with or without periods,
+# or a time per move alone.
+time_controls = st.one_of(
+    st.builds(m.TimeControl, base_ms=ms, increment_ms=ms, moves_per_period=st.none() | st.integers(1, 100)),
+    st.builds(m.TimeControl, base_ms=st.none(), move_time_ms=ms),
 )
 clocks = st.builds(
     m.TurnClocks,

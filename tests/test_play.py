@@ -20,7 +20,7 @@ from referee.botspec import BotSpec
 from referee.clock import parse_time_control
 from referee.play import BotPool, MoveRelay, PlayLoop, ProcessPlayLoop, play_in_pool
 from referee.process import BotStartError
-from referee.record import GameRecord, GameSettings, MoveRecord, Termination
+from referee.record import GameRecord, GameSettings, MoveRecord, PlayedMove, Termination
 from tests.conftest import BotSpecFactory
 
 
@@ -68,7 +68,7 @@ async def test_moves_reach_the_coordinator_in_order_in_its_own_thread() -> None:
     loop = PlayLoop("play-test")
     seen: list[tuple[str, int, str]] = []
 
-    def on_move(move: MoveRecord, ply: int) -> None:
+    def on_move(move: PlayedMove, ply: int) -> None:
         seen.append((move.move, ply, threading.current_thread().name))
 
     relay = MoveRelay(on_move, trio.lowlevel.current_trio_token())
@@ -204,20 +204,22 @@ async def test_a_cancelled_game_stops_in_the_play_worker_which_plays_on(
 
 async def test_a_game_waiting_in_a_blocking_poll_is_cancelled_at_once(bot_spec: BotSpecFactory, tmp_path: Path) -> None:
     """In a play loop a reply is awaited in a blocking poll (`sole_game_loop`); a cancellation from the caller
-    must wake it, not wait for the poll's own timeout (here the next ping, a minute away)."""
+    must wake it, not wait for the poll's own timeout (here the next ping, ten minutes away)."""
     from referee.game import Limits, run_game
     from referee.process import open_bot
 
     loop = PlayLoop("play-test")
-    settings = GameSettings(width=4, height=4, time_control=parse_time_control("movetime:60"))
+    settings = GameSettings(width=4, height=4, time_control=parse_time_control("movetime:900"))
 
     async def game() -> None:
-        slow, quick = bot_spec("testbot", "think", "60000", name="slow"), bot_spec("testbot", name="quick")
+        slow, quick = bot_spec("testbot", "think", "900000", name="slow"), bot_spec("testbot", name="quick")
         async with open_bot(slow, tmp_path) as black, open_bot(quick, tmp_path) as white:
-            await run_game("g1", black, white, settings, limits=Limits(ping_interval_s=60))
+            await run_game("g1", black, white, settings, limits=Limits(ping_interval_s=600))
 
     try:
-        with trio.fail_after(20):  # a hang, not a timing: without the wake it would wait a minute
+        # A hang, not a timing: without the wake it would wait ten minutes; with it, at most the bots' start and
+        # stop (seconds, more on a loaded host).
+        with trio.fail_after(120):
             with trio.move_on_after(1.0) as scope:
                 await loop.run(game)
         assert scope.cancelled_caught

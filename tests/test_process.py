@@ -376,14 +376,14 @@ async def test_a_bot_waiting_for_its_turn_is_not_ready_to_run_and_its_cpu_time_i
         samples: list[tuple[bool, int] | None] = []
         with trio.move_on_after(5):  # it goes back to reading its input right after the handshake
             while not samples or samples[-1] is None or samples[-1][0]:
-                samples.append(bot.cpu_sample())
+                samples.append(bot.probe.cpu_sample())
                 await trio.sleep(0.01)
         sample = samples[-1]
         assert sample is not None
         ready, cpu_ns = sample
         assert not ready  # blocked reading its input: asleep, so never taken as held off a CPU
         assert cpu_ns > 0  # a Python start-up is not free
-    assert bot.cpu_sample() is None  # gone
+    assert bot.probe.cpu_sample() is None  # gone
 
 
 CLOSES_ITS_INPUT = """\

@@ -147,7 +147,7 @@ async def test_stderr_is_copied_to_the_log_up_to_its_cap_and_the_copy_stops_even
         with trio.fail_after(30):  # a hang, not a timing
             await copier.stop()
             await copier.done.wait()
-        assert not copier._thread.is_alive()
+        assert copier.done.is_set()
     finally:
         flooding.clear()
         os.close(read_fd)  # the writer's next write fails: it ends
@@ -157,6 +157,33 @@ async def test_stderr_is_copied_to_the_log_up_to_its_cap_and_the_copy_stops_even
     assert text.startswith(b"first line\n") and b"[stderr log capped at 100 bytes]" in text
     assert len(text) < 200  # the cap holds whatever came after
     assert b"".join(chunks).startswith(b"first line\n" + b"x" * 200)  # the tail keeper saw everything read
+
+
+async def test_one_thread_copies_every_bot_s_stderr_each_to_its_own_log(tmp_path: Path) -> None:
+    pipes = [os.pipe() for _ in range(5)]
+    copiers = [
+        StderrCopier(read_fd, tmp_path / f"bot{i}.log", 10_000, lambda data: None, f"bot{i}")
+        for i, (read_fd, _) in enumerate(pipes)
+    ]
+    try:
+        for i, (_, write_fd) in enumerate(pipes):
+            os.write(write_fd, f"bot {i} says hello\n".encode())
+        os.close(pipes[4][1])  # this one's output ends: its copy ends by itself
+        with trio.fail_after(30):
+            await copiers[4].done.wait()
+            while any(copier.copied < len("bot 0 says hello\n") for copier in copiers[:4]):
+                await trio.sleep(0.005)
+        assert [t.name for t in threading.enumerate()].count("stderr-copier") == 1
+        for copier in copiers[:4]:
+            await copier.stop()
+        for i in range(5):
+            assert (tmp_path / f"bot{i}.log").read_bytes() == f"bot {i} says hello\n".encode()
+        assert all(copier.done.is_set() for copier in copiers)
+    finally:
+        for read_fd, write_fd in pipes:
+            os.close(read_fd)
+            with contextlib.suppress(OSError):
+                os.close(write_fd)
 
 
 # -- a bot's stdout as a socket that stamps each write ----------------------------------------------------------

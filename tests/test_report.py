@@ -202,6 +202,7 @@ def test_the_feed_follows_a_runners_events_and_the_live_state_follows_the_feed(t
     game = SimpleNamespace(game_id="g1")
     for ply, move in enumerate(record.moves[:5], start=1):
         feed.on_move(game, move, ply)
+    feed.flush()  # moves go out in batches: at most 50 ms after the last write, or at the runner's tick
     state.read_feed()
     assert state.kind == "match"  # the page says what it follows before match.json exists
     state.load()
@@ -211,11 +212,23 @@ def test_the_feed_follows_a_runners_events_and_the_live_state_follows_the_feed(t
     assert live["tc"] == "10+0.1" and live["k2"] == [m.clock_ms for m in record.moves[:5]]
     for ply, move in enumerate(record.moves[5:], start=6):
         feed.on_move(game, move, ply)
+    feed.flush()
     state.read_feed()
     assert len(state.live["g1"]["t"]) == len(record.moves)
     feed.on_event(SimpleNamespace(type="game_finished", game_id="g1"))
     state.read_feed()
     assert state.live == {}
+    # A busy host holds the run back: the page shows the runner's status line until the host is calm again.
+    status = "host busy: 2 → 1 game at once; paused 3 s (at most 30 min); CPU pressure 48 %"
+    busy = SimpleNamespace(type="host_busy", games_at_once=1, concurrency=2, paused=True, status=status)
+    feed.on_event(busy)
+    state.read_feed()
+    state.load()
+    assert state.host == status and state.summary["host"] == status
+    feed.on_event(SimpleNamespace(type="host_busy", games_at_once=2, concurrency=2, paused=False, status="calm"))
+    state.read_feed()
+    state.load()
+    assert state.host == "" and state.summary["host"] == ""
     feed.on_event(SimpleNamespace(type="game_started", game_id="g2", black="alpha", white="beta", opening=["d5d4"]))
     feed.on_event(SimpleNamespace(type="tournament_finished"))  # a run that ends takes its games with it
     feed.close()
@@ -322,3 +335,50 @@ def test_serve_says_when_it_cannot_listen(tmp_path: Path) -> None:
         check=False,
     )
     assert missing.returncode == 2 and "no such directory" in missing.stderr
+
+
+def test_the_feed_writes_a_move_line_as_json_would_and_in_batches(tmp_path: Path) -> None:
+    import json
+    import time
+
+    from protocol.rules import Color
+    from referee.livefeed import FLUSH_INTERVAL_S, LiveFeed
+    from referee.record import MoveRecord
+
+    feed = LiveFeed(tmp_path)
+    feed.run_started("match")
+    info = {"depth": 3, "score": -1.5, "pv": ["a1b1"], "text": 'quote " and é'}
+    moves = [
+        MoveRecord(color=Color.BLACK, move="b3b4", elapsed_ms=1.25, clock_ms=None, latency_ms=0.1, infos=[info]),
+        MoveRecord(color=Color.WHITE, move="pass", elapsed_ms=0.04, clock_ms=59_000, latency_ms=None, infos_dropped=2),
+    ]
+    for move in moves:
+        feed.move('odd "id"', move)
+    assert (tmp_path / "live.jsonl").read_text().count("\n") == 1  # the moves wait for the batch
+    time.sleep(FLUSH_INTERVAL_S)
+    feed.move('odd "id"', moves[1])  # past the interval: the batch is written
+    lines = [json.loads(line) for line in (tmp_path / "live.jsonl").read_text().splitlines()][1:]
+    assert len(lines) == 3
+    for line in lines:
+        assert line.pop("at") > 0
+    assert lines[0] == {
+        "type": "move",
+        "id": 'odd "id"',
+        "move": "b3b4",
+        "color": "black",
+        "t": 12,
+        "clock": None,
+        "info": info,
+        "count": 1,
+    }
+    assert lines[1] == {
+        "type": "move",
+        "id": 'odd "id"',
+        "move": "pass",
+        "color": "white",
+        "t": 0,
+        "clock": 59_000,
+        "info": None,
+        "count": 2,
+    }
+    feed.close()

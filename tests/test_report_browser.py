@@ -378,3 +378,24 @@ def test_boards_of_other_sizes(page: Any, tmp_path: Path) -> None:
             page.locator("#viewer .scrub-range").fill(str(plies))
             assert board_dom(page) == expected_board(engine_position(record, plies))
         page.keyboard.press("Escape")
+
+
+def test_the_report_shows_a_knockout_bracket_and_swiss_tiebreaks(tmp_path: Path, page: Any) -> None:
+    from referee.cli import main
+
+    bots = [f"{n}=python3 -m sample_bots.random --seed {s}" for s, n in enumerate("abcde", 1)]
+    common = [*(f for b in bots for f in ("--bot", b)), "--size", "5x5", "--tc", "5+0.1", "-q"]
+    assert main(["tournament", "--format", "knockout", *common, "--out", str(tmp_path / "ko")]) == 0
+    standings = json.loads((tmp_path / "ko" / "standings.json").read_text())["format_summary"]
+    page.goto((tmp_path / "ko" / "report.html").as_uri())
+    section = page.locator("section#format")
+    assert section.locator("h2").inner_text() == "Bracket"
+    assert section.locator(".bracket-round").count() == 3 and section.locator(".encounter").count() == 7
+    assert f"Champion: {standings['champion']}" in section.inner_text()
+    assert "the higher seed advances" in section.inner_text()
+    assert main(["tournament", "--format", "swiss", "--rounds", "2", *common, "--out", str(tmp_path / "sw")]) == 0
+    page.goto((tmp_path / "sw" / "report.html").as_uri())
+    rows = page.locator("section#format table.tiebreaks tbody tr")
+    assert rows.count() == 5
+    table = json.loads((tmp_path / "sw" / "standings.json").read_text())["format_summary"]["tiebreaks"]
+    assert [rows.nth(i).get_attribute("data-bot") for i in range(5)] == [row["name"] for row in table]

@@ -49,13 +49,14 @@ def test_an_emptied_database_never_costs_the_games_in_games_jsonl(
     capsys.readouterr()
     assert tournament(out) == 2
     err = capsys.readouterr().err
-    assert f"{out / GAMES_FILE} holds 2 game(s) that {out / DB_NAME} does not" in err
+    assert f"{out / GAMES_FILE} holds 2 game(s) but {out / DB_NAME} holds none (the database is empty" in err
     assert "nothing was changed and no game was played" in err and "--rebuild-db" in err
     assert (out / GAMES_FILE).read_text() == kept
     # Rebuilt from games.jsonl: the same games, nothing played again.
     assert tournament(out, "--rebuild-db") == 0
     captured = capsys.readouterr()
-    assert f"rebuilt {out / DB_NAME} from games.jsonl: 2 game(s); the old database is kept as" in captured.err
+    rebuilt = f"rebuilt {out / DB_NAME} from games.jsonl: 2 game(s), each checked; the old database is kept as"
+    assert rebuilt in captured.err
     assert "nothing was left to play" in captured.err
     assert (out / GAMES_FILE).read_text() == kept
     assert len(list(out.glob(f"{DB_NAME}.broken-*"))) == 1
@@ -151,14 +152,53 @@ def test_a_full_disk_stops_the_run_with_one_line_and_every_recorded_game_resumes
     assert in_db >= len(recorded)  # games.jsonl is rewritten from the database at the next start
 
 
-def test_a_bot_that_never_starts_stops_the_run_after_three_tries_with_the_reason(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def broken_bot(tmp_path: Path) -> Path:
     broken = tmp_path / "kitbot.py"
     broken.write_text("#!/bin/sh\necho \"ModuleNotFoundError: No module named 'protocol'\" >&2\nexit 1\n")
     broken.chmod(0o755)
+    return broken
+
+
+def test_a_bot_that_never_starts_is_suspended_and_forfeits_while_the_others_finish(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    broken = broken_bot(tmp_path)
     out = tmp_path / "t"
     code = tournament(out, bots=(f"kit={broken}", "random", "greedy"), games=4)
+    assert code == 0
+    err = capsys.readouterr().err
+    assert err.count("[not scored: it is played again]") == 2  # the third failure suspends it
+    suspended = [line for line in err.splitlines() if line.startswith("suspended kit: failed to start 3 times")]
+    assert len(suspended) == 1
+    assert f"start it as `python3 {broken.name}`" in suspended[0]  # the hint for the classic mistake
+    assert "its last stderr line: ModuleNotFoundError: No module named 'protocol'" in suspended[0]
+    assert f"its log: {out / 'logs'}" in suspended[0] and "its remaining games are forfeited" in suspended[0]
+    games = [json.loads(line) for line in (out / GAMES_FILE).read_text().splitlines()]
+    assert len(games) == 12  # every game of the round robin: kit's 8 forfeited, random-greedy's 4 played
+    kit_games = [g for g in games if "kit" in (g["black"]["name"], g["white"]["name"])]
+    assert len(kit_games) == 8
+    assert all(g[g["loser"]]["name"] == "kit" for g in kit_games)  # the last real failure, then 7 forfeits
+    assert sum("kit is suspended: failed to start 3 times" in g["reason"] for g in kit_games) == 7
+    others = [g for g in games if g not in kit_games]
+    assert len(others) == 4 and all(g["termination"] == "normal" for g in others)
+    standings = json.loads((out / "standings.json").read_text())
+    kit = next(row for row in standings["bots"] if row["name"] == "kit")
+    assert (kit["games"], kit["losses"], kit["points"]) == (8, 8, 0)
+    assert standings["format_summary"]["notes"][0].startswith("kit: suspended, failed to start 3 times in a row")
+    # Resumed, the suspension stands (it is stored) and nothing is played twice.
+    capsys.readouterr()
+    assert tournament(out, bots=(f"kit={broken}", "random", "greedy"), games=4) == 0
+    err = capsys.readouterr().err
+    assert "suspended kit: failed to start 3 times" in err and "12 already played" in err
+    assert len((out / GAMES_FILE).read_text().splitlines()) == 12
+
+
+def test_a_match_whose_bot_never_starts_stops_after_three_tries_with_the_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    broken = broken_bot(tmp_path)
+    out = tmp_path / "t"
+    code = tournament(out, bots=(f"kit={broken}", "random"), games=4)
     assert code == 1
     err = capsys.readouterr().err
     assert err.count("[not scored: it is played again]") == 3

@@ -6,6 +6,7 @@ for it, the errors when it cannot be had, and, where bubblewrap is installed, wh
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import os
 import shutil
@@ -22,7 +23,7 @@ import pytest
 import trio
 
 from protocol.rules import Position
-from referee import sandbox
+from referee import containment, sandbox
 from referee.botspec import BotSpec, BotSpecError, check_bot_command, load_bot_file, parse_bot_arg
 from referee.cli import UsageError, build_parser, main
 from referee.clock import parse_time_control
@@ -30,7 +31,7 @@ from referee.commands.tournament import build_plan
 from referee.config import describe_changes, load_config, resolve_plan
 from referee.game import run_game
 from referee.process import BotStartError, open_bot
-from referee.record import GameSettings, MoveRecord, Termination
+from referee.record import GameRecord, GameSettings, MoveRecord, Termination
 from referee.sandbox import (
     SandboxError,
     check_launch,
@@ -294,6 +295,10 @@ def test_resuming_a_tournament_with_another_sandbox_setting_is_refused(tmp_path:
     boxed = build_plan(tournament_args("--bot", "random", "--bot", "greedy", "--out", out, "--sandbox"))
     changes = describe_changes(plain.fingerprint, boxed.fingerprint)
     assert changes == ["bots[0].sandbox: was null, now true", "bots[1].sandbox: was null, now true"]
+    # Another field of bots, one short line per change: never both bot lists in one line.
+    more = build_plan(tournament_args("--bot", "random", "--bot", "greedy", "--bot", "alphabeta", "--out", out))
+    changes = describe_changes(plain.fingerprint, more.fingerprint)
+    assert changes == ['bots: now also "alphabeta"'] and all(len(line) <= 120 for line in changes)
     from tests.test_store import record, schedule
 
     with RunStore(tmp_path / DB_NAME) as store:
@@ -456,8 +461,23 @@ def test_a_sandboxed_bot_dies_with_a_referee_killed_by_sigkill(tmp_path: Path) -
             os.kill(pid, signal.SIGKILL)
 
 
+@pytest.fixture
+def address_space_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A host without a memory cgroup: --memory-mb falls back to limiting the address space (prlimit --as)."""
+    real = containment.host_support()
+    fallback = dataclasses.replace(
+        real,
+        v2_controllers=real.v2_controllers - {"memory"},
+        memory=None,
+        memory_problem="test: no memory cgroup",
+    )
+    monkeypatch.setattr(containment, "host_support", lambda: fallback)
+
+
 @pytest.mark.parametrize("sandboxed", [pytest.param(True, marks=needs_bwrap), pytest.param(False, marks=needs_prlimit)])
-async def test_a_bot_over_its_memory_limit_crashes_and_the_reason_says_so(tmp_path: Path, sandboxed: bool) -> None:
+async def test_a_bot_over_its_memory_limit_crashes_and_the_reason_says_so(
+    tmp_path: Path, sandboxed: bool, address_space_only: None
+) -> None:
     hog = make_bot_spec("sandboxprobe", "hog", "1024", name="hog").model_copy(
         update={"sandbox": sandboxed, "memory_mb": 200}
     )
@@ -469,6 +489,53 @@ async def test_a_bot_over_its_memory_limit_crashes_and_the_reason_says_so(tmp_pa
     assert record.reason == "black (hog) exited with code 1 (its memory was limited to 200 MiB)"
     assert any("MemoryError" in line for line in record.stderr_tail)
     assert record.black.memory_mb == 200 and record.black.sandbox is sandboxed
+    assert record.black.containment is not None
+    assert record.black.containment.endswith("memory limit: address space 200 MiB (prlimit --as)")
+
+
+needs_memory_cgroup = pytest.mark.skipif(
+    containment.host_support().memory_cgroup is None,
+    reason=f"no writable memory cgroup: {containment.host_support().memory_problem}",
+)
+
+
+async def play_jvm_like(tmp_path: Path, touched_mib: int, *, sandboxed: bool = False) -> GameRecord:
+    """A game of a bot that reserves 8 GiB of address space and touches `touched_mib` MiB, under --memory-mb 256."""
+    jvm = make_bot_spec("testbot", "jvm", str(touched_mib), name="jvm").model_copy(
+        update={"memory_mb": 256, "sandbox": sandboxed}
+    )
+    sample = BotSpec(name="random", command=[sys.executable, "-m", "sample_bots.random"])
+    settings = GameSettings(width=4, height=4, time_control=parse_time_control("20+0.5"))
+    async with open_bot(jvm, tmp_path / "logs") as black, open_bot(sample, tmp_path / "logs") as white:
+        return await run_game("jvm", black, white, settings)
+
+
+@needs_memory_cgroup
+@pytest.mark.parametrize("sandboxed", [pytest.param(True, marks=needs_bwrap), False])
+async def test_a_jvm_like_bot_plays_under_a_limit_on_resident_memory_and_loses_past_it(
+    tmp_path: Path, sandboxed: bool
+) -> None:
+    fits = await play_jvm_like(tmp_path, 100, sandboxed=sandboxed)
+    assert fits.termination is Termination.NORMAL, fits.reason
+    # Not wrapped in an address-space limit: the memory cgroup holds it (inside the sandbox too).
+    assert fits.black.memory_mb == 256
+    assert not any("prlimit" in word for word in fits.black.run_command or [])
+    assert (fits.black.run_command is None) is not sandboxed
+    assert fits.black.containment is not None and "memory limit: memory." in fits.black.containment
+    over = await play_jvm_like(tmp_path, 300, sandboxed=sandboxed)
+    assert over.termination is Termination.CRASH and over.loser == "black"
+    assert over.reason is not None and over.reason.startswith("black (jvm) was killed by the kernel's out-of-memory")
+    assert over.reason.endswith(": its memory was limited to 256 MiB")
+
+
+@needs_prlimit
+async def test_where_only_the_address_space_can_be_limited_a_jvm_like_bot_cannot_even_start(
+    tmp_path: Path, address_space_only: None
+) -> None:
+    record = await play_jvm_like(tmp_path, 100)
+    assert record.termination is Termination.CRASH and record.loser == "black"
+    assert record.reason == "black (jvm) failed the handshake: exited with code 1 (its memory was limited to 256 MiB)"
+    assert any("Cannot allocate memory" in line for line in record.stderr_tail)
 
 
 @needs_bwrap
@@ -516,6 +583,6 @@ async def test_a_sandboxed_bot_s_waits_for_a_cpu_are_read_from_the_bot_not_from_
         pid = bot._bot_pid()
         assert pid is not None and pid != bot.pid
         assert Path(f"/proc/{pid}/comm").read_text().startswith("python")  # the test bot, not bwrap
-        assert bot.cpu_wait_ns() is not None
-        sample = bot.cpu_sample()
+        assert bot.probe.cpu_wait_ns() is not None
+        sample = bot.probe.cpu_sample()
         assert sample is not None and sample[1] > 0  # a Python start-up is not free; bwrap itself hardly runs

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from protocol.rules import Result
 from referee.record import Termination
 from referee.standings import ScoredGame, StandingsTally, compute_standings
@@ -39,3 +41,18 @@ def test_a_tally_built_game_by_game_matches_compute_standings() -> None:
 
 def test_an_empty_tally_is_the_empty_standings() -> None:
     assert StandingsTally().standings(["x", "y"]) == compute_standings([], ["x", "y"])
+
+
+def test_a_warm_started_tally_agrees_with_fits_from_scratch() -> None:
+    bots = ["a", "b", "c", "d"]
+    games = random_games(3000, bots, seed=3)
+    tally = StandingsTally(warm_start=True)
+    for number, game in enumerate(games, start=1):
+        tally.add(game)
+        if number in (10, 300, 1500, 3000):
+            warm, cold = tally.standings(bots), compute_standings(games[:number], bots)
+            assert [bot.name for bot in warm.bots] == [bot.name for bot in cold.bots]
+            for w, c in zip(warm.bots, cold.bots, strict=True):
+                assert w.elo == pytest.approx(c.elo, abs=1e-6) and w.elo_margin == pytest.approx(c.elo_margin, rel=1e-9)
+            assert warm.first_move_elo == pytest.approx(cold.first_move_elo, abs=1e-6)
+            assert warm.draw_nu == pytest.approx(cold.draw_nu, rel=1e-9)

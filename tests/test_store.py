@@ -43,6 +43,19 @@ def record(game: ScheduledGame, termination: Termination = Termination.NORMAL, r
     )
 
 
+def sound_record(game: ScheduledGame, result: str = "1-0") -> GameRecord:
+    """A record that checks out (referee.audit): the opening played, then the losing side crashes."""
+    from protocol.rules import Move, Position
+
+    position = Position(4, 4)
+    for move in game.opening:
+        position.push(Move.parse(move))
+    loser = WHITE if result == "1-0" else BLACK
+    return record(game, Termination.CRASH, result).model_copy(
+        update={"loser": loser, "black_score": None, "white_score": None, "final_position": position.to_string()}
+    )
+
+
 def test_a_new_tournament_stores_its_schedule_and_every_game_pending(tmp_path: Path) -> None:
     games = schedule()
     with RunStore(tmp_path / DB_NAME) as store:
@@ -286,11 +299,7 @@ def test_a_store_of_50000_games_resumes_with_the_same_standings(tmp_path: Path) 
     plan = resolve_plan(parse_config(data, source="test"), base_dir=tmp_path, source="test", default_out=tmp_path)
     schedule_ = make_schedule(plan.bot_names, plan.format, plan.games_per_pairing, plan.openings)
     assert len(schedule_) == 50_000
-    template = record(schedule_[0])
-    outcomes = [
-        template.model_copy(update={"result": result, "winner": winner})
-        for result, winner in (("1-0", BLACK), ("0-1", WHITE), ("1/2-1/2", None))
-    ]
+    outcomes = [sound_record(schedule_[0], "1-0"), sound_record(schedule_[0], "0-1"), sound_record(schedule_[0], "1-0")]
     games, expected = [], []
     for game in schedule_:
         outcome = outcomes[(game.number * 7) % 3]
@@ -301,10 +310,12 @@ def test_a_store_of_50000_games_resumes_with_the_same_standings(tmp_path: Path) 
         games.append(
             (game.number, outcome.model_copy(update={"game_id": game.game_id, "black": black, "white": white}))
         )
-        expected.append(ScoredGame(game.black, game.white, outcome.result))
+        expected.append(ScoredGame(game.black, game.white, outcome.result, outcome.termination))
+    texts = [game.model_dump_json() for _, game in games]
     with RunStore(tmp_path / DB_NAME) as store:
         store.start(plan.fingerprint, schedule_)
-        assert store.record_games(games) == 50_000
+        assert store.record_games(games, texts) == 50_000
+    (tmp_path / "games.jsonl").write_text("".join(text + "\n" for text in texts))  # the run's second copy
 
     import trio
 
@@ -312,3 +323,22 @@ def test_a_store_of_50000_games_resumes_with_the_same_standings(tmp_path: Path) 
     assert summary.games_done == 50_000 and summary.played_now == 0 and summary.ended == "completed"
     assert summary.standings == compute_standings(expected, plan.bot_names)
     assert len((tmp_path / "games.jsonl").read_text().splitlines()) == 50_000
+
+
+def test_the_anchor_is_kept_beside_the_title_and_may_change_on_a_resume(tmp_path: Path) -> None:
+    from referee.rundir import RunDirectory
+    from referee.standings import Anchor
+
+    games = schedule()
+    with RunStore(tmp_path / DB_NAME) as store:
+        store.start({**FINGERPRINT, "anchor": "a=1500"}, games)
+        store.mark_running(1)
+        store.record_game(1, record(games[0]))
+    with RunStore(tmp_path / DB_NAME) as store:
+        store.start({**FINGERPRINT, "anchor": "b=2000.5"}, games)  # another anchor: no other settings, no error
+        assert (store.fingerprint() or {})["anchor"] == "b=2000.5"
+    with RunDirectory.open(tmp_path) as run:
+        assert run.anchor == Anchor(name="b", rating=2000.5)
+    with RunStore(tmp_path / DB_NAME) as store:
+        store.start(FINGERPRINT, games)  # and none: the ratings go back to the field mean
+        assert "anchor" not in (store.fingerprint() or {})

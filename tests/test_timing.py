@@ -14,6 +14,7 @@ from referee.timing import (
     GiveUp,
     ListenOn,
     Overrun,
+    fmt_ms,
     host_kept,
     judge,
     past_deadline,
@@ -88,6 +89,37 @@ def test_a_void_names_the_margin_and_the_host_s_cpu_pressure() -> None:
     assert verdict.void and verdict.host_ms == 20.0  # 10 ms past the deadline with its margin: 20 ms excuse it
     assert "took 160 ms, 60 ms over its 100 ms (a 50 ms margin was allowed)" in verdict.reason
     assert "CPU pressure on the host: 48.5% over the last 10 s" in verdict.reason
+
+
+@pytest.mark.parametrize(
+    ("move", "outcome"),
+    [
+        # The host was late, and the waiting bot's processes used 2.5 CPUs meanwhile: the host's load was its own.
+        (late(120, lag_ns=25, opponent_cpu_ns=300), "opponent"),
+        (late(130, answered=0, held_ns=30, opponent_cpu_ns=260), "opponent"),
+        (late(120, lag_ns=25, opponent_cpu_ns=130), "opponent"),  # more than one CPU: not one pondering thread
+        # One CPU's worth (a bot pondering on one thread) or less: the host's doing, void as before.
+        (late(120, lag_ns=25, opponent_cpu_ns=120), "void"),
+        (late(120, lag_ns=25, opponent_cpu_ns=60), "void"),
+        (late(120, lag_ns=25), "void"),  # the opponent's CPU not known
+        # The mover's own overrun stays its own, whatever the opponent burned.
+        (late(120, opponent_cpu_ns=400), "mover"),
+    ],
+)
+def test_a_waiting_bot_whose_processes_keep_the_host_busy_loses_the_game_that_would_be_void(
+    move: Overrun, outcome: str
+) -> None:
+    verdict = judge(move, who="black (alpha)", pressure=None)
+    assert (verdict.opponent_lost, verdict.void) == {
+        "opponent": (True, False),
+        "void": (False, True),
+        "mover": (False, False),
+    }[outcome], verdict.reason
+    if outcome == "opponent":
+        cpus = (move.opponent_cpu_ns or 0) / move.elapsed_ns
+        assert verdict.reason.startswith(f"lost: its processes used {fmt_ms(move.opponent_cpu_ns or 0)} of CPU")
+        assert f"({cpus:.1f} CPUs), and that move came late because the host was busy (black (alpha) " in verdict.reason
+        assert verdict.reason.endswith(")") and "played again" not in verdict.reason
 
 
 @pytest.mark.parametrize(

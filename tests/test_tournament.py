@@ -312,7 +312,7 @@ def test_ctrl_c_stops_cleanly_and_the_tournament_resumes_only_when_compatible(tm
         [*referee_command(out), "--tc", "20+0"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     ))  # fmt: skip
     assert code == 2
-    assert "holds a tournament with other settings (time_control.base_ms: was 10000, now 20000)" in err
+    assert "holds a tournament with other settings:\n  time_control.base_ms: was 10000, now 20000\nTo resume" in err
     assert "--out DIR" in err
 
     # More games per pairing is compatible: the finished games are kept, only the missing ones are played.

@@ -69,6 +69,7 @@ function renderHeader() {
         running ? "running" : "finished") : null),
     el("div", { class: "muted" }, `${settings} · ${count}${totals} · ${s.live ? "updated" : "generated"} ${s.generated}`),
     el("div", { class: "muted small" }, s.outDir),
+    running && s.host ? el("div", { class: "warn", id: "hoststatus" }, s.host) : null,
     ...(s.errors || []).map((e) => el("div", { class: "warn" }, `left out: ${e}`)));
 }
 
@@ -78,7 +79,11 @@ function renderStandings() {
   const hasCpu = st.rows.some((r) => r.cpuS !== null || r.offCpuS !== null);
   const hasLag = st.rows.some((r) => r.lagMs !== null);
   const num = (x) => el("td", {}, x === null || x === undefined ? "–" : fmtNum(x));
+  const wdl = (x) => el("td", {}, x ? x.join("-") : "–");
+  const anchored = !!st.anchor;
   const head = el("tr", {}, ...["#", "bot", "games", "W", "D", "L", "score", "%", "Elo", "±"].map((h) => el("th", {}, h)),
+    el("th", { title: "wins-draws-losses as Black, who moves first" }, "as Black"),
+    el("th", { title: "wins-draws-losses as White, who moves second" }, "as White"),
     el("th", { title: "losses by how the game ended" }, "losses by kind"),
     el("th", { title: "mean time per move, as the referee measured it" }, "ms/move"),
     el("th", { title: "95th percentile of the time per move" }, "p95 ms"), el("th", { title: "longest move" }, "max ms"),
@@ -87,14 +92,51 @@ function renderStandings() {
     hasLag ? el("th", { title: "the referee's own mean lateness during its moves (not charged)" }, "referee lag ms") : null);
   const rows = st.rows.map((r) => el("tr", { "data-bot": r.name },
     el("td", {}, r.rank), el("td", { class: "name" }, r.name), el("td", {}, r.games), el("td", {}, r.w), el("td", {}, r.d), el("td", {}, r.l),
-    el("td", {}, fmtNum(r.points)), el("td", {}, pct(r.pct)), el("td", {}, signed(r.elo)), el("td", {}, r.margin === null ? "–" : r.margin.toFixed(1)),
+    el("td", {}, fmtNum(r.points)), el("td", {}, pct(r.pct)), el("td", {}, anchored && r.elo !== null ? r.elo.toFixed(1) : signed(r.elo)),
+    el("td", {}, r.margin === null ? "–" : r.margin.toFixed(1)), wdl(r.asBlack), wdl(r.asWhite),
     el("td", { class: "kinds" }, kinds.filter((k) => r.lossKinds[k]).map((k) => `${k} ${r.lossKinds[k]}`).join(", ") || "–"),
     num(r.msMean), num(r.msP95), num(r.msMax),
     hasCpu ? num(r.cpuS) : null, hasCpu ? num(r.offCpuS) : null, hasLag ? num(r.lagMs) : null));
+  // The terminal's own notes on the fit (referee.standings.elo_notes): its scale, the first move's worth, the draws.
+  const notes = (st.eloNotes || []).map((line) => el("p", { class: "muted small elonote" }, line));
   return section("standings", "Standings", el("div", { class: "scroll" }, el("table", { class: "standings" }, el("thead", {}, head), el("tbody", {}, ...rows))),
+    ...notes,
     el("p", { class: "muted small" }, state.summary.headToHead
-      ? "Elo here: the whole-pool fit (Bradley–Terry over all games, relative to the field mean: half the head-to-head difference for two bots), ± the 95% margin; the head-to-head Elo above is the one to read. Times are as the referee measured them."
-      : "Elo: the whole-pool fit, Bradley–Terry maximum likelihood over all games, relative to the field mean, ± the 95% margin. Times are as the referee measured them."));
+      ? "For two bots the whole-pool Elo here is half the fitted difference; the head-to-head Elo above, from the game pairs, is the one to read. Times are as the referee measured them."
+      : "Times are as the referee measured them."));
+}
+
+/* Swiss tie-breaks, a knockout bracket or an adaptive run's verdict: standings.json's format_summary. */
+function renderFormat() {
+  const f = state.summary.format;
+  if (!f) return null;
+  const parts = [];
+  if (f.tiebreaks && f.tiebreaks.length) {
+    const head = el("tr", {}, ...["#", "bot", "score", "byes", "Buchholz", "SB", "head-to-head"].map((h) => el("th", {}, h)));
+    const rows = f.tiebreaks.map((r) => el("tr", { "data-bot": r.name }, el("td", {}, r.rank), el("td", { class: "name" }, r.name),
+      el("td", {}, fmtNum(r.score)), el("td", {}, r.byes), el("td", {}, fmtNum(r.buchholz)), el("td", {}, fmtNum(r.sonneborn_berger)),
+      el("td", {}, r.head_to_head === null ? "–" : fmtNum(r.head_to_head))));
+    parts.push(el("div", { class: "scroll" }, el("table", { class: "standings tiebreaks" }, el("thead", {}, head), el("tbody", {}, ...rows))));
+  }
+  if (f.bracket && f.bracket.length) {
+    const side = (name, seed) => name === null ? "?" : seed === null ? name : `(${seed}) ${name}`;
+    const rounds = [...new Set(f.bracket.map((e) => e.round))];
+    parts.push(el("div", { class: "bracket" }, ...rounds.map((round) => el("div", { class: "bracket-round" },
+      el("h3", {}, `Round ${round}`),
+      ...f.bracket.filter((e) => e.round === round).map((e) => el("div", { class: "encounter", "data-winner": e.winner || "" },
+        el("div", { class: e.winner && e.winner === e.top ? "winner" : "" }, side(e.top, e.top_seed), e.games ? ` ${fmtNum(e.top_points)}` : ""),
+        el("div", { class: e.winner && e.winner === e.bottom ? "winner" : "" }, e.note === "bye" ? "bye" : side(e.bottom, e.bottom_seed),
+          e.games ? ` ${fmtNum(e.bottom_points)}` : ""),
+        e.note && e.note !== "bye" ? el("div", { class: "muted small" }, e.note) : null))))));
+    if (f.champion) parts.push(el("p", {}, `Champion: ${f.champion}`));
+  }
+  if (f.order && f.order.length) {
+    parts.push(el("p", {}, `Order: ${f.order.join(" > ")}`));
+    if (f.undecided.length) parts.push(el("p", { class: "warn" }, `Still undecided: ${f.undecided.join("; ")}`));
+  }
+  const titles = { swiss: "Swiss", knockout: "Bracket", adaptive: "Ranking" };
+  return section("format", titles[f.format] || f.format, ...parts,
+    ...[...f.rules, ...f.notes].map((line) => el("p", { class: "muted small" }, line)));
 }
 
 function renderMatrix(id, title, cell, note) {
@@ -170,7 +212,8 @@ function renderProgress() {
   const bots = state.summary.standings.order;
   if (!state.summary.games.length) return null;
   const score = lineChart(bots.map((b) => ({ name: b, ys: p.score[b] })), p.scoreAt, { xlabel: "games", min: 0, max: 100 });
-  const elo = lineChart(bots.map((b) => ({ name: b, ys: p.elo[b] })), p.eloAt, { xlabel: "games", bands: [{ y: 0, label: "field mean" }] });
+  const [bandY, bandLabel] = p.eloBand || [0, "field mean"];
+  const elo = lineChart(bots.map((b) => ({ name: b, ys: p.elo[b] })), p.eloAt, { xlabel: "games", bands: [{ y: bandY, label: bandLabel }] });
   return section("progress", "Progress", el("div", { class: "charts" },
     el("figure", {}, el("figcaption", {}, "Score % over the games"), score),
     el("figure", {}, el("figcaption", {}, "Elo over the games"), elo)));
@@ -316,7 +359,7 @@ function renderAll() {
   const s = state.summary;
   const parts = [renderHeader(),
     s.live ? section("live", "Games in progress", el("div", { id: "livegames", class: "livegames" })) : null,
-    renderHeadToHead(), renderStandings(), renderCrosstable(), renderLos(), renderProgress(), renderGames()];
+    renderHeadToHead(), renderStandings(), renderFormat(), renderCrosstable(), renderLos(), renderProgress(), renderGames()];
   main.replaceChildren(...parts.filter((part) => part !== null));
   refreshGames();
   renderLiveGames();
@@ -349,6 +392,12 @@ function connectLive() {
     if (state.viewerGame === m.id) viewer.update(d);
   });
   source.addEventListener("done", (e) => gameEnded(JSON.parse(e.data)));
+  source.addEventListener("host", (e) => {
+    state.summary.host = JSON.parse(e.data).status;
+    const y = window.scrollY;
+    renderAll();
+    window.scrollTo(0, y);
+  });
   source.addEventListener("finished", (e) => {
     state.summary.finished = JSON.parse(e.data).finished;
     const y = window.scrollY;

@@ -30,6 +30,11 @@ def add_cluster_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--cluster-ca", type=Path, metavar="FILE", help="tls://: the CA certificate (PEM)")
     group.add_argument("--cluster-cert", type=Path, metavar="FILE", help="tls://: this client's certificate (PEM)")
     group.add_argument("--cluster-key", type=Path, metavar="FILE", help="tls://: this client's private key (PEM)")
+    group.add_argument(
+        "--verbose",
+        action="store_true",
+        help="show Dask's own log as Dask writes it (its tracebacks); without it, its first error in one line",
+    )
 
 
 def cluster_table(args: argparse.Namespace, cwd: Path, base: object = None) -> dict[str, Any] | None:

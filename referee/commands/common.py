@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # imported in the functions that need them: `--help` must not
     from referee.config import RunPlan
     from referee.display import RunDisplay
     from referee.events import Event
-    from referee.record import MoveRecord
+    from referee.record import PlayedMove
     from referee.runner import RunSummary
     from referee.schedule import ScheduledGame
 
@@ -94,6 +94,12 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
         help="the event's title, shown by the terminal, the standings, the report and the live page (config: title)",
     )
     parser.add_argument(
+        "--anchor",
+        metavar="NAME=RATING",
+        help="fix bot NAME's rating at RATING and measure the others from it, in the standings, the report and the"
+        " live page (default: relative to the field mean; config: anchor)",
+    )
+    parser.add_argument(
         "--report-every",
         type=pair_count,
         metavar="N",
@@ -125,7 +131,8 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
         "--memory-mb",
         type=int,
         metavar="N",
-        help="limit every bot's memory (address space) to N MiB; a bot that allocates more crashes",
+        help="limit every bot's memory to N MiB (resident memory, no swap, where the host has a memory cgroup;"
+        " else its address space); a bot that needs more loses",
     )
     parser.add_argument(
         "--max-processes",
@@ -214,14 +221,22 @@ def parse_sprt(words: list[str]) -> dict[str, float]:
     return values
 
 
-def check_bots(plan: RunPlan) -> None:
+def check_bots(plan: RunPlan, *, suspend: bool = False) -> dict[str, str]:
+    """Refuse a bot whose program or folder cannot be found (UsageError). `suspend` (a tournament of three or
+    more): such a bot is returned instead, {name: why}, to be suspended while the others play, as long as two
+    bots are left to play."""
     from referee.botspec import BotSpecError, check_bot_command
 
+    broken: dict[str, str] = {}
     for spec in plan.bots:
         try:
             check_bot_command(spec)
         except BotSpecError as error:
-            raise UsageError(str(error)) from None
+            if not suspend:
+                raise UsageError(str(error)) from None
+            broken[spec.name] = f"cannot start: {error}"
+    if len(plan.bots) - len(broken) < 2:
+        raise UsageError("; ".join(broken.values()).replace("cannot start: ", "") + " (fewer than two bots can play)")
     if any(spec.options for spec in plan.bots):
         import tempfile
 
@@ -235,6 +250,7 @@ def check_bots(plan: RunPlan) -> None:
                 trio.run(check_options, plan.bots, Path(logs), plan.start_timeout_s)
             except OptionsRefused as error:
                 raise UsageError(str(error)) from None
+    return broken
 
 
 class EventWriter:
@@ -270,6 +286,8 @@ def execute(
     *,
     events: str | None,
     rebuild_db: bool = False,
+    suspended: dict[str, str] | None = None,
+    verbose: bool = False,
 ) -> RunSummary | None:
     """Run `plan` to its end, a verdict, an error or a signal. None when a signal came before the first game
     (nothing was recorded); UsageError when a bot cannot start or the output directory is another run's."""
@@ -289,12 +307,18 @@ def execute(
         raise UsageError(str(error)) from None
     if rebuild_db:
         try:
-            restored, kept = rebuild_from_games_file(plan)
+            rebuilt = rebuild_from_games_file(plan)
         except StoreError as error:
             raise UsageError(str(error)) from None
         display.message(
-            f"rebuilt {plan.out_dir / 'tournament.db'} from games.jsonl: {restored} game(s)"
-            + (f"; the old database is kept as {kept}" if kept is not None else "")
+            f"rebuilt {plan.out_dir / 'tournament.db'} from games.jsonl: {rebuilt.restored} game(s), each checked"
+            + (f"; the old database is kept as {rebuilt.kept}" if rebuilt.kept is not None else "")
+            + (
+                f"; its last line, {rebuilt.torn_line}, was cut short (a run killed while writing it): that game"
+                " is not restored and will be played"
+                if rebuilt.torn_line is not None
+                else ""
+            )
         )
     writer = EventWriter(events) if events else None
     feed = LiveFeed(plan.out_dir)  # every move, for the live view (`alternator serve`)
@@ -305,32 +329,34 @@ def execute(
         if writer is not None:
             writer(event)
 
-    def on_move(game: ScheduledGame, move: MoveRecord, ply: int) -> None:
+    def on_move(game: ScheduledGame, move: PlayedMove, ply: int) -> None:
         feed.on_move(game, move, ply)
         display.move_played(game, move, ply)
 
-    runner = Runner(plan, on_event=on_event, on_move=on_move)
-
     async def main() -> RunSummary:
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-            if plan.cluster is not None:
-                runner.cluster = await open_cluster(plan, display)
+            if plan.cluster is None:
+                return await play(signals, Runner(plan, on_event=on_event, on_move=on_move, suspended=suspended))
+            from referee.cluster import ClusterPlayers
+
+            cluster = await open_cluster(plan, display, verbose=verbose)
             try:
-                summary = await play(signals)
+                players = ClusterPlayers(cluster, plan.bots, plan.start_timeout_s)
+                runner = Runner(plan, on_event=on_event, on_move=on_move, players=players, suspended=suspended)
+                summary = await play(signals, runner)
             finally:
-                if runner.cluster is not None:
-                    await runner.cluster.close()
-            if runner.cluster is not None:
-                summary.workers = runner.cluster.summary_lines()
+                await cluster.close()
+            summary.workers = cluster.summary_lines()
             return summary
 
-    async def play(signals: AsyncIterator[int]) -> RunSummary:
+    async def play(signals: AsyncIterator[int], runner: Runner) -> RunSummary:
         async with trio.open_nursery() as nursery:
 
             async def tick() -> None:
                 while True:
                     await trio.sleep(1)
                     display.tick()
+                    feed.flush()  # the last moves of a batch, when no other write came since
 
             async def watch() -> None:
                 async for _ in signals:
@@ -366,13 +392,13 @@ def execute(
             writer.close()
 
 
-async def open_cluster(plan: RunPlan, display: RunDisplay) -> Cluster:
+async def open_cluster(plan: RunPlan, display: RunDisplay, *, verbose: bool = False) -> Cluster:
     """Connect to the plan's cluster and check that every worker can start every bot (ClusterError)."""
     from referee.cluster import Cluster
 
     assert plan.cluster is not None
     display.message(f"cluster: connecting to the Dask scheduler at {plan.cluster.address} ...")
-    cluster = await Cluster.connect(plan.cluster, on_message=display.message)
+    cluster = await Cluster.connect(plan.cluster, on_message=display.message, verbose=verbose)
     try:
         await cluster.preflight(plan.bots, plan.start_timeout_s)
     except BaseException:
@@ -396,6 +422,11 @@ def exit_status(summary: RunSummary | None, display: RunDisplay, out_dir: Path, 
         if late:
             why = f"{late} because the host was late (see the reasons in the records), the rest {why}"
         display.message(f"{summary.void_games} void game(s) ({why}): they are never scored and are played again")
+    if summary.host_pauses or summary.games_at_once_min < summary.concurrency:
+        display.message(
+            f"the host was busy: the run came down to {summary.games_at_once_min} game(s) at once and was paused"
+            f" {summary.host_pauses} time(s), {summary.host_wait_s / 60:.1f} min in all (--max-host-wait)"
+        )
     if summary.ended == "error":
         print(f"alternator {name}: error: {summary.error}", file=sys.stderr)
         return 1

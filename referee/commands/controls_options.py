@@ -25,6 +25,8 @@ Engine authors' controls:
   --nodes N / --depth N   every bot searches at most N nodes / N plies per move (sent in new_game; the sample
                           bots honour them, so two runs with the same openings play the same games)
   --start-timeout S       seconds a bot may take to start and answer hello (default 10)
+  --max-host-wait D       on a busy host the run plays fewer games at once, then pauses; it stops only after
+                          one pause of D (90s, 30m, 2h; default 30m)
   --adjudicate solver     end a game once the exact solver proves its result (few roots in play)
   --resign movecount=N score=S   a bot resigns when, for N moves of each side, its score is <= -S and the
                           opponent's >= S
@@ -40,6 +42,11 @@ def add_control_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--depth", type=int, metavar="N", help="every bot searches at most N plies per move")
     parser.add_argument(
         "--start-timeout", type=float, metavar="S", help="seconds a bot may take to start and answer hello (10)"
+    )
+    parser.add_argument(
+        "--max-host-wait",
+        metavar="D",
+        help="how long a busy host may pause the run before it stops (90s, 30m, 2h; default 30m)",
     )
     parser.add_argument("--adjudicate", choices=["solver"], help="end a game once the exact solver proves its result")
     parser.add_argument(
@@ -66,6 +73,13 @@ def control_keys(args: argparse.Namespace) -> dict[str, tuple[str, Any]]:
         if not args.start_timeout > 0:
             raise UsageError(f"--start-timeout {args.start_timeout:g}: give a positive number of seconds")
         keys["start_timeout"] = ("--start-timeout", args.start_timeout)
+    if args.max_host_wait is not None:
+        from referee.backoff import parse_duration
+
+        try:
+            keys["max_host_wait"] = ("--max-host-wait", parse_duration(args.max_host_wait))
+        except ValueError as error:
+            raise UsageError(f"--max-host-wait: {error}") from None
     adjudication: dict[str, Any] = {}
     flags = []
     try:

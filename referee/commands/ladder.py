@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -302,7 +303,7 @@ def _run_ladder(args: argparse.Namespace, store: LadderStore, *, play: bool) -> 
     cluster_config = None
     table = cluster_table(args, Path.cwd())
     if table is not None and play:
-        from referee.cluster import ClusterConfig
+        from referee.cluster_config import ClusterConfig
 
         try:
             cluster_config = ClusterConfig(**table)
@@ -316,8 +317,9 @@ def _run_ladder(args: argparse.Namespace, store: LadderStore, *, play: bool) -> 
         print(f"{datetime.now().strftime('%H:%M:%S')} {text}", file=sys.stderr, flush=True)
 
     async def main() -> None:
+        from referee.httpsafety import HostCheck
         from referee.ladder.runner import Ladder
-        from referee.ladder.server import LOOPBACK_HOSTS, LadderSite, RateLimiter, serve_site
+        from referee.ladder.server import LadderSite, RateLimiter, serve_site
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_watch_signals, nursery.cancel_scope, stopped)
@@ -338,7 +340,7 @@ def _run_ladder(args: argparse.Namespace, store: LadderStore, *, play: bool) -> 
             if args.serve or not play:
                 site = LadderSite(
                     store,
-                    {*LOOPBACK_HOSTS, *(h.lower() for h in args.allow_host)},
+                    HostCheck([*args.allow_host, *([] if args.host in ("0.0.0.0", "::", "") else [args.host])]),
                     settings=settings,
                     limiter=RateLimiter(count=max(1, args.uploads_per_minute), window_s=60.0),
                 )
@@ -391,9 +393,10 @@ def _cluster_error(error: BaseException) -> str | None:
     return None if found is None else str(found)
 
 
-def serve_directory(directory: Path, host: str, port: int) -> int:
+def serve_directory(directory: Path, host: str, port: int, allow_hosts: Sequence[str] = ()) -> int:
     """`alternator serve DIR` on a ladder's directory: its leaderboard alone, as `alternator ladder DIR serve`."""
     parser = argparse.ArgumentParser()
     configure(parser)
-    args = parser.parse_args([str(directory), "serve", "--host", host, "--port", str(port)])
+    allowed = [word for name in allow_hosts for word in ("--allow-host", name)]
+    args = parser.parse_args([str(directory), "serve", "--host", host, "--port", str(port), *allowed])
     return run(args)

@@ -17,22 +17,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from referee.cli import UsageError, board_size, games_count, komi_value
-from referee.commands.cluster_options import CLUSTER_HELP, add_cluster_options, cluster_table
+from referee.commands.cluster_options import add_cluster_options, cluster_table
 from referee.commands.common import (
     add_run_options,
     check_bots,
-    check_memory_mb,
-    containment_options,
     execute,
     exit_status,
-    parse_sprt,
     run_guarded,
 )
 from referee.commands.controls_options import (
     CONTROLS_HELP,
     add_control_options,
-    bot_control_entry,
-    control_keys,
     controls_summary,
     openings_keys,
 )
@@ -127,7 +122,7 @@ Examples:
       --tc 5+0.05 --openings-plies 4 --sprt elo0=0 elo1=5 --games 4000 --out runs/new-vs-base
 """
 
-EPILOG += "\n" + CLUSTER_HELP + "\n" + CONTROLS_HELP
+EPILOG += "\n" + CONTROLS_HELP  # the cluster paragraph is its options group's description
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -194,45 +189,20 @@ def unique_names(first: BotSpec, second: BotSpec) -> tuple[BotSpec, BotSpec]:
     return first.model_copy(update={"name": f"{base}-1"}), second.model_copy(update={"name": f"{base}-2"})
 
 
-def _bot_entry(spec: BotSpec) -> dict[str, Any]:
-    from referee.botspec import DEFAULT_MAX_PROCESSES
-
-    return {
-        "name": spec.name,
-        "command": spec.command,
-        "env": spec.env,
-        **({"dir": str(spec.dir)} if spec.dir else {}),
-        **({"sandbox": True} if spec.sandbox else {}),
-        **({"memory_mb": spec.memory_mb} if spec.memory_mb is not None else {}),
-        **({"max_processes": spec.max_processes} if spec.max_processes != DEFAULT_MAX_PROCESSES else {}),
-        **({"ponder": False} if not spec.ponder else {}),
-        **({"cpu_limit_s": spec.cpu_limit_s} if spec.cpu_limit_s is not None else {}),
-        **bot_control_entry(spec),
-    }
-
-
 def config_data(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, str]]:
     """The run config of this match (the same model a tournament file gives) and which option set each key."""
     from protocol.rules import IllegalMoveError, InvalidMoveError, Position
     from referee.botspec import BotSpecError, check_bot_command, parse_bot_arg
-    from referee.clock import parse_time_control
+    from referee.commands.run_keys import bot_entry, every_bot_keys, shared_keys
 
     width, height = board_size(args.size)
-    sprt = parse_sprt(args.sprt) if args.sprt is not None else None
+    keys = shared_keys(args)
+    sprt = keys["sprt"][1] if "sprt" in keys else None
     games: int = args.games if args.games is not None else DEFAULT_SPRT_GAMES if sprt else DEFAULT_GAMES
     if games < 1:
         raise UsageError(f"--games {games}: play at least one game")
     if sprt is not None and games % 2:
         raise UsageError(f"--games {games}: with --sprt give an even number; the test counts pairs of games")
-    if args.movetime is not None and not args.movetime > 0:
-        raise UsageError(f"--movetime {args.movetime:g}: give a positive number of seconds, e.g. --movetime 2")
-    if args.margin_ms is not None and args.margin_ms < 0:
-        raise UsageError(f"--margin-ms {args.margin_ms}: give 0 or more milliseconds, e.g. --margin-ms 20")
-    if args.tc is not None:
-        try:
-            parse_time_control(args.tc)
-        except ValueError as error:
-            raise UsageError(f"--tc {args.tc!r}: {error}") from None
     try:
         if Position.from_moves(args.opening.split(), width, height, args.komi).is_over():
             raise UsageError("--opening: it ends the game (two passes); leave moves for the bots")
@@ -263,46 +233,27 @@ def config_data(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, str
         openings = {"moves": args.opening}
     openings.update(openings_keys(args))
 
-    check_memory_mb(args.memory_mb)
-    contained = containment_options(args)
+    every_bot = every_bot_keys(args)
     bots = []
     for flag, text in (("--black", args.black), ("--white", args.white)):
         try:
-            spec = parse_bot_arg(text)
-            if args.sandbox:
-                spec = spec.model_copy(update={"sandbox": True})
-            if args.memory_mb is not None:
-                spec = spec.model_copy(update={"memory_mb": args.memory_mb})
-            spec = spec.model_copy(update=contained)
+            spec = parse_bot_arg(text).model_copy(update=every_bot)
             check_bot_command(spec)
         except BotSpecError as error:
             raise UsageError(f"{flag}: {error}") from None
         bots.append(spec)
     first, second = unique_names(bots[0], bots[1])
     data: dict[str, Any] = {
-        "bots": [_bot_entry(first), _bot_entry(second)],
+        "bots": [bot_entry(first), bot_entry(second)],
         "games": games,
         "size": f"{width}x{height}",
         "komi": args.komi,
         "openings": openings,
     }
     sources = {"bots": "--black/--white", "games": "--games", "size": "--size", "komi": "--komi"}
-    for key, flag, value in (
-        ("time_control", "--tc", args.tc if args.movetime is None else None),
-        ("movetime", "--movetime", args.movetime),
-        ("sprt", "--sprt", sprt),
-        ("margin_ms", "--margin-ms", args.margin_ms),
-        ("concurrency", "--concurrency", args.concurrency),
-        ("title", "--title", args.title),
-    ):
-        if value is not None:
-            data[key], sources[key] = value, flag
-    if args.cpu_affinity is not None:
-        flag = "--cpu-affinity" if args.cpu_affinity else "--no-cpu-affinity"
-        data["cpu_affinity"], sources["cpu_affinity"] = args.cpu_affinity, flag
     if "openings" in data:
         sources["openings"] = "--opening/--openings-plies/--openings-file"
-    for key, (flag, value) in control_keys(args).items():
+    for key, (flag, value) in keys.items():
         data[key], sources[key] = value, flag
     table = cluster_table(args, Path.cwd())
     if table is not None:
@@ -363,7 +314,7 @@ def _run(args: argparse.Namespace) -> int:
             "note: every pair starts from the same position; deterministic bots then replay the same two games"
             " and the SPRT learns nothing new from them: use --openings-plies N or --openings-file FILE"
         )
-    summary = execute(plan, display, events=args.events, rebuild_db=args.rebuild_db)
+    summary = execute(plan, display, events=args.events, rebuild_db=args.rebuild_db, verbose=args.verbose)
     if summary is not None and summary.statistics is not None:
         first, second = plan.bot_names
         # Read back through the one reader of the run: the figures the report and the live page show.
@@ -406,6 +357,7 @@ def _run(args: argparse.Namespace) -> int:
             llr=statistics.llr,
             statistics=statistics,
             void_games=summary.void_games,
+            host_wait_s=round(summary.host_wait_s, 1),
             off_turn_cpu_s=cpu,
             games_file="games.jsonl",
             latency=summary.latency if summary.played_now or summary.void_games else previous_latency(plan.out_dir),

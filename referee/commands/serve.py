@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from referee.cli import UsageError
+from referee.commands.report import anchor_option
 
 HELP = "serve a live page that follows a running (or finished) match or tournament in a browser"
 
@@ -18,6 +19,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--host",
         default="127.0.0.1",
         help="the address to listen on (default 127.0.0.1: this machine only; 0.0.0.0 shows it to the network)",
+    )
+    parser.add_argument(
+        "--anchor", metavar="NAME=RATING", help="fix bot NAME's rating at RATING (default: the run's own --anchor)"
+    )
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a name (without port) browsers may reach the page by, beside localhost and the --host address"
+        " (repeat for more; '*' for any, behind a proxy that checks names): other names are refused, so that a page"
+        " elsewhere cannot read the live view through DNS rebinding",
     )
 
 
@@ -36,13 +49,18 @@ def run(args: argparse.Namespace) -> int:
     if (args.out_dir / "ladder.db").exists():  # a ladder's directory: its leaderboard (alternator ladder DIR serve)
         from referee.commands.ladder import serve_directory
 
-        return serve_directory(args.out_dir, args.host, args.port)
+        return serve_directory(args.out_dir, args.host, args.port, args.allow_host)
+    anchor = anchor_option(args.anchor, args.out_dir)
 
     def ready(address: str) -> None:
         print(f"serving the live view of {args.out_dir} at {address}/ (Ctrl-C to stop)", flush=True)
 
     try:
-        trio.run(lambda: serve(args.out_dir, args.host, args.port, on_ready=ready))
+        trio.run(
+            lambda: serve(
+                args.out_dir, args.host, args.port, on_ready=ready, anchor=anchor, allow_hosts=args.allow_host
+            )
+        )
     except BaseException as error:
         if find_exception(error, KeyboardInterrupt) is not None:
             print("stopped", file=sys.stderr)

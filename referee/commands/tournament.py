@@ -1,4 +1,4 @@
-"""`alternator tournament`: play a round robin or a gauntlet, resumable, with live progress and standings.
+"""`alternator tournament`: a round robin, gauntlet, Swiss, knockout or adaptive run; resumable, live standings.
 
 With no config file and no `--bot`, it runs the built-in demo (the sample bots, a short round robin).
 Options override the config file's values. Re-running the same command resumes the tournament from
@@ -15,22 +15,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from referee.cli import UsageError, games_count, komi_value
-from referee.commands.cluster_options import CLUSTER_HELP, add_cluster_options, cluster_table
+from referee.commands.cluster_options import add_cluster_options, cluster_table
 from referee.commands.common import (
     add_run_options,
     check_bots,
-    check_memory_mb,
-    containment_options,
     execute,
     exit_status,
-    parse_sprt,
     run_guarded,
 )
 from referee.commands.controls_options import (
     CONTROLS_HELP,
     add_control_options,
-    bot_control_entry,
-    control_keys,
     controls_summary,
     openings_keys,
 )
@@ -39,23 +34,27 @@ if TYPE_CHECKING:  # imported in the functions that need them: `--help` must not
     from referee.botspec import BotSpec
     from referee.config import RunPlan
 
-HELP = "play a tournament (round robin or gauntlet) between bots; resumable; the demo with no arguments"
+HELP = (
+    "play a tournament (round robin, gauntlet, pairings, Swiss, knockout or adaptive) between bots; resumable;"
+    " the demo with no arguments"
+)
 
-EPILOG = (
-    """\
+EPILOG = """\
 examples:
   alternator tournament                                   the demo: the sample bots, round robin
   alternator tournament examples/tournament.toml          a tournament from a config file
   alternator tournament --bot random --bot greedy --bot mine=./mybot --games 4 --tc 5+0.1
   alternator tournament --format gauntlet --bot mine=./mybot --bot random --bot alphabeta
+  alternator tournament entries.toml --format swiss --rounds 5     paired by score, 5 rounds
+  alternator tournament entries.toml --format knockout --seeding rating --games 4   a seeded bracket
+  alternator tournament versions.toml --format adaptive --max-games 2000   rank many versions cheaply
+Add a bot to the config (or a --bot) and run the same command: the latecomer's games are scheduled; remove
+one and it retires (its games still count). A bot that cannot start is suspended and forfeits its games.
   alternator tournament entries.toml --sandbox --memory-mb 512   bots from strangers: no network,
                                                           read-only files but /tmp, 512 MiB each
   alternator tournament examples/tournament.toml --cluster tcp://10.0.0.5:8786   on a Dask cluster
 Re-run the same command to resume a stopped or killed tournament: only missing games are played.
-
-"""
-    + CLUSTER_HELP
-)
+"""  # the cluster paragraph is its options group's description
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -70,7 +69,28 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="a bot (repeat for each): NAME=COMMAND, a sample bot name, or any form of `alternator match`;"
         " replaces the config file's bots",
     )
-    parser.add_argument("--format", choices=["round-robin", "gauntlet"], help="pairings (default: round-robin)")
+    parser.add_argument(
+        "--format",
+        choices=["round-robin", "gauntlet", "pairings", "swiss", "knockout", "adaptive"],
+        help="how bots are paired (default: round-robin; pairings: the config's [[pairings]] list)",
+    )
+    parser.add_argument("--seeds", type=int, metavar="N", help="gauntlet: the first N bots play every other bot")
+    parser.add_argument("--rounds", type=int, metavar="N", help="swiss: rounds (default: log2 of the field)")
+    parser.add_argument(
+        "--seeding",
+        choices=["rating", "order", "random"],
+        help="knockout: seeds by the bots' `rating` in the config, their order (the default), or shuffled",
+    )
+    parser.add_argument("--format-seed", metavar="SEED", help="knockout: seed of --seeding random")
+    parser.add_argument(
+        "--tiebreak-pairs", type=int, metavar="N", help="knockout: tie-break game pairs before the higher seed advances"
+    )
+    parser.add_argument(
+        "--max-games", type=int, metavar="N", help="adaptive: the budget of games (default: a round robin's)"
+    )
+    parser.add_argument(
+        "--confidence", type=float, metavar="P", help="adaptive: how sure each neighbouring order must be (0.95)"
+    )
     parser.add_argument("--games", type=games_count, metavar="N", help="games per pairing (default: 2; the demo: 4)")
     parser.add_argument(
         "--tc",
@@ -105,7 +125,8 @@ def parse_bot_option(text: str) -> BotSpec:
 
 def build_plan(args: argparse.Namespace) -> RunPlan:
     """The RunPlan from the config file (or the demo) and the options; UsageError on problems."""
-    from referee.botspec import DEFAULT_MAX_PROCESSES, BotSpecError
+    from referee.botspec import BotSpecError
+    from referee.commands.run_keys import bot_entry, every_bot_keys, shared_keys
     from referee.config import ConfigError, demo_config_data, load_config, parse_config, resolve_plan
 
     cwd = Path.cwd()
@@ -130,37 +151,24 @@ def build_plan(args: argparse.Namespace) -> RunPlan:
             specs = [parse_bot_option(text) for text in args.bot]
         except BotSpecError as error:
             raise UsageError(f"--bot: {error}") from None
-        bots = [
-            {
-                "name": s.name,
-                "command": s.command,
-                "env": s.env,
-                "dir": str(s.dir or cwd),  # relative paths on the command line are the current directory's
-                **({"sandbox": True} if s.sandbox else {}),
-                **({"memory_mb": s.memory_mb} if s.memory_mb is not None else {}),
-                **({"max_processes": s.max_processes} if s.max_processes != DEFAULT_MAX_PROCESSES else {}),
-                **({"ponder": False} if not s.ponder else {}),
-                **({"cpu_limit_s": s.cpu_limit_s} if s.cpu_limit_s is not None else {}),
-                **bot_control_entry(s),
-            }
-            for s in specs
-        ]
-        overrides["bots"] = ("--bot", bots)
+        # Relative paths on the command line are the current directory's.
+        overrides["bots"] = ("--bot", [bot_entry(spec, default_dir=cwd) for spec in specs])
     simple = {
         "format": ("--format", args.format),
+        "seeds": ("--seeds", args.seeds),
+        "rounds": ("--rounds", args.rounds),
+        "seeding": ("--seeding", args.seeding),
+        "format_seed": ("--format-seed", _seed(args.format_seed)),
+        "tiebreak_pairs": ("--tiebreak-pairs", args.tiebreak_pairs),
+        "max_games": ("--max-games", args.max_games),
+        "confidence": ("--confidence", args.confidence),
         "games": ("--games", args.games),
-        "time_control": ("--tc", args.tc),
-        "movetime": ("--movetime", args.movetime),
         "size": ("--size", args.size),
         "komi": ("--komi", args.komi),
-        "margin_ms": ("--margin-ms", args.margin_ms),
-        "concurrency": ("--concurrency", args.concurrency),
-        "title": ("--title", args.title),
         "out": ("--out", str(cwd / args.out) if args.out is not None else None),
     }
     overrides.update({key: value for key, value in simple.items() if value[1] is not None})
-    if args.sprt is not None:
-        overrides["sprt"] = ("--sprt", parse_sprt(args.sprt))
+    overrides.update(shared_keys(args))
     if args.tc is not None:
         data.pop("movetime", None)  # an option overrides whichever the file used
     if args.movetime is not None:
@@ -180,7 +188,6 @@ def build_plan(args: argparse.Namespace) -> RunPlan:
         overrides["openings"] = ("--openings-order/--openings-start", openings)
     if args.openings_file is not None:
         openings.pop("plies", None)
-    overrides.update(control_keys(args))
     table = cluster_table(args, cwd, data.get("cluster"))
     if table is not None and table != data.get("cluster"):
         overrides["cluster"] = ("--cluster", table)
@@ -189,12 +196,8 @@ def build_plan(args: argparse.Namespace) -> RunPlan:
     if "bots" not in data:
         raise UsageError("no bots: give a config file, or --bot for each bot (at least two), or nothing for the demo")
     # --sandbox, --memory-mb and the containment options are for every bot: they override the bots' own settings.
-    check_memory_mb(args.memory_mb)
-    if args.cpu_affinity is not None:
-        data["cpu_affinity"] = args.cpu_affinity
-    given = {"sandbox": True if args.sandbox else None, "memory_mb": args.memory_mb, **containment_options(args)}
-    for key, value in given.items():
-        if value is not None and isinstance(data["bots"], list):
+    for key, value in every_bot_keys(args).items():
+        if isinstance(data["bots"], list):
             data[key] = value
             data["bots"] = [{**bot, key: value} if isinstance(bot, dict) else bot for bot in data["bots"]]
     try:
@@ -223,12 +226,15 @@ def _run(args: argparse.Namespace) -> int:
     from referee.standings import to_text
 
     plan = build_plan(args)
-    if plan.cluster is None:
-        check_bots(plan)  # on a cluster each worker checks them (the preflight)
+    suspended: dict[str, str] = {}
+    if plan.cluster is None:  # on a cluster each worker checks them (the preflight)
+        suspended = check_bots(plan, suspend=plan.sprt is None and len(plan.bots) > 2)
     display = RunDisplay(sys.stderr, report_every=args.report_every, quiet=args.quiet, title=plan.title)
     for line in controls_summary(plan):
         display.message(line)
-    summary = execute(plan, display, events=args.events, rebuild_db=args.rebuild_db)
+    summary = execute(
+        plan, display, events=args.events, rebuild_db=args.rebuild_db, suspended=suspended, verbose=args.verbose
+    )
     if summary is not None:
         table = to_text(summary.standings)
         results_out = sys.stderr if args.events == "-" else sys.stdout

@@ -54,6 +54,7 @@ RUN_KEYS = (
     "margin_ms",
     "cluster",
     "start_timeout",
+    "max_host_wait",
 )
 SCHEDULE_KEYS = ("iterations", "pairs", "alpha", "gamma", "stability", "seed")
 

@@ -42,6 +42,7 @@ from urllib.parse import urlsplit
 import trio
 
 from referee.botspec import BotSpec, BotSpecError, resolve_command
+from referee.httpsafety import HostCheck, header
 from referee.ladder.api import Leaderboard
 from referee.ladder.runner import LadderSettings
 from referee.ladder.store import EntryRow, LadderError, LadderStore
@@ -53,7 +54,6 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 CACHE_S = 1.0
 """The leaderboard JSON is rebuilt at most this often (1,000 entries take tens of milliseconds)."""
 TREND_GAMES = 10
@@ -103,7 +103,8 @@ class LadderSite:
     """What the server needs: the store, the allowed hosts, the upload limits, and a little cache."""
 
     store: LadderStore
-    allowed_hosts: set[str]
+    hosts: HostCheck
+    """The names the site answers to (`referee.httpsafety`: loopback ones, `--allow-host`, the listening address)."""
     limits: UploadLimits = field(default_factory=UploadLimits)
     settings: LadderSettings = field(default_factory=LadderSettings)
     max_entries: int = MAX_ENTRIES_PER_PARTICIPANT
@@ -271,24 +272,6 @@ def entry_json(entry: EntryRow, trends: dict[int, float]) -> dict[str, Any]:
 # -- HTTP ----------------------------------------------------------------------------------------------------
 
 
-def header(scope: Scope, name: bytes) -> str | None:
-    for key, value in scope.get("headers", []):
-        if key.lower() == name:
-            return bytes(value).decode("latin-1")
-    return None
-
-
-def host_allowed(host: str | None, allowed: set[str]) -> bool:
-    """Whether a Host header (name[:port], or [v6]:port) names an allowed host."""
-    if not host:
-        return False
-    try:
-        name = urlsplit(f"//{host}").hostname
-    except ValueError:
-        return False
-    return name is not None and name.lower() in allowed
-
-
 def parse_multipart(content_type: str, body: bytes) -> tuple[dict[str, str], str, bytes | None]:
     """The text fields, the file's name and the file's bytes of a multipart/form-data body."""
     if not content_type.lower().startswith("multipart/form-data"):
@@ -370,7 +353,7 @@ def _name_in_path(path: str, prefix: str) -> str:
 
 
 async def route(site: LadderSite, scope: Scope, receive: Receive, send: Send) -> None:
-    if not host_allowed(header(scope, b"host"), site.allowed_hosts):
+    if not site.hosts.allows(scope):
         raise HttpError(400, "this Host is not served here (the server's --allow-host lists the names it answers to)")
     path: str = scope["path"]
     method: str = scope["method"]

@@ -41,6 +41,8 @@ It plays the first legal move instantly and answers pings from a reader thread (
                           then plays
     read [PATH]           at start-up tries to list or read PATH (default: $READ_PATH, so that the path is not in
                           its command line, which a sandbox would mount), prints "read PATH: ok" or "... denied"
+    jvm MIB               as a JVM, Go or Node runtime: at start-up reserves 8 GiB of address space it never
+                          touches (PROT_NONE), then on turn N touches MIB MiB of memory (keeps it) and plays on
     ansi                  sends terminal escape sequences in an info before every move; on turn N writes them
                           to stderr too, then exits with code 1
 """
@@ -49,6 +51,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import mmap
 import os
 import queue
 import signal
@@ -58,6 +61,8 @@ import threading
 import time
 
 FILES = "abcdefghijklmnopqrstuvwxyz"
+RESERVE_BYTES = 8 << 30
+"""What the `jvm` mode reserves (address space, never touched)."""
 
 
 def first_legal_move(width: int, height: int, moves: list[str]) -> str:
@@ -112,6 +117,7 @@ class Bot:
         self.answer_pings = True
         self.size = (8, 8)
         self.moves: list[object] = []
+        self.reserved: list[mmap.mmap] = []
 
     @staticmethod
     def _option(args: list[str], flag: str, default: str) -> str:
@@ -188,6 +194,11 @@ class Bot:
                 print(f"read {path}: ok", file=sys.stderr, flush=True)
             except OSError as error:
                 print(f"read {path}: denied ({error.strerror})", file=sys.stderr, flush=True)
+        elif self.mode == "jvm":
+            # Address space only, as a JVM reserves its heap: no memory is used until it is touched.
+            flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | getattr(mmap, "MAP_NORESERVE", 0)
+            self.reserved.append(mmap.mmap(-1, RESERVE_BYTES, flags=flags, prot=0))
+            print(f"reserved {RESERVE_BYTES >> 20} MiB of address space", file=sys.stderr, flush=True)
         elif self.mode == "grandchild":
             child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
             print(f"grandchild pid {child.pid}", file=sys.stderr, flush=True)
@@ -249,6 +260,12 @@ class Bot:
         elif mode == "ansi":
             print("\x1b[2J\x1b]0;owned\x07\x1b[31mred alert\x1b[0m", file=sys.stderr, flush=True)
             os._exit(1)
+        elif mode == "jvm" and self.turns == self.on:
+            touched = mmap.mmap(-1, int(arg) << 20)
+            for offset in range(0, len(touched), mmap.PAGESIZE):
+                touched[offset] = 1
+            self.reserved.append(touched)
+            print(f"touched {arg} MiB", file=sys.stderr, flush=True)
         elif mode == "crash":
             print("about to crash", file=sys.stderr, flush=True)
             os._exit(int(arg))
