@@ -37,6 +37,7 @@ COMMANDS = {
     "report": "report",
     "serve": "serve",
     "export": "export",
+    "ladder": "ladder",
 }
 
 

@@ -622,12 +622,15 @@ class Cluster:
             )
 
     def _probe_all(self, specs: list[BotSpec], timeout_s: float = PROBE_TIMEOUT_S) -> list[ProbeResult]:
+        # A key of its own per call: Dask hands a task whose key it still holds the same result, and a ladder
+        # probes each new bot with a preflight of its own.
+        call = uuid.uuid4().hex[:8]
         futures = {
             address: self.client.submit(
                 probe_bots,
                 specs,
                 timeout_s,
-                key=f"alternator-probe-{self._run}-{index}",
+                key=f"alternator-probe-{self._run}-{call}-{index}",
                 workers=[address],
                 allow_other_workers=False,
                 pure=False,

@@ -46,6 +46,10 @@ def run(args: argparse.Namespace) -> int:
         )
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port {args.port}: a port is a number from 0 to 65535")
+    if (args.out_dir / "ladder.db").exists():  # a ladder's directory: its leaderboard (alternator ladder DIR serve)
+        from referee.commands.ladder import serve_directory
+
+        return serve_directory(args.out_dir, args.host, args.port, args.allow_host)
     anchor = anchor_option(args.anchor, args.out_dir)
 
     def ready(address: str) -> None:
