@@ -519,6 +519,9 @@ class _Game:
             wake_at = check_at if deadline is None else min(check_at, deadline + grace)
             # In a loop that plays only this game, a blocking poll waits for the reply at a fraction of the cost
             # of a wait through trio; it returns to trio for anything else the loop has to do.
+            if not bot.has_news():
+                # A cancellation the loop applied since this task last yielded: before a poll that would not see it.
+                await trio.lowlevel.checkpoint_if_cancelled()
             waited_here = None if bot.has_news() else bot.wait_output(wake_at)
             if waited_here == "interrupted":
                 await trio.lowlevel.checkpoint()

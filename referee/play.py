@@ -125,24 +125,27 @@ class PlayLoop:
         with sole_game_loop([self._wake_r]):
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
-                nursery.start_soon(self._drain_wakes)
                 ready.set()
                 await self._closing.wait()
                 nursery.cancel_scope.cancel()
 
-    async def _drain_wakes(self) -> None:
-        """Empty the wake pipe (`_wake`) once the loop has run what came with it."""
-        while True:
-            await trio.lowlevel.wait_readable(self._wake_r)
-            with contextlib.suppress(BlockingIOError):
-                os.read(self._wake_r, 4096)
-
     def _soon(self, function: Callable[[], object]) -> None:
-        """`function()` in this loop, waking a game waiting in a blocking poll (`referee.reader.sole_game_loop`)."""
+        """`function()` in this loop, waking a game waiting in a blocking poll (`referee.reader.sole_game_loop`).
+
+        A byte in the wake pipe for each call, written first and read back by the call itself when the loop runs
+        it: the pipe is readable exactly while some call is still to run, so the game's poll returns until the
+        loop has run them all (a trio batch may run the game before the call that woke it)."""
         assert self._token is not None
-        self._token.run_sync_soon(function)
-        with contextlib.suppress(BlockingIOError, OSError):
+        wake_r = self._wake_r
+
+        def run() -> None:
+            with contextlib.suppress(OSError):  # BlockingIOError: the pipe was full when the byte was written
+                os.read(wake_r, 1)
+            function()
+
+        with contextlib.suppress(OSError):
             os.write(self._wake_w, b"w")
+        self._token.run_sync_soon(run)
 
     async def run(self, function: Callable[..., Awaitable[T]], *args: Any) -> T:
         """`await function(*args)` in this loop, from another trio loop."""

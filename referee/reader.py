@@ -252,7 +252,11 @@ def sole_game_loop(interrupt_fds: Sequence[int]) -> Iterator[None]:
     """Declare the calling thread's event loop one that plays one game at a time and does nothing else that
     cannot wait (`referee.play`): its game may then wait for a bot's reply in a blocking poll (`OutputReader.wait`)
     rather than through the loop, which costs a move tens of microseconds. `interrupt_fds` become readable when
-    the loop has other work (a cancellation, a message from the coordinator): the poll returns for them."""
+    the loop has other work (a cancellation, a message from the coordinator): the poll returns for them.
+
+    They must stay readable until the loop has done that work (the poll does not read them: a wake consumed
+    before the work ran would leave the next poll waiting for a wake that already came), and the game checks for
+    a cancellation before each poll (`trio.lowlevel.checkpoint_if_cancelled`): work done since it last yielded."""
     _sole.interrupts = list(interrupt_fds)
     try:
         yield
