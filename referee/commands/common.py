@@ -423,10 +423,13 @@ def exit_status(summary: RunSummary | None, display: RunDisplay, out_dir: Path, 
             why = f"{late} because the host was late (see the reasons in the records), the rest {why}"
         display.message(f"{summary.void_games} void game(s) ({why}): they are never scored and are played again")
     if summary.host_pauses or summary.games_at_once_min < summary.concurrency:
-        display.message(
-            f"the host was busy: the run came down to {summary.games_at_once_min} game(s) at once and was paused"
-            f" {summary.host_pauses} time(s), {summary.host_wait_s / 60:.1f} min in all (--max-host-wait)"
+        paused = (
+            f" and was paused {summary.host_pauses} time(s),"
+            f" {summary.host_wait_s / 60:.1f} min in all (--max-host-wait)"
+            if summary.host_pauses
+            else ""
         )
+        display.message(f"the host was busy: the run came down to {summary.games_at_once_min} game(s) at once{paused}")
     if summary.ended == "error":
         print(f"alternator {name}: error: {summary.error}", file=sys.stderr)
         return 1
