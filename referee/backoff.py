@@ -232,7 +232,7 @@ def parse_duration(text: str) -> float:
     return seconds
 
 
-PSI_CPU = Path("/proc/pressure/cpu")
+PSI_CPU = Path("/proc/pressure/cpu")  # as referee.latency.PRESSURE_PATH
 
 
 class HostWatch:
@@ -242,18 +242,9 @@ class HostWatch:
         self.psi = psi
 
     def pressure_pct(self) -> float | None:
-        try:
-            first = self.psi.read_text().split("\n", 1)[0]  # some avg10=30.23 avg60=8.83 avg300=4.81 total=...
-        except OSError:
-            return None
-        for field_ in first.split()[1:]:
-            key, _, value = field_.partition("=")
-            if key == "avg10":
-                try:
-                    return float(value)
-                except ValueError:
-                    return None
-        return None
+        from referee.latency import cpu_pressure
+
+        return cpu_pressure(self.psi)
 
     async def lateness_ms(self, samples: int = 5, sleep_s: float = 0.001) -> float:
         """The median of how late `samples` short sleeps wake, ms: a busy host runs the referee late."""

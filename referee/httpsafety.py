@@ -11,7 +11,7 @@ small objects over ASGI scopes: no server, no trio, tested with dictionaries.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
 from typing import Any
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1", "[::1]")
@@ -89,3 +89,14 @@ class ClientLimit:
             self.open[address] = count
         else:
             self.open.pop(address, None)
+
+
+async def lifespan(receive: Callable[[], Awaitable[Any]], send: Callable[[Any], Awaitable[None]]) -> None:
+    """Answer an ASGI `lifespan` scope: start-up and shut-down complete at once (the servers hold no resources)."""
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return

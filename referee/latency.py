@@ -304,10 +304,10 @@ def host_lag_monitor() -> HostLagMonitor:
     return process_wide.LAG_MONITOR.get(HostLagMonitor)
 
 
-def cpu_pressure() -> float | None:
+def cpu_pressure(path: Path = PRESSURE_PATH) -> float | None:
     """The share of the last 10 s in which some task waited for a CPU (`/proc/pressure/cpu`), or None."""
     try:
-        text = PRESSURE_PATH.read_text(encoding="ascii")
+        text = path.read_text(encoding="ascii")
     except OSError:
         return None
     for line in text.splitlines():

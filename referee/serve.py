@@ -32,7 +32,7 @@ from typing import Any
 
 import trio
 
-from referee.httpsafety import ClientLimit, HostCheck, client_address, parse_number
+from referee.httpsafety import ClientLimit, HostCheck, client_address, lifespan, parse_number
 from referee.livefeed import LIVE_FILE
 from referee.report import ReportError, RunFigures, gc_paused, load_run, render_page
 from referee.rundir import GAMES_FILE, MATCH_FILE, RunDirectory, RunReadError
@@ -296,13 +296,8 @@ def make_app(
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                if message["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                elif message["type"] == "lifespan.shutdown":
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
+            await lifespan(receive, send)
+            return
         if scope["type"] != "http":
             return
         path = scope["path"]

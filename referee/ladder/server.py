@@ -42,7 +42,7 @@ from urllib.parse import urlsplit
 import trio
 
 from referee.botspec import BotSpec, BotSpecError, resolve_command
-from referee.httpsafety import HostCheck, header
+from referee.httpsafety import HostCheck, header, lifespan
 from referee.ladder.api import Leaderboard
 from referee.ladder.runner import LadderSettings
 from referee.ladder.store import EntryRow, LadderError, LadderStore
@@ -310,13 +310,8 @@ def cookie(scope: Scope, name: str) -> str | None:
 def make_app(site: LadderSite) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                if message["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                elif message["type"] == "lifespan.shutdown":
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
+            await lifespan(receive, send)
+            return
         if scope["type"] != "http":
             return
         try:
