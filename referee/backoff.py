@@ -26,6 +26,8 @@ from pathlib import Path
 
 import trio
 
+from referee.latency import PRESSURE_PATH, cpu_pressure
+
 __all__ = [
     "CALM_FOR_S",
     "CALM_LATENESS_MS",
@@ -232,18 +234,13 @@ def parse_duration(text: str) -> float:
     return seconds
 
 
-PSI_CPU = Path("/proc/pressure/cpu")  # as referee.latency.PRESSURE_PATH
-
-
 class HostWatch:
     """Reads the host: CPU pressure from PSI (where the kernel has it) and the referee's own timer lateness."""
 
-    def __init__(self, psi: Path = PSI_CPU) -> None:
+    def __init__(self, psi: Path = PRESSURE_PATH) -> None:
         self.psi = psi
 
     def pressure_pct(self) -> float | None:
-        from referee.latency import cpu_pressure
-
         return cpu_pressure(self.psi)
 
     async def lateness_ms(self, samples: int = 5, sleep_s: float = 0.001) -> float:

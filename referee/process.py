@@ -650,10 +650,9 @@ class BotProcess(BotChannel):
         return 0 if self._stderr is None else self._stderr.copied
 
     def _copy_stderr(self, cap_bytes: int) -> None:
-        """Start copying stderr to the log, on a thread (`StderrCopier`)."""
+        """Start copying stderr to the log, on the process's stderr thread (`StderrCopier`)."""
         fd: int = self.process.stderr.fileno()  # type: ignore[attr-defined]
-        cores = None if self.tree is None else self.tree.cores
-        self._stderr = StderrCopier(fd, self.stderr_path, cap_bytes, self._keep_tail, self.name, cores=cores)
+        self._stderr = StderrCopier(fd, self.stderr_path, cap_bytes, self._keep_tail, self.name)
 
     async def _stderr_done(self, timeout_s: float) -> None:
         """Wait up to `timeout_s` for the copy of stderr to reach the end of the bot's output."""

@@ -151,18 +151,6 @@ def _receive_record(sock: socket.socket, buffer: memoryview) -> tuple[bytes, int
     return data, sent
 
 
-def _pin(cores: Sequence[int] | None) -> None:
-    """Keep the calling thread on `cores` (its bot's, under --cpu-affinity), if any.
-
-    A bot's reader wakes when the bot writes its move, the instant the bot is about to sleep: on the bot's
-    own core it runs at once. Free to run anywhere, the kernel often queued it behind the other game's bot on
-    the other core, for up to a scheduler tick (4 ms here), while the bot's own core stood idle.
-    """
-    if cores:
-        with contextlib.suppress(OSError, AttributeError):  # no affinity on this OS, or cores gone: run anywhere
-            os.sched_setaffinity(0, cores)
-
-
 CpuClock = Callable[[], int | None]
 """A bot's CPU clock: its process's CPU time so far, ns (None if unknown)."""
 
@@ -384,7 +372,6 @@ class StderrCopier:
         cap_bytes: int,
         on_chunk: Callable[[bytes], None],
         name: str,
-        cores: Sequence[int] | None = None,
     ) -> None:
         self.fd = os.dup(fd)
         """The copy's own descriptor of the pipe, closed by the copy when it ends: the owner may close its own at any

@@ -867,15 +867,14 @@ class Runner:
     ) -> None:
         scored = record.termination.is_scored
         self._latency.add(record)
+        calm_at_start = self._calm_at_start.pop(game.number, True)
         if counts:
             self._played_now += 1
             self._backoff.scored(game.number)
         elif not scored and is_void_for_lag(record):
             self._voids_now += 1
             self._pending.insert(0, game)
-            step = self._backoff.void(
-                time.monotonic(), game.number, calm_at_start=self._calm_at_start.get(game.number, True)
-            )
+            step = self._backoff.void(time.monotonic(), game.number, calm_at_start=calm_at_start)
             self._host_step(step, f"game {game.game_id} ", record.reason)
         elif not scored:
             self._voids_now += 1
