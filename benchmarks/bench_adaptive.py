@@ -4,9 +4,9 @@ cost per game in a pool of 1,000 bots.
 A simulated pool with known Elo values gives exact truth: bot i is rated i * GAP plus a seeded jitter of up to
 a quarter gap either way (so neighbours are 25 to 75 Elo apart), and a game is drawn with probability up to
 DRAW_RATE (less between unequal bots), else won by the logistic expectation. Both schedules are judged by the
-same rule, `referee.adaptive.neighbour_confidence` and `pair_threshold`: the whole order is decided at 95 % when
+same rule, `referee.run.adaptive.neighbour_confidence` and `pair_threshold`: the whole order is decided at 95 % when
 every neighbouring pair of the fit's order is ordered at 1 - 5 % / (bots - 1). The adaptive run is
-`referee.adaptive.Adaptive` itself (one game pair in flight); the round robin plays every pairing one game
+`referee.run.adaptive.Adaptive` itself (one game pair in flight); the round robin plays every pairing one game
 pair per cycle and is looked at after each cycle.
 Whether the decided order is the true one is reported beside the count.
 
@@ -21,8 +21,8 @@ import statistics
 import time
 from collections.abc import Callable
 
-from referee.adaptive import Adaptive, neighbour_confidence, pair_threshold, totals
-from referee.schedule import Progress, ScheduledGame
+from referee.run.adaptive import Adaptive, neighbour_confidence, pair_threshold, totals
+from referee.run.schedule import Progress, ScheduledGame
 
 GAP = 50.0
 DRAW_RATE = 0.1

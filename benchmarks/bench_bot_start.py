@@ -40,11 +40,11 @@ import trio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from referee.botspec import BotSpec  # noqa: E402
-from referee.process import open_bot  # noqa: E402
+from referee.play.process import open_bot  # noqa: E402
+from referee.run.botspec import BotSpec  # noqa: E402
 
 if TYPE_CHECKING:
-    from referee import containment
+    from referee.host import containment
 
 C_BOT = r"""
 #include <stdio.h>
@@ -106,7 +106,7 @@ async def referee(
 
 def tree_cpu(support: containment.HostSupport, memory_mb: int | None, runs: int = 300) -> list[float]:
     """The referee's CPU per containment set-up and removal alone (no process started), seconds."""
-    from referee import containment
+    from referee.host import containment
 
     saved = containment.host_support
     containment.host_support = lambda: support  # type: ignore[assignment]
@@ -130,7 +130,7 @@ def ms(values: list[float], fraction: float) -> str:
 
 
 async def main(args: argparse.Namespace) -> None:
-    from referee import containment
+    from referee.host import containment
 
     with tempfile.TemporaryDirectory(prefix="bench-start-") as folder:
         program = build(Path(folder))

@@ -59,22 +59,22 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from protocol.rules import Result  # noqa: E402
-from referee.botspec import BotSpec  # noqa: E402
-from referee.clock import parse_time_control  # noqa: E402
-from referee.containment import CpuSlots  # noqa: E402
-from referee.game import run_game  # noqa: E402
-from referee.process import open_bot  # noqa: E402
+from referee.host.containment import CpuSlots  # noqa: E402
+from referee.play.game import run_game  # noqa: E402
+from referee.play.process import open_bot  # noqa: E402
 from referee.record import GameRecord, GameSettings, Termination  # noqa: E402
-from referee.standings import compute_standings  # noqa: E402
+from referee.run.botspec import BotSpec  # noqa: E402
+from referee.stats.standings import compute_standings  # noqa: E402
+from referee.timing.clock import parse_time_control  # noqa: E402
 
-try:  # each slot's games in a loop of their own (since referee.play); older checkouts play in the main loop
-    from referee.play import PlayLoop, ProcessPlayLoop
+try:  # each slot's games in a loop of their own (since referee.play.loop); older checkouts play in the main loop
+    from referee.play.loop import PlayLoop, ProcessPlayLoop
 except ImportError:  # pragma: no cover
     PlayLoop = ProcessPlayLoop = None  # type: ignore[assignment,misc]
 try:  # the standings' game type was renamed; the old name lets this script run against older checkouts
-    from referee.standings import ScoredGame
+    from referee.stats.standings import ScoredGame
 except ImportError:  # pragma: no cover
-    from referee.standings import GameResult as ScoredGame  # type: ignore[attr-defined,no-redef]
+    from referee.stats.standings import GameResult as ScoredGame  # type: ignore[attr-defined,no-redef]
 
 RESULTS: list[Result] = ["1-0", "0-1", "1/2-1/2"]
 
@@ -240,7 +240,7 @@ async def play_games(
 ) -> None:
     """`concurrency` game slots at once until `moves` bot moves are made; fresh bot processes every game.
 
-    Each slot plays in a loop of its own (`referee.play.PlayLoop`), as the runner's slots do. `pinned`: each
+    Each slot plays in a loop of its own (`referee.play.loop.PlayLoop`), as the runner's slots do. `pinned`: each
     slot's loop and bots on cores of their own, as `--cpu-affinity` does.
     """
     slots = CpuSlots(concurrency) if pinned else None

@@ -38,10 +38,10 @@ import trio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from referee.cluster import Cluster, ClusterPlayers  # noqa: E402
-from referee.cluster_config import ClusterConfig  # noqa: E402
-from referee.config import RunPlan, parse_config, resolve_plan  # noqa: E402
-from referee.runner import Runner  # noqa: E402
+from referee.cluster.config import ClusterConfig  # noqa: E402
+from referee.cluster.dask import Cluster, ClusterPlayers  # noqa: E402
+from referee.run.config import RunPlan, parse_config, resolve_plan  # noqa: E402
+from referee.run.runner import Runner  # noqa: E402
 
 TESTBOT = ROOT / "tests" / "bots" / "testbot.py"
 

@@ -38,10 +38,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from referee.httpsafety import HostCheck  # noqa: E402
 from referee.ladder.rating import Rating  # noqa: E402
 from referee.ladder.server import LadderSite  # noqa: E402
 from referee.ladder.store import PROVISIONAL_RD, LadderStore  # noqa: E402
+from referee.outputs.httpsafety import HostCheck  # noqa: E402
 
 
 def alternator(*args: str) -> str:
@@ -259,9 +259,9 @@ def round_robin(args: argparse.Namespace, work: Path, ratings: dict[str, float])
 
 
 def leaderboard_load(work: Path, entries: int = 1000, games: int = 100_000) -> None:
-    from referee.botspec import BotSpec
     from referee.ladder.rating import rate
     from referee.record import GameRecord
+    from referee.run.botspec import BotSpec
 
     directory = work / "load"
     store = LadderStore(directory)

@@ -30,12 +30,12 @@ import trio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from referee import containment  # noqa: E402
-from referee.botspec import BotSpec  # noqa: E402
-from referee.clock import parse_time_control  # noqa: E402
-from referee.game import run_game  # noqa: E402
-from referee.process import open_bot  # noqa: E402
+from referee.host import containment  # noqa: E402
+from referee.play.game import run_game  # noqa: E402
+from referee.play.process import open_bot  # noqa: E402
 from referee.record import GameSettings  # noqa: E402
+from referee.run.botspec import BotSpec  # noqa: E402
+from referee.timing.clock import parse_time_control  # noqa: E402
 
 TESTBOT = ROOT / "tests" / "bots" / "testbot.py"
 

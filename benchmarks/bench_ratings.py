@@ -33,7 +33,7 @@ HERE = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(HERE))
 
 from protocol.rules import Result  # noqa: E402
-from referee.standings import ScoredGame, StandingsTally  # noqa: E402
+from referee.stats.standings import ScoredGame, StandingsTally  # noqa: E402
 
 FIRST_MOVE = 30.0
 NU = 0.3
@@ -78,7 +78,7 @@ def bench_fit(games: int, bots: int, nu: float) -> None:
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     mean = sum(strength.values()) / len(strength)
-    scale = 2 / (2 + nu)  # the reported Elo scale (referee.standings): the model's differences times 2 / (2 + nu)
+    scale = 2 / (2 + nu)  # the reported Elo scale (referee.stats.standings): the model's differences times 2 / (2 + nu)
     errors = [(bot.elo or 0.0) - scale * (strength[bot.name] - mean) for bot in standings.bots]
     rms = math.sqrt(sum(e * e for e in errors) / len(errors))
     margin = statistics.median(bot.elo_margin or 0.0 for bot in standings.bots)

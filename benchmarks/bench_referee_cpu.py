@@ -3,7 +3,7 @@
     python benchmarks/bench_referee_cpu.py [--games 60] [--concurrency 1 2] [--rounds 3] [--against DIR]
 
 Plays tournaments of two instant sample bots (random, 8x8, 60+1) and samples, every 20 ms while each runs,
-the CPU time of the referee's own threads and of its play worker processes (`referee.play_worker`, which play
+the CPU time of the referee's own threads and of its play worker processes (`referee.play.worker`, which play
 the games when two or more run at once), never the bots'. Two runs per measurement, `--games` and 10 games,
 and the slope between them per move, so start-up cancels out (as ../shared/tools/referee_cpu.py does, which
 counts the referee's process only: with play workers, that misses the moves).
@@ -48,7 +48,7 @@ def _children(pid: int) -> list[int]:
 
 def _is_worker(pid: int) -> bool:
     try:
-        return b"referee.play_worker" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        return b"referee.play.worker" in Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
 

@@ -40,10 +40,10 @@ sys.path.insert(0, str(ROOT))
 
 from protocol.messages import Ping, TimeControl, Turn, TurnClocks, encode  # noqa: E402
 from protocol.rules import BLACK  # noqa: E402
-from referee.botspec import BotSpec  # noqa: E402
-from referee.game import run_game  # noqa: E402
-from referee.process import BotProcess, open_bot  # noqa: E402
+from referee.play.game import run_game  # noqa: E402
+from referee.play.process import BotProcess, open_bot  # noqa: E402
 from referee.record import GameRecord, GameSettings  # noqa: E402
+from referee.run.botspec import BotSpec  # noqa: E402
 
 INSTANT_BOT = textwrap.dedent(
     """\
@@ -147,8 +147,8 @@ def breakdown(size: int) -> None:
 
     from protocol.messages import MoveReply, parse_bot_line
     from protocol.rules import Move, Position
-    from referee.clock import GameClock
     from referee.record import MoveRecord
+    from referee.timing.clock import GameClock
 
     control = TimeControl(base_ms=600_000, increment_ms=0)
     position = Position(size, size)

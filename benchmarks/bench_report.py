@@ -5,7 +5,7 @@
 For each size, a round robin of four bots is synthesised with the rules engine (random legal games with
 times, clocks, infos and one forfeit in ten; tests/report_games.py), not by running bots. Then:
 
-    read        every record of games.jsonl read and validated through the one reader (referee.rundir), one at a
+    read        every record of games.jsonl read and validated through the one reader (referee.run.rundir), one at a
                 time (baseline: bare json.loads of every line, GC paused as the report pauses it)
     summary     the records read again and counted: standings, crosstable, LOS, progress (Elo refitted at 40
                 points), the head-to-head, the list of games
@@ -33,7 +33,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from referee.report import REPORT_FILE, build_report, gc_paused, load_run, summary_data
+from referee.outputs.report import REPORT_FILE, build_report, gc_paused, load_run, summary_data
 from tests.report_games import synthesize_tournament
 
 CHROMIUM = os.environ.get("ALTERNATOR_CHROMIUM", "/usr/bin/chromium")

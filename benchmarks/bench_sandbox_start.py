@@ -25,8 +25,8 @@ import trio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from referee.botspec import BotSpec  # noqa: E402
-from referee.process import open_bot  # noqa: E402
+from referee.play.process import open_bot  # noqa: E402
+from referee.run.botspec import BotSpec  # noqa: E402
 
 MEMORY_MB = 512
 

@@ -33,10 +33,10 @@ sys.path.insert(0, str(HERE))
 
 
 def build(out: Path, games: int) -> None:
-    from referee.config import parse_config, resolve_plan
     from referee.record import GameRecord
-    from referee.schedule import make_schedule
-    from referee.store import DB_NAME, RunStore
+    from referee.run.config import parse_config, resolve_plan
+    from referee.run.schedule import make_schedule
+    from referee.run.store import DB_NAME, RunStore
     from tests.report_games import random_game
 
     bots = [{"name": name, "command": "random"} for name in ("alpha", "beta", "gamma", "delta")]

@@ -82,7 +82,7 @@ def plan_for(out: Path, games: int) -> Any:
 
     args = build_parser().parse_args(match_args(out, games))
     from referee.commands.match import config_data
-    from referee.config import parse_config, resolve_plan
+    from referee.run.config import parse_config, resolve_plan
 
     data, sources = config_data(args)
     data["out"] = str(out)
@@ -92,9 +92,9 @@ def plan_for(out: Path, games: int) -> Any:
 
 def build(out: Path, games: int, done: int) -> dict[str, Any]:
     """A match directory of `games` scheduled games, the first `done` of them done (this checkout's layout)."""
-    from referee.runner import GAMES_FILE
-    from referee.schedule import make_schedule
-    from referee.store import DB_NAME, RunStore
+    from referee.run.runner import GAMES_FILE
+    from referee.run.schedule import make_schedule
+    from referee.run.store import DB_NAME, RunStore
 
     plan = plan_for(out, games)
     schedule = make_schedule(plan.bot_names, plan.format, plan.games_per_pairing, plan.openings)
@@ -131,7 +131,7 @@ def build(out: Path, games: int, done: int) -> dict[str, Any]:
 def save_cost(out: Path) -> dict[str, Any]:
     """Saves into the database of `out` (built by `build`): median wall time of 20, VM steps of one."""
     from referee.record import GameRecord
-    from referee.store import DB_NAME, RunStore
+    from referee.run.store import DB_NAME, RunStore
 
     texts = templates()
     with RunStore(out / DB_NAME) as store:
@@ -165,9 +165,9 @@ def standings(out: Path) -> dict[str, Any]:
     """The standings (and head-to-head) of the games in `out`, read through this checkout's reader."""
     start = time.perf_counter()
     try:
-        from referee.rundir import RunDirectory
-        from referee.sprt import count_in_order
-        from referee.standings import ScoredGame, compute_standings
+        from referee.run.rundir import RunDirectory
+        from referee.stats.sprt import count_in_order
+        from referee.stats.standings import ScoredGame, compute_standings
 
         with RunDirectory.open(out) as run:
             games = [ScoredGame(r.black, r.white, r.result, r.termination) for r in run.scored()]
@@ -177,7 +177,7 @@ def standings(out: Path) -> dict[str, Any]:
     except ImportError:  # the baseline: its report's reader
         import importlib
 
-        report: Any = importlib.import_module("referee.report")
+        report: Any = importlib.import_module("referee.outputs.report")
         old = report.load_run(out)
         rows = report.standings_data(old.records, old.bots)["rows"]
         figure = f"{rows[0]['name']} {rows[0]['points']:g}"
@@ -194,7 +194,7 @@ def child(argv: list[str]) -> None:
     elif what == "standings":
         result = standings(Path(out))
     elif what == "open":
-        from referee.store import DB_NAME, RunStore
+        from referee.run.store import DB_NAME, RunStore
 
         start = time.perf_counter()
         RunStore(Path(out) / DB_NAME).close()

@@ -31,10 +31,10 @@ import trio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from referee.config import parse_config, resolve_plan  # noqa: E402
 from referee.record import GameRecord  # noqa: E402
-from referee.runner import GAMES_FILE, Runner  # noqa: E402
-from referee.store import DB_NAME, RunStore  # noqa: E402
+from referee.run.config import parse_config, resolve_plan  # noqa: E402
+from referee.run.runner import GAMES_FILE, Runner  # noqa: E402
+from referee.run.store import DB_NAME, RunStore  # noqa: E402
 
 TESTBOT = ROOT / "tests" / "bots" / "testbot.py"
 

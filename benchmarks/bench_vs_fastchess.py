@@ -40,7 +40,7 @@ Figures are medians over the rounds, with the range when there are several. The 
 for every row: the host is shared, so read the figures with it. No figure is judged here.
 
 `--profile` instead runs tournaments of the instant bots at concurrency 2 for each arena side under cProfile
-(`profile_child.py`: the coordinator and, through a wrapped `referee.play._spawn_worker`, every play worker,
+(`profile_child.py`: the coordinator and, through a wrapped `referee.play.loop._spawn_worker`, every play worker,
 each thread on its own CPU clock) and prints where the referee's CPU per move goes: the process CPU per move
 of the coordinator and the workers, and the top functions by own time per move: differences between a 10-game
 and a `--profile-games`-game run, so that start-up and the final report cancel out.
@@ -80,7 +80,7 @@ START_CODE = """
 import json, sys, time
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
-import referee.process  # this side's checkout, before bench_bot_start puts its own on the path
+import referee.play.process  # this side's checkout, before bench_bot_start puts its own on the path
 sys.path.insert(1, sys.argv[2])
 import trio
 import bench_bot_start as bench

@@ -7,7 +7,7 @@ does for `python -m`. Every thread of the process is profiled (threads started l
 `threading.setprofile`), each on its own CPU clock (`time.thread_time`: a profile counts its thread's CPU, not
 the other threads' that ran meanwhile). At exit the merged profile is written to
 STATS_DIR/MODULE-PID.prof and the process's CPU time (`time.process_time`, every thread) to
-STATS_DIR/MODULE-PID.json. When MODULE is `referee` (the coordinator), `referee.play._spawn_worker` (where
+STATS_DIR/MODULE-PID.json. When MODULE is `referee` (the coordinator), `referee.play.loop._spawn_worker` (where
 the checkout has one) is wrapped so that every play worker it starts runs under this file too.
 """
 
@@ -37,7 +37,7 @@ class _Profile(cProfile.Profile):
 
 def _wrap_workers(stats_dir: str) -> None:
     try:
-        import referee.play as play
+        import referee.play.loop as play
     except ImportError:
         return
     original = getattr(play, "_spawn_worker", None)
@@ -45,7 +45,7 @@ def _wrap_workers(stats_dir: str) -> None:
         return
 
     def spawn(command: list[str], fd: int) -> Any:
-        # [python, -m, referee.play_worker, args...] -> [python, this file, STATS_DIR, referee.play_worker, args...]
+        # [python, -m, referee.play.worker, args...] -> [python, this file, STATS_DIR, referee.play.worker, args...]
         module = command.index("-m") + 1
         return original([command[0], __file__, stats_dir, *command[module:]], fd)
 

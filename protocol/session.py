@@ -4,7 +4,7 @@ In the manner of h11's `_state.py`: one declarative table (`BOT_MAY_SEND`) says,
 session, which bot message is allowed and which state it leads to; `REFEREE_MAY_SEND` does the same for
 what the referee writes; `VIOLATION` says, per state, how an unexpected message is described. A `Session`
 follows one bot process from its first line to its last. It knows nothing of pipes, processes or clocks:
-the channel (`referee.process.BotChannel`) tells it what was sent and received, and it answers with the
+the channel (`referee.play.process.BotChannel`) tells it what was sent and received, and it answers with the
 next state or a `ProtocolViolation` (the bot's fault). It owns the session's error state: after a violation,
 an unusable pipe or a wait the referee gave up on, `broken` is true and stays true (restart the bot), and
 nothing outside the session sets it.

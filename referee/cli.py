@@ -18,7 +18,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from referee import __version__
-from referee.terminal import printable
+from referee.outputs.terminal import printable
 
 if TYPE_CHECKING:
     from protocol.rules import Position
@@ -88,7 +88,7 @@ def start_position(size: str, komi: float | None, moves: str) -> Position:
 
 def games_count(text: str) -> int:
     """`--games N` of every command: 1 to MAX_GAMES_PER_PAIRING games (per pairing in a tournament)."""
-    from referee.limits import MAX_GAMES_PER_PAIRING
+    from referee.host.limits import MAX_GAMES_PER_PAIRING
 
     try:
         value = int(text)

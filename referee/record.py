@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from protocol.messages import TimeControl
 from protocol.rules import Color, Result
-from referee.adjudication import Adjudication
+from referee.play.adjudication import Adjudication
 
 RECORD_VERSION: Literal[1] = 1
 
@@ -173,7 +173,7 @@ class PlayedMove(Protocol):
 
 
 class MoveFields(NamedTuple):
-    """A move's fields in `MoveRecord` order, as a play worker sends them (`referee.play.encode_move`)."""
+    """A move's fields in `MoveRecord` order, as a play worker sends them (`referee.play.loop.encode_move`)."""
 
     color: str
     move: str

@@ -5,7 +5,7 @@
   arguments go to the script (see `tests/bots/testbot.py` for its modes: `bot_spec("testbot", "crash", "3")`).
 - `no_child_processes` (autouse): after every test, checks that the test process has no child left
   (running or zombie), waiting up to `CHILD_GRACE_S` for ones being reaped. Tests that start bots through
-  `referee.process.open_bot` get this for free; a test that leaks a process fails here, naming it.
+  `referee.play.process.open_bot` get this for free; a test that leaks a process fails here, naming it.
 - `reap_orphans()`: reap the zombies a referee killed with `kill -9` leaves to this process (a subreaper).
 - `live_pids(pids)` / `pid_alive(pid)`: whether processes still exist (zombies count as gone), for
   checking that grandchildren were killed.
@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from referee import backoff
-from referee.botspec import BotSpec
+from referee.run import backoff
+from referee.run.botspec import BotSpec
 
 BOTS_DIR = Path(__file__).parent / "bots"
 CHILD_GRACE_S = 3.0
@@ -97,7 +97,7 @@ def child_pids(parent: int | None = None) -> list[int]:
 def reap_orphans(wait_s: float = 2.0) -> None:
     """Reap this process's zombie children, for tests that kill a referee with `kill -9`.
 
-    Once it has run a bot, the test process is a child subreaper (`referee.containment`): the killed
+    Once it has run a bot, the test process is a child subreaper (`referee.host.containment`): the killed
     referee's bots, dying with it, are re-parented to it and wait to be reaped here.
     """
     deadline = time.monotonic() + wait_s
@@ -140,7 +140,7 @@ def no_child_processes() -> Iterator[None]:
         pytest.fail("child processes left behind: " + "; ".join(describe_process(pid) for pid in left), pytrace=False)
 
 
-# -- a busy host (referee.backoff): quick pauses on a host that reads calm ---------------------------------
+# -- a busy host (referee.run.backoff): quick pauses on a host that reads calm ---------------------------------
 
 
 class CalmHost(backoff.HostWatch):
@@ -153,7 +153,7 @@ class CalmHost(backoff.HostWatch):
 
 @pytest.fixture
 def quick_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
-    import referee.runner as runner_module
+    import referee.run.runner as runner_module
 
     monkeypatch.setattr(backoff, "CALM_FOR_S", 0.3)
     monkeypatch.setattr(backoff, "RAMP_AFTER_S", 0.5)

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from protocol.rules import BLACK, WHITE, Position
-from referee.adjudication import Adjudication, Adjudicator, parse_draw, parse_resign, roots_in_play
 from referee.cli import main
 from referee.commands.replay import RecordCheckError, check_record
+from referee.play.adjudication import Adjudication, Adjudicator, parse_draw, parse_resign, roots_in_play
 from referee.record import GameRecord
-from referee.runner import GAMES_FILE
+from referee.run.runner import GAMES_FILE
 from sample_bots.solver import solve
 
 # A 4x4 endgame, made by hand: six placements leave ten roots in play.

@@ -1,4 +1,4 @@
-"""A busy host slows a run down; it never stops it (`referee.backoff`): the policy as tables, then real runs."""
+"""A busy host slows a run down; it never stops it (`referee.run.backoff`): the policy as tables, then real runs."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from referee import backoff
-from referee.backoff import Backoff, HostReading, HostWatch, parse_duration
 from referee.cli import main
 from referee.record import GameRecord, Termination
+from referee.run import backoff
+from referee.run.backoff import Backoff, HostReading, HostWatch, parse_duration
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTBOT = ROOT / "tests" / "bots" / "testbot.py"
@@ -179,7 +179,7 @@ def void_for_lag(record: GameRecord) -> GameRecord:
 
 def first_plays_void(monkeypatch: pytest.MonkeyPatch, voids: int) -> list[str]:
     """The first `voids` games played (any slot) come back void for the host's lateness."""
-    import referee.runner as runner_module
+    import referee.run.runner as runner_module
 
     calls: list[str] = []
     play = runner_module.GameSlot.play

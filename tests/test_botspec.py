@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from referee.botspec import (
+from referee.run.botspec import (
     BotSpec,
     BotSpecError,
     check_bot_command,
@@ -168,7 +168,7 @@ def test_an_equals_sign_inside_a_command_line_is_not_a_name(text: str, command: 
 
 @pytest.mark.parametrize("name", ["a\nb", "tab\there", "esc\x1b[31m", " padded", "x" * 65, ""])
 def test_one_name_rule_everywhere(tmp_path: Path, name: str) -> None:
-    from referee.config import ConfigError, parse_config
+    from referee.run.config import ConfigError, parse_config
 
     with pytest.raises(BotSpecError, match="name"):
         parse_bot_arg(f"name={shlex.quote(name)} cmd=random")
@@ -210,7 +210,7 @@ def test_a_missing_interpreter_is_named(tmp_path: Path) -> None:
 
 
 async def test_starting_a_script_with_a_missing_interpreter_names_it(tmp_path: Path) -> None:
-    from referee.process import BotStartError, open_bot
+    from referee.play.process import BotStartError, open_bot
 
     _executable(tmp_path / "a.py", "#!/usr/bin/no-such-python\nprint(1)\n")
     _executable(tmp_path / "c.py", "print(1)\n")
@@ -223,7 +223,7 @@ async def test_starting_a_script_with_a_missing_interpreter_names_it(tmp_path: P
 
 
 def test_one_bot_is_not_a_tournament() -> None:
-    from referee.config import ConfigError, parse_config
+    from referee.run.config import ConfigError, parse_config
 
     with pytest.raises(ConfigError, match="needs at least two bots: add another"):
         parse_config({"bots": [{"name": "a", "command": "random"}]}, source="--bot", key_sources={"bots": "--bot"})

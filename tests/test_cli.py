@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from referee.cli import COMMANDS, main
-from referee.limits import MAX_GAMES_PER_PAIRING
+from referee.host.limits import MAX_GAMES_PER_PAIRING
 
 
 def test_help_imports_neither_pydantic_nor_trio() -> None:
@@ -81,7 +81,7 @@ def test_games_are_capped_alike_by_every_command(
 
 
 def test_a_config_caps_games_and_refuses_a_komi_that_is_not_finite(tmp_path: Path) -> None:
-    from referee.config import ConfigError, load_config
+    from referee.run.config import ConfigError, load_config
 
     bots = '[[bots]]\nname = "a"\ncommand = "random"\n[[bots]]\nname = "b"\ncommand = "greedy"\n'
     for line, says in (

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from protocol.messages import TimeControl
 from protocol.rules import BLACK, WHITE
-from referee.clock import (
+from referee.timing.clock import (
     Fischer,
     GameClock,
     MoveTime,

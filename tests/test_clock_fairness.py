@@ -20,16 +20,18 @@ import pytest
 import trio
 import trio.testing
 
-from referee import backoff, probe, process
-from referee.botspec import BotSpec
 from referee.cli import main
-from referee.clock import parse_time_control
-from referee.game import run_game
-from referee.latency import ConstantLag, LagWindow, ReadWatch, summarize_latency
-from referee.probe import NullProbe
-from referee.process import BotChannel, BotProcess, open_bot
-from referee.reader import stamped_stdout
+from referee.play import process
+from referee.play.game import run_game
+from referee.play.process import BotChannel, BotProcess, open_bot
+from referee.play.reader import stamped_stdout
 from referee.record import GameRecord, GameSettings, Termination
+from referee.run import backoff
+from referee.run.botspec import BotSpec
+from referee.timing import probe
+from referee.timing.clock import parse_time_control
+from referee.timing.latency import ConstantLag, LagWindow, ReadWatch, summarize_latency
+from referee.timing.probe import NullProbe
 from tests.conftest import BotSpecFactory
 from tests.test_game import FakeBot, fake_game
 
@@ -308,7 +310,7 @@ async def test_a_referee_stopped_by_the_host_does_not_forfeit_a_bot_in_time(
     bot_spec: BotSpecFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Over a plain pipe (other systems) the move is timed at its read: the stop is the referee's lag, and voids.
-    monkeypatch.setattr("referee.process.stdout_pair", os.pipe)
+    monkeypatch.setattr("referee.play.process.stdout_pair", os.pipe)
     record = await _stopped_game(bot_spec, tmp_path)
     assert record.termination is not Termination.TIME, record.reason
     assert record.termination is Termination.VOID, record.reason

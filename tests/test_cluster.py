@@ -26,13 +26,13 @@ from typing import Any
 import pytest
 import trio
 
-from referee.botspec import BotSpec
 from referee.cli import main
-from referee.cluster import ClusterPlayers
-from referee.cluster_config import ClusterConfig, normalize_address
-from referee.config import ConfigError, RunPlan, parse_config, resolve_plan
-from referee.events import Event
-from referee.runner import Runner, RunSummary
+from referee.cluster.config import ClusterConfig, normalize_address
+from referee.cluster.dask import ClusterPlayers
+from referee.outputs.events import Event
+from referee.run.botspec import BotSpec
+from referee.run.config import ConfigError, RunPlan, parse_config, resolve_plan
+from referee.run.runner import Runner, RunSummary
 from tests.conftest import child_pids, pid_alive, reap_orphans
 
 HAVE_DASK = importlib.util.find_spec("distributed") is not None
@@ -258,9 +258,9 @@ def test_unreachable_scheduler_is_a_clear_error(tmp_path: Path, capsys: pytest.C
 def test_worker_games_reuse_processes_and_report_bots_that_cannot_start(tmp_path: Path, bot_spec: object) -> None:
     """A worker's games loop keeps bot processes between games; a bot that fails to start is the worker's
     failure (no record, no forfeit), whether its program is missing or it dies before its hello."""
-    from referee.clock import parse_time_control
-    from referee.cluster import GameJob, _WorkerGames, portable_spec
+    from referee.cluster.dask import GameJob, _WorkerGames, portable_spec
     from referee.record import GameRecord, GameSettings
+    from referee.timing.clock import parse_time_control
 
     good: BotSpec = bot_spec("testbot", name="good")  # type: ignore[operator]
     settings = GameSettings(width=4, height=4, time_control=parse_time_control("10+0"))
@@ -324,9 +324,9 @@ class _ScriptedClient:
 async def test_a_worker_whose_games_keep_failing_is_taken_out() -> None:
     """Three void games in a row on a worker take it out of the run; its void games are never scored, and
     later games go to the other workers only."""
-    from referee.clock import parse_time_control
-    from referee.cluster import WORKER_FAILURE_LIMIT, Cluster, ClusterLostError, WorkerReply, _void_record
+    from referee.cluster.dask import WORKER_FAILURE_LIMIT, Cluster, ClusterLostError, WorkerReply, _void_record
     from referee.record import GameSettings
+    from referee.timing.clock import parse_time_control
 
     settings = GameSettings(time_control=parse_time_control("10+0"))
     a, b = (BotSpec(name=name, command=["bot"]) for name in "ab")
@@ -360,7 +360,7 @@ async def test_tournament_survives_a_worker_killed_mid_game(
     tmp_path: Path, dask_cluster: DaskCluster, bot_spec: object
 ) -> None:
     """Every scheduled game is recorded exactly once, each by the worker that played it to the end."""
-    from referee.cluster import Cluster
+    from referee.cluster.dask import Cluster
 
     out = tmp_path / "out"
     bots: list[dict[str, object]] = [
@@ -440,7 +440,7 @@ async def test_coordinator_killed_then_scheduler_lost_then_resumed_locally(
     """kill -9 of the coordinator, then of the scheduler: each run resumes where the last stopped, locally at the
     end, and every scheduled game is recorded once."""
     from referee.cli import build_parser
-    from referee.cluster import Cluster, ClusterLostError
+    from referee.cluster.dask import Cluster, ClusterLostError
     from referee.commands.tournament import build_plan
     from referee.exceptions import find_exception
 
@@ -496,9 +496,9 @@ async def test_coordinator_killed_then_scheduler_lost_then_resumed_locally(
 @needs_dask
 def test_a_worker_that_cannot_start_a_bot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The preflight names the worker and the bot; in a run, such a worker is taken out and forfeits nothing."""
-    from referee.clock import parse_time_control
-    from referee.cluster import Cluster, ClusterLostError
+    from referee.cluster.dask import Cluster, ClusterLostError
     from referee.record import GameSettings
+    from referee.timing.clock import parse_time_control
 
     # A bot program on the first worker's PATH only: installed on one machine, missing on the other.
     bin_dir = tmp_path / "bin"
@@ -682,7 +682,7 @@ def test_a_cluster_match_streams_every_move_to_show_moves(
 
 def test_the_cluster_preflight_refuses_option_values_a_bot_does_not_take(tmp_path: Path, bot_spec: object) -> None:
     """On a cluster each worker's preflight checks the option values as a local run does before its first game."""
-    from referee.cluster import _WorkerGames
+    from referee.cluster.dask import _WorkerGames
 
     good: BotSpec = bot_spec("testbot", name="good")  # type: ignore[operator]
     tuned = good.model_copy(update={"name": "tuned", "options": {"Depth": 5}})

@@ -11,8 +11,8 @@ import pytest
 
 from referee.cli import UsageError, build_parser
 from referee.commands.tournament import build_plan, parse_bot_option
-from referee.config import ConfigError, RunPlan, load_config, parse_config, resolve_plan
-from referee.schedule import Format
+from referee.run.config import ConfigError, RunPlan, load_config, parse_config, resolve_plan
+from referee.run.schedule import Format
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "tournament.toml"
 
@@ -351,7 +351,7 @@ def test_match_and_tournament_read_their_shared_options_from_one_table(tmp_path:
 
 
 def test_the_anchor_names_one_of_the_bots(tmp_path: Path) -> None:
-    from referee.standings import Anchor
+    from referee.stats.standings import Anchor
 
     path = write(tmp_path, GOOD)
     plan = build_plan(parse_args(str(path), "--anchor", f"{plan_for(path).bot_names[0]}=1500"))

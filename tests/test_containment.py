@@ -21,14 +21,14 @@ from pathlib import Path
 import pytest
 import trio
 
-from referee import containment
 from referee.cli import main
-from referee.clock import parse_time_control
-from referee.containment import V2, CpuSlots, HostSupport, detect_host, end_leftovers, host_support
-from referee.game import run_game
-from referee.process import open_bot
+from referee.host import containment
+from referee.host.containment import V2, CpuSlots, HostSupport, detect_host, end_leftovers, host_support
+from referee.outputs.terminal import printable
+from referee.play.game import run_game
+from referee.play.process import open_bot
 from referee.record import GameRecord, GameSettings, Termination
-from referee.terminal import printable
+from referee.timing.clock import parse_time_control
 from tests.conftest import BotSpecFactory, live_pids, make_bot_spec, reap_orphans
 from tests.test_process import TURN, start_game
 
@@ -323,7 +323,7 @@ def test_ansi_sequences_a_bot_sends_are_escaped_in_the_match_output(
 
 
 def test_standings_show_off_turn_cpu() -> None:
-    from referee.standings import ScoredGame, compute_standings, to_text
+    from referee.stats.standings import ScoredGame, compute_standings, to_text
 
     games = [ScoredGame("a", "b", "1-0", Termination.NORMAL, 1500.0, 20.0), ScoredGame("b", "a", "1-0")]
     standings = compute_standings(games, ["a", "b"])
@@ -362,7 +362,7 @@ def test_cpu_slots_give_each_slot_its_own_cores() -> None:
 
 
 def test_cpu_affinity_is_on_by_default_when_each_game_can_have_a_core_of_its_own(tmp_path: Path) -> None:
-    from referee.config import load_config, resolve_plan
+    from referee.run.config import load_config, resolve_plan
 
     cores = len(os.sched_getaffinity(0))
     bots = '[[bots]]\nname = "a"\ncommand = "random"\n[[bots]]\nname = "b"\ncommand = "greedy"\n'
@@ -402,8 +402,8 @@ async def test_a_bot_past_its_cpu_limit_for_the_game_loses_on_time_even_off_turn
 
 
 def test_bot_forms_config_keys_and_flags_for_containment(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from referee.botspec import BotSpecError, parse_bot_arg
-    from referee.config import load_config, resolve_plan
+    from referee.run.botspec import BotSpecError, parse_bot_arg
+    from referee.run.config import load_config, resolve_plan
 
     spec = parse_bot_arg("name=x cmd=random max_processes=8 ponder=0 cpu_limit_s=2.5")
     assert (spec.max_processes, spec.ponder, spec.cpu_limit_s) == (8, False, 2.5)
@@ -553,7 +553,7 @@ def _standin_v2(root: Path, controllers: str) -> Path:
 def test_a_stand_in_cgroup_v2_with_controllers_gives_each_bot_pids_max_memory_max_without_swap_and_cores(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from referee.sandbox import launch_command
+    from referee.host.sandbox import launch_command
 
     root = tmp_path / "cgroup2"
     made = _standin_v2(root, "cpuset cpu io memory hugetlb pids rdma misc")

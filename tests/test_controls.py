@@ -18,12 +18,12 @@ from pydantic import ValidationError
 from protocol.messages import BotHello, TimeControl, parse_bot_line
 from protocol.options import Option, OptionError, resolve_options
 from protocol.rules import BLACK, WHITE
-from referee.botspec import BotSpecError, load_bot_file, parse_bot_arg
 from referee.cli import main
-from referee.clock import NS_PER_MS, GameClock, parse_time_control
-from referee.config import load_config, resolve_plan
 from referee.record import GameRecord
-from referee.runner import GAMES_FILE
+from referee.run.botspec import BotSpecError, load_bot_file, parse_bot_arg
+from referee.run.config import load_config, resolve_plan
+from referee.run.runner import GAMES_FILE
+from referee.timing.clock import NS_PER_MS, GameClock, parse_time_control
 
 PROBE = str(Path(__file__).parent / "bots" / "probebot.py")
 TESTBOT = str(Path(__file__).parent / "bots" / "testbot.py")

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from referee.cli import main
-from referee.recovery import QUARANTINE_FILE
-from referee.runner import GAMES_FILE
-from referee.store import DB_NAME, LOCK_NAME, RunStore
+from referee.run.recovery import QUARANTINE_FILE
+from referee.run.runner import GAMES_FILE
+from referee.run.store import DB_NAME, LOCK_NAME, RunStore
 from tests.test_run_faults import tournament
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from referee.display import format_verdict, verdict_claim
-from referee.match import SprtSummary
+from referee.outputs.display import format_verdict, verdict_claim
+from referee.stats.head_to_head import SprtSummary
 
 
 def sprt(elo0: float, elo1: float, verdict: str | None) -> SprtSummary:
@@ -75,11 +75,11 @@ def synthetic_run(games: int, **options: object) -> list[str]:
     from datetime import UTC, datetime
 
     from protocol.messages import TimeControl
-    from referee.display import RunDisplay
-    from referee.events import GameFinished, StatisticsUpdated, TournamentStarted
-    from referee.match import head_to_head
+    from referee.outputs.display import RunDisplay
+    from referee.outputs.events import GameFinished, StatisticsUpdated, TournamentStarted
     from referee.record import Termination
-    from referee.sprt import CountedGame, PairCounter, SprtParameters
+    from referee.stats.head_to_head import head_to_head
+    from referee.stats.sprt import CountedGame, PairCounter, SprtParameters
 
     out = io.StringIO()
     display = RunDisplay(out, live=False, **options)  # type: ignore[arg-type]
@@ -154,8 +154,8 @@ def test_the_title_leads_the_first_line() -> None:
 
 
 def test_an_elo_without_spread_has_no_margin() -> None:
-    from referee.display import format_elo
-    from referee.sprt import PENTANOMIAL_OUTCOMES, elo_estimate
+    from referee.outputs.display import format_elo
+    from referee.stats.sprt import PENTANOMIAL_OUTCOMES, elo_estimate
 
     assert format_elo(elo_estimate((0, 0, 1, 0, 0), PENTANOMIAL_OUTCOMES)) == (
         "+0.0 (no margin yet: every pair scored the same)"

@@ -15,8 +15,8 @@ import pytest
 from referee.cli import main
 from referee.commands.export import CSV_COLUMNS, pgn_game
 from referee.record import GameRecord, Termination
-from referee.rundir import RunDirectory, ScoredRow
-from referee.standings import ScoredGame, compute_standings
+from referee.run.rundir import RunDirectory, ScoredRow
+from referee.stats.standings import ScoredGame, compute_standings
 from tests.report_games import synthesize_tournament
 
 SEVEN_TAGS = ("Event", "Site", "Date", "Round", "White", "Black", "Result")

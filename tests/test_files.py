@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from referee.files import (
+from referee.host.limits import MAX_BOTS
+from referee.outputs.files import (
     InputFileError,
     current_umask,
     prepare_output_dir,
     read_input_text,
     write_text_atomic,
 )
-from referee.limits import MAX_BOTS
 
 
 def test_writes_a_string_or_pieces_and_replaces_the_old_content(tmp_path: Path) -> None:
@@ -82,9 +82,9 @@ def test_an_input_file_over_its_limit_is_refused_without_reading_it_all(tmp_path
 
 
 def test_binary_or_huge_configs_openings_and_bot_files_are_one_line_errors(tmp_path: Path) -> None:
-    from referee.botspec import BotSpecError, load_bot_file
-    from referee.config import ConfigError, load_config
-    from referee.schedule import OpeningsFileError, read_openings_file
+    from referee.run.botspec import BotSpecError, load_bot_file
+    from referee.run.config import ConfigError, load_config
+    from referee.run.schedule import OpeningsFileError, read_openings_file
 
     binary = tmp_path / "binary"
     binary.write_bytes(bytes(range(128, 256)))
@@ -100,7 +100,7 @@ def test_binary_or_huge_configs_openings_and_bot_files_are_one_line_errors(tmp_p
 
 
 def test_a_config_with_120000_bots_is_refused_quickly_with_the_limit(tmp_path: Path) -> None:
-    from referee.config import ConfigError, load_config, parse_config
+    from referee.run.config import ConfigError, load_config, parse_config
 
     path = tmp_path / "tournament.toml"
     path.write_text("".join(f'[[bots]]\nname = "bot{i}"\ncommand = "random"\n' for i in range(120_000)))
@@ -132,7 +132,7 @@ def in_bwrap(args: list[str], code: str, cwd: Path) -> subprocess.CompletedProce
 def test_a_read_only_output_directory_is_one_clear_error(tmp_path: Path) -> None:
     (tmp_path / "ro").mkdir()
     code = (
-        "from pathlib import Path\nfrom referee.files import OutputDirError, prepare_output_dir\n"
+        "from pathlib import Path\nfrom referee.outputs.files import OutputDirError, prepare_output_dir\n"
         "for p in (Path('ro'), Path('ro/new/deeper')):\n"
         "    try:\n        prepare_output_dir(p)\n    except OutputDirError as e:\n        print(e)\n"
     )
@@ -153,7 +153,7 @@ def test_a_full_disk_is_recognised_from_a_file_write_and_from_sqlite(tmp_path: P
         """
         import sqlite3
         from pathlib import Path
-        from referee.files import is_disk_full
+        from referee.outputs.files import is_disk_full
         try:
             Path("full/big").write_bytes(bytes(200_000))
         except OSError as e:
@@ -182,7 +182,7 @@ def test_a_line_that_cannot_be_appended_whole_is_not_appended_at_all(tmp_path: P
     disk = tmp_path / "disk"
     disk.mkdir()
     code = (
-        "import sys; from pathlib import Path; from referee.files import append_line\n"
+        "import sys; from pathlib import Path; from referee.outputs.files import append_line\n"
         f"path = Path({str(disk / 'games.jsonl')!r})\n"
         "append_line(path, '{\"game\": 1}\\n')\n"
         "try:\n"

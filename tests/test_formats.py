@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from referee.adaptive import Adaptive, PairTotal, choose_pairs, fit, neighbour_confidence, totals
-from referee.formats import knockout_seeds
-from referee.knockout import Knockout, bracket_order
-from referee.schedule import (
+from referee.run.adaptive import Adaptive, PairTotal, choose_pairs, fit, neighbour_confidence, totals
+from referee.run.formats import knockout_seeds
+from referee.run.knockout import Knockout, bracket_order
+from referee.run.schedule import (
     FixedPairings,
     Format,
     Progress,
@@ -25,7 +25,7 @@ from referee.schedule import (
     make_schedule,
     pairings,
 )
-from referee.swiss import BYE_POINTS, Swiss, max_rounds
+from referee.run.swiss import BYE_POINTS, Swiss, max_rounds
 
 Result = Callable[[ScheduledGame], float]
 

@@ -21,12 +21,12 @@ import trio.testing
 from protocol.framing import LineBuffer
 from protocol.messages import TimeControl, Turn, encode, parse_referee_line
 from protocol.rules import BLACK, Position
-from referee.clock import parse_time_control
-from referee.game import INFO_BUDGET_CHARS, MAX_INFOS_PER_MOVE, Limits, _Game, run_game
-from referee.latency import NO_LAG, LagSource
-from referee.process import BotChannel, open_bot
-from referee.reader import TurnWrite
+from referee.play.game import INFO_BUDGET_CHARS, MAX_INFOS_PER_MOVE, Limits, _Game, run_game
+from referee.play.process import BotChannel, open_bot
+from referee.play.reader import TurnWrite
 from referee.record import GameRecord, GameSettings, MoveRecord, Termination
+from referee.timing.clock import parse_time_control
+from referee.timing.latency import NO_LAG, LagSource
 from tests.conftest import BotSpecFactory, live_pids
 
 # -- a fake bot in memory -------------------------------------------------------------------------

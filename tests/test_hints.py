@@ -5,12 +5,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from referee.botspec import BotSpec
-from referee.clock import parse_time_control
-from referee.game import Limits, run_game
-from referee.hints import forfeit_hint, with_hint
-from referee.process import open_bot
+from referee.play.game import Limits, run_game
+from referee.play.process import open_bot
 from referee.record import GameSettings, Termination
+from referee.run.botspec import BotSpec
+from referee.run.hints import forfeit_hint, with_hint
+from referee.timing.clock import parse_time_control
 from tests.conftest import BotSpecFactory
 
 MISSING = "ModuleNotFoundError: No module named 'protocol'"

@@ -21,7 +21,7 @@ from protocol import kit
 from protocol import messages as m
 from protocol.kit import QUIT_WAIT_S, Clock, Game, GameResult, run_bot, send_info
 from protocol.rules import BLACK, PASS, WHITE, Move, Position
-from referee.process import QUIT_GRACE_S
+from referee.play.process import QUIT_GRACE_S
 from tests.bot_messages import new_game
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from referee.botspec import BotSpec
-from referee.clock import movetime_control
 from referee.ladder.rating import Rating
 from referee.ladder.store import LadderError, LadderStore, VersionRow
 from referee.record import BotInfo, GameRecord, GameSettings, Termination
+from referee.run.botspec import BotSpec
+from referee.timing.clock import movetime_control
 
 SPEC = BotSpec(name="x", command=["true"])
 

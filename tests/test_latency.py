@@ -13,8 +13,11 @@ import pytest
 import trio
 
 from protocol.rules import BLACK, WHITE
-from referee.clock import parse_time_control
-from referee.latency import (
+from referee.play.process import open_bot
+from referee.play.reader import stamped_stdout
+from referee.record import BotInfo, GameRecord, GameSettings, MoveRecord, Termination
+from referee.timing.clock import parse_time_control
+from referee.timing.latency import (
     VOID_WARNING_PCT,
     HostLagMonitor,
     LatencyTally,
@@ -22,9 +25,6 @@ from referee.latency import (
     latency_text,
     summarize_latency,
 )
-from referee.process import open_bot
-from referee.reader import stamped_stdout
-from referee.record import BotInfo, GameRecord, GameSettings, MoveRecord, Termination
 from tests.conftest import BotSpecFactory
 
 

@@ -1,6 +1,6 @@
 """`alternator match` end to end with real bot processes: records, statistics, output, exit codes, signals, resume.
 
-A match is a schedule of two bots run by the one runner (referee.runner): its games are in the database
+A match is a schedule of two bots run by the one runner (referee.run.runner): its games are in the database
 and games.jsonl, its statistics in match.json."""
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ import pytest
 from protocol.messages import TimeControl
 from referee.cli import main
 from referee.commands.replay import check_record
-from referee.display import describe_result
+from referee.outputs.display import describe_result
 from referee.record import BotInfo, GameRecord, GameSettings, Termination, game_record_schema
-from referee.runner import GAMES_FILE
+from referee.run.runner import GAMES_FILE
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -283,7 +283,7 @@ def test_a_time_loss_restarts_the_bot_and_infos_are_recorded(
 
 def first_game_void(calls: list[str]) -> Callable[..., Awaitable[GameRecord]]:
     """A `run_game` whose first game comes back void, as after the referee's own failure; notes every game id."""
-    from referee.game import run_game
+    from referee.play.game import run_game
 
     async def run(game_id: str, *args: Any, **kwargs: Any) -> GameRecord:
         calls.append(game_id)
@@ -300,8 +300,8 @@ def first_game_void(calls: list[str]) -> Callable[..., Awaitable[GameRecord]]:
 def test_a_void_game_is_played_again_and_never_scored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import sqlite3
 
-    import referee.play as play_module
-    from referee.store import DB_NAME
+    import referee.play.loop as play_module
+    from referee.run.store import DB_NAME
 
     calls: list[str] = []
     monkeypatch.setattr(play_module, "run_game", first_game_void(calls))
@@ -323,9 +323,9 @@ def test_a_void_game_is_played_again_and_never_scored(tmp_path: Path, monkeypatc
 def test_a_game_void_again_and_again_stops_the_run_with_a_message_about_the_machine(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import referee.play as play_module
-    import referee.runner as runner_module
-    from referee.game import run_game
+    import referee.play.loop as play_module
+    import referee.run.runner as runner_module
+    from referee.play.game import run_game
 
     async def always_void(game_id: str, *args: Any, **kwargs: Any) -> GameRecord:
         record = await run_game(game_id, *args, **kwargs)
@@ -351,7 +351,7 @@ TESTBOT = ROOT / "tests" / "bots" / "testbot.py"
 
 
 def load_summary(out: Path) -> Any:
-    from referee.match import MatchSummary, match_summary_schema
+    from referee.stats.head_to_head import MatchSummary, match_summary_schema
 
     data = json.loads((out / "match.json").read_text())
     schema = match_summary_schema()
@@ -362,7 +362,7 @@ def load_summary(out: Path) -> Any:
 def test_random_openings_are_played_twice_with_colours_swapped(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from referee.schedule import random_openings
+    from referee.run.schedule import random_openings
 
     out = tmp_path / "m"
     a, b = f"name=a cmd='python3 {TESTBOT}'", f"name=b cmd='python3 {TESTBOT}'"
@@ -408,8 +408,8 @@ def test_an_sprt_match_at_concurrency_2_stops_at_its_verdict(
 ) -> None:
     import sqlite3
 
-    from referee.sprt import CountedGame, SprtParameters, count_in_order, llr_pentanomial
-    from referee.store import DB_NAME
+    from referee.run.store import DB_NAME
+    from referee.stats.sprt import CountedGame, SprtParameters, count_in_order, llr_pentanomial
 
     out = tmp_path / "m"
     random_bot = "python3 -m sample_bots.random --seed 1"
@@ -503,9 +503,9 @@ def test_a_bad_line_in_the_openings_file_is_named(tmp_path: Path, capsys: pytest
 
 
 def test_the_statistics_lines() -> None:
-    from referee.display import format_elo, format_statistics, format_verdict
-    from referee.match import head_to_head
-    from referee.sprt import PENTANOMIAL_OUTCOMES, SprtParameters, elo_estimate, match_statistics
+    from referee.outputs.display import format_elo, format_statistics, format_verdict
+    from referee.stats.head_to_head import head_to_head
+    from referee.stats.sprt import PENTANOMIAL_OUTCOMES, SprtParameters, elo_estimate, match_statistics
 
     def elo(*pairs: int) -> str:
         return format_elo(elo_estimate(pairs, PENTANOMIAL_OUTCOMES))

@@ -9,9 +9,9 @@ import pytest
 
 from protocol.rules import Position
 from referee.cli import main
-from referee.openings import RatedOpening, arrange, balanced_book, format_book
-from referee.runner import GAMES_FILE
-from referee.schedule import parse_openings
+from referee.run.openings import RatedOpening, arrange, balanced_book, format_book
+from referee.run.runner import GAMES_FILE
+from referee.run.schedule import parse_openings
 from sample_bots.solver import solve
 
 BOOK = [("a1a2",), ("b1b2",), ("c1c2",), ("d1d2",)]

@@ -16,11 +16,11 @@ import pytest
 import trio
 import trio.testing
 
-from referee.botspec import BotSpec
-from referee.clock import parse_time_control
-from referee.play import BotPool, MoveRelay, PlayLoop, ProcessPlayLoop, play_in_pool
-from referee.process import BotStartError
+from referee.play.loop import BotPool, MoveRelay, PlayLoop, ProcessPlayLoop, play_in_pool
+from referee.play.process import BotStartError
 from referee.record import GameRecord, GameSettings, MoveRecord, PlayedMove, Termination
+from referee.run.botspec import BotSpec
+from referee.timing.clock import parse_time_control
 from tests.conftest import BotSpecFactory
 
 
@@ -205,8 +205,8 @@ async def test_a_cancelled_game_stops_in_the_play_worker_which_plays_on(
 async def test_a_game_waiting_in_a_blocking_poll_is_cancelled_at_once(bot_spec: BotSpecFactory, tmp_path: Path) -> None:
     """In a play loop a reply is awaited in a blocking poll (`sole_game_loop`); a cancellation from the caller
     must wake it, not wait for the poll's own timeout (here the next ping, ten minutes away)."""
-    from referee.game import Limits, run_game
-    from referee.process import open_bot
+    from referee.play.game import Limits, run_game
+    from referee.play.process import open_bot
 
     loop = PlayLoop("play-test")
     settings = GameSettings(width=4, height=4, time_control=parse_time_control("movetime:900"))

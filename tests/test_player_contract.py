@@ -2,7 +2,7 @@
 a real Dask cluster (a scheduler and workers) streams every move, in order, before it returns the record, and
 the same game with the same deterministic bots is the same game wherever it is played.
 
-The runner holds a player (`referee.runner.Slot`: `GameSlot` here, `ClusterSlot` on a cluster) and never asks
+The runner holds a player (`referee.run.runner.Slot`: `GameSlot` here, `ClusterSlot` on a cluster) and never asks
 which kind it has; this test is what lets it not ask.
 """
 
@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 import trio
 
-from referee.config import RunPlan, parse_config, resolve_plan
 from referee.record import GameRecord, PlayedMove, Termination
-from referee.runner import GameSlot, LocalPlayers, Slot, game_settings
-from referee.schedule import ScheduledGame
+from referee.run.config import RunPlan, parse_config, resolve_plan
+from referee.run.runner import GameSlot, LocalPlayers, Slot, game_settings
+from referee.run.schedule import ScheduledGame
 from tests.conftest import child_pids
 from tests.test_cluster import HAVE_DASK, REPO, start_cluster
 
@@ -42,7 +42,7 @@ def make_plan(out: Path) -> RunPlan:
 
 
 PLAN = make_plan(Path("unused"))
-"""The settings of the games (`referee.runner.game_settings`: a node limit for the search bot, 10+0, 5x5)."""
+"""The settings of the games (`referee.run.runner.game_settings`: a node limit for the search bot, 10+0, 5x5)."""
 
 
 @pytest.fixture(params=PLAYERS)
@@ -52,8 +52,8 @@ async def player(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
     if request.param == "dask":
         if not HAVE_DASK:
             pytest.skip("dask is not installed (pip install 'alternator-arena[cluster]')")
-        from referee.cluster import Cluster, ClusterPlayers
-        from referee.cluster_config import ClusterConfig
+        from referee.cluster.config import ClusterConfig
+        from referee.cluster.dask import Cluster, ClusterPlayers
 
         dask = start_cluster(tmp_path / "cluster-logs", workers=1)
         cluster = await Cluster.connect(ClusterConfig(address=dask.address))

@@ -18,8 +18,7 @@ import trio.testing
 
 from protocol.messages import MAX_LINE_BYTES, BotHello, Hello, Info, MoveReply, Ping, Pong, Ready, parse_referee_line
 from protocol.session import State
-from referee.botspec import BotSpec
-from referee.process import (
+from referee.play.process import (
     BotChannel,
     BotCrashed,
     BotFault,
@@ -30,6 +29,7 @@ from referee.process import (
     open_bot,
 )
 from referee.record import Termination
+from referee.run.botspec import BotSpec
 from tests.bot_messages import new_game
 from tests.conftest import BotSpecFactory, live_pids, make_bot_spec, pid_alive
 

@@ -14,10 +14,10 @@ import trio.testing
 from protocol.framing import LineBuffer
 from protocol.messages import Quit, Turn, encode, parse_bot_line, parse_referee_line
 from protocol.rules import Position
-from referee.clock import parse_time_control
-from referee.game import run_game
-from referee.process import BotChannel
+from referee.play.game import run_game
+from referee.play.process import BotChannel
 from referee.record import GameSettings, Termination
+from referee.timing.clock import parse_time_control
 
 DOC = (Path(__file__).resolve().parent.parent / "PROTOCOL.md").read_text(encoding="utf-8")
 SECTION = DOC.split("## A whole game, annotated", 1)[1].split("\n## ", 1)[0]

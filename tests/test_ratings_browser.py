@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from referee.standings import BotStanding, ColourRecord, Standings, elo_notes
+from referee.stats.standings import BotStanding, ColourRecord, Standings, elo_notes
 from tests import test_report_browser as shared
 from tests.test_truth_browser import start_serve, stop
 

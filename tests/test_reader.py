@@ -20,8 +20,8 @@ import trio.testing
 
 from protocol.framing import MAX_LINE_BYTES
 from protocol.session import State
-from referee.process import BotChannel
-from referee.reader import OutputReader, StderrCopier, TurnWrite, stamped_stdout, stdout_pair
+from referee.play.process import BotChannel
+from referee.play.reader import OutputReader, StderrCopier, TurnWrite, stamped_stdout, stdout_pair
 from tests.test_session import session_in
 
 TURN = b'{"type":"turn","game_id":"g","moves":[],"clock":{}}\n'
@@ -259,7 +259,7 @@ async def test_one_write_larger_than_the_reader_can_take_is_a_flood_not_lost_lin
 def test_a_slow_turn_write_reads_the_bot_s_cpu_clock(monkeypatch: pytest.MonkeyPatch, slow: bool) -> None:
     """A first write call over `SLOW_WRITE_NS` (its writer preempted) notes the bot's CPU clock as it returns, so that
     the game can tell a writer preempted by the bot it woke (the bot ran: no lateness) from one preempted before."""
-    from referee import reader
+    from referee.play import reader
 
     real_write = os.write
 

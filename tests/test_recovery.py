@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from referee.record import Termination
-from referee.recovery import (
+from referee.run.recovery import (
     GAMES_FILE,
     LostGamesError,
     RecoveryError,
@@ -18,8 +18,8 @@ from referee.recovery import (
     scored_game_ids,
     set_aside,
 )
-from referee.schedule import Format, make_schedule
-from referee.store import DB_NAME, RunStore
+from referee.run.schedule import Format, make_schedule
+from referee.run.store import DB_NAME, RunStore
 from tests.test_store import FINGERPRINT, record, schedule, sound_record
 
 

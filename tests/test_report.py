@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from referee.cli import main
-from referee.report import (
+from referee.outputs.report import (
     ReportError,
     build_report,
     decode_chunks,
@@ -25,7 +25,7 @@ from referee.report import (
     summary_data,
     write_report,
 )
-from referee.standings import ScoredGame, compute_standings
+from referee.stats.standings import ScoredGame, compute_standings
 from tests.report_games import synthesize_tournament
 
 
@@ -188,8 +188,8 @@ def test_the_feed_follows_a_runners_events_and_the_live_state_follows_the_feed(t
     from types import SimpleNamespace
 
     from protocol.messages import TimeControl
-    from referee.livefeed import LiveFeed
-    from referee.serve import LiveState
+    from referee.outputs.livefeed import LiveFeed
+    from referee.outputs.serve import LiveState
 
     record = synthesize_tournament(tmp_path / "src", 1, seed=4)[0]
     feed = LiveFeed(tmp_path)
@@ -277,7 +277,7 @@ def test_cpu_and_latency_figures_where_records_carry_them(tmp_path: Path) -> Non
 
 
 def test_a_match_with_games_jsonl_and_its_sprt_in_statistics(tmp_path: Path) -> None:
-    from referee.sprt import SprtParameters, pentanomial, sprt_status
+    from referee.stats.sprt import SprtParameters, pentanomial, sprt_status
 
     records = synthesize_tournament(tmp_path, 10, seed=6, bots=("new", "base"))
     sprt = {"elo0": 0, "elo1": 10, "alpha": 0.05, "beta": 0.05, "verdict": None}
@@ -342,7 +342,7 @@ def test_the_feed_writes_a_move_line_as_json_would_and_in_batches(tmp_path: Path
     import time
 
     from protocol.rules import Color
-    from referee.livefeed import FLUSH_INTERVAL_S, LiveFeed
+    from referee.outputs.livefeed import FLUSH_INTERVAL_S, LiveFeed
     from referee.record import MoveRecord
 
     feed = LiveFeed(tmp_path)

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from protocol.rules import Position
+from referee.outputs.report import load_run, write_report
 from referee.record import GameRecord
-from referee.report import load_run, write_report
 from tests.report_games import random_game, synthesize_tournament
 
 CHROMIUM = os.environ.get("ALTERNATOR_CHROMIUM", "/usr/bin/chromium")

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from referee import display as display_module
 from referee.cli import main
-from referee.runner import GAMES_FILE
-from referee.store import DB_NAME
+from referee.outputs import display as display_module
+from referee.run.runner import GAMES_FILE
+from referee.run.store import DB_NAME
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTBOT = ROOT / "tests" / "bots" / "testbot.py"
@@ -143,7 +143,7 @@ def test_a_full_disk_stops_the_run_with_one_line_and_every_recorded_game_resumes
     assert 0 < len(recorded) < 200
     code = textwrap.dedent(
         f"""
-        from referee.store import RunStore
+        from referee.run.store import RunStore
         with RunStore(__import__("pathlib").Path({str(copy / DB_NAME)!r})) as store:
             print(len(store.game_ids()))
         """

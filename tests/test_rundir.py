@@ -1,4 +1,4 @@
-"""The one reader of a run (referee/rundir.py): the database first, one policy for torn and damaged lines, the
+"""The one reader of a run (referee/run/rundir.py): the database first, one policy for torn and damaged lines, the
 games the SPRT counted; and what every reader shows of a time control and of a run in progress."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import pytest
 
 from protocol.messages import TimeControl
 from referee.record import GameRecord, Termination
-from referee.recovery import RecoveryError, read_games_file, rebuild_database
-from referee.rundir import RunDirectory, RunReadError, read_lines
-from referee.schedule import Format, make_schedule
-from referee.sprt import SprtParameters, count_in_order
-from referee.store import DB_NAME, RunStore
+from referee.run.recovery import RecoveryError, read_games_file, rebuild_database
+from referee.run.rundir import RunDirectory, RunReadError, read_lines
+from referee.run.schedule import Format, make_schedule
+from referee.run.store import DB_NAME, RunStore
+from referee.stats.sprt import SprtParameters, count_in_order
 from tests.report_games import synthesize_tournament
 
 FINGERPRINT = {"kind": "match", "bots": [{"name": "new"}, {"name": "base"}], "sprt": {
@@ -105,12 +105,12 @@ def test_40_60_plus_1_is_described_the_same_everywhere(tmp_path: Path) -> None:
     import io
     from datetime import UTC, datetime
 
-    from referee.clock import describe_time_control, parse_time_control
-    from referee.display import RunDisplay
-    from referee.events import TournamentStarted
-    from referee.livefeed import LiveFeed
+    from referee.outputs.display import RunDisplay
+    from referee.outputs.events import TournamentStarted
+    from referee.outputs.livefeed import LiveFeed
+    from referee.outputs.report import summary_data
     from referee.record import GameSettings
-    from referee.report import summary_data
+    from referee.timing.clock import describe_time_control, parse_time_control
 
     control = parse_time_control("40/60+1")
     assert describe_time_control(control) == "40/60+1"
@@ -149,7 +149,7 @@ def test_40_60_plus_1_is_described_the_same_everywhere(tmp_path: Path) -> None:
 
 
 def test_the_live_state_shows_the_sprt_while_the_run_goes_on(tmp_path: Path) -> None:
-    from referee.serve import LiveState
+    from referee.outputs.serve import LiveState
 
     records = match_records(tmp_path, 8)
     (tmp_path / "games.jsonl").unlink()
@@ -173,7 +173,7 @@ def test_the_live_state_shows_the_sprt_while_the_run_goes_on(tmp_path: Path) -> 
 
 
 def test_the_live_feed_stays_short(tmp_path: Path) -> None:
-    from referee.livefeed import LiveFeed
+    from referee.outputs.livefeed import LiveFeed
     from referee.record import GameSettings, MoveRecord
 
     feed = LiveFeed(tmp_path, max_bytes=4096)

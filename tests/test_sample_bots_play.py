@@ -10,9 +10,9 @@ import json
 from pathlib import Path
 
 from referee.commands.replay import check_record
-from referee.config import parse_config, resolve_plan
 from referee.record import GameRecord, Termination
-from referee.runner import GAMES_FILE, Runner
+from referee.run.config import parse_config, resolve_plan
+from referee.run.runner import GAMES_FILE, Runner
 
 SAMPLE_BOTS = ["random", "greedy", "alphabeta"]
 

@@ -23,16 +23,10 @@ import pytest
 import trio
 
 from protocol.rules import Position
-from referee import containment, sandbox
-from referee.botspec import BotSpec, BotSpecError, check_bot_command, load_bot_file, parse_bot_arg
 from referee.cli import UsageError, build_parser, main
-from referee.clock import parse_time_control
 from referee.commands.tournament import build_plan
-from referee.config import describe_changes, load_config, resolve_plan
-from referee.game import run_game
-from referee.process import BotStartError, open_bot
-from referee.record import GameRecord, GameSettings, MoveRecord, Termination
-from referee.sandbox import (
+from referee.host import containment, sandbox
+from referee.host.sandbox import (
     SandboxError,
     check_launch,
     launch_command,
@@ -41,7 +35,13 @@ from referee.sandbox import (
     sandboxed_command,
     visible_paths,
 )
-from referee.store import DB_NAME, RunStore, StoreError
+from referee.play.game import run_game
+from referee.play.process import BotStartError, open_bot
+from referee.record import GameRecord, GameSettings, MoveRecord, Termination
+from referee.run.botspec import BotSpec, BotSpecError, check_bot_command, load_bot_file, parse_bot_arg
+from referee.run.config import describe_changes, load_config, resolve_plan
+from referee.run.store import DB_NAME, RunStore, StoreError
+from referee.timing.clock import parse_time_control
 from tests.conftest import describe_process, live_pids, make_bot_spec, reap_orphans
 
 needs_bwrap = pytest.mark.skipif(
@@ -572,7 +572,7 @@ def test_check_bot_command_tries_the_real_sandbox() -> None:
 
 @needs_bwrap
 async def test_a_sandboxed_bot_s_waits_for_a_cpu_are_read_from_the_bot_not_from_bubblewrap(tmp_path: Path) -> None:
-    # The clocks' fairness reads the bot's own scheduling (referee.game): in a sandbox, the process started is
+    # The clocks' fairness reads the bot's own scheduling (referee.play.game): in a sandbox, the process started is
     # bwrap, which starts an init of its own, which starts the bot. Its waits and state come from the bot.
     if not Path("/proc/self/task").is_dir():
         pytest.skip("no /proc: a bot's scheduling state cannot be read here")

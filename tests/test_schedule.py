@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protocol.rules import Position
-from referee.schedule import (
+from referee.run.schedule import (
     Format,
     OpeningsFileError,
     ScheduledGame,

@@ -1,6 +1,6 @@
 """`alternator serve` against malformed and hostile requests: a real server process, real sockets.
 
-The pure pieces (referee.httpsafety) are tested with plain values first.
+The pure pieces (referee.outputs.httpsafety) are tested with plain values first.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from referee.httpsafety import MAX_STREAMS_PER_CLIENT, ClientLimit, HostCheck, host_name, parse_number
+from referee.outputs.httpsafety import MAX_STREAMS_PER_CLIENT, ClientLimit, HostCheck, host_name, parse_number
 from tests.report_games import synthesize_tournament
 
 

@@ -1,4 +1,4 @@
-"""The SPRT and Elo maths of referee/sprt.py: hand-computed values, exact properties, limits."""
+"""The SPRT and Elo maths of referee/stats/sprt.py: hand-computed values, exact properties, limits."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from referee.sprt import (
+from referee.stats.sprt import (
     PENTANOMIAL_OUTCOMES,
     TRINOMIAL_OUTCOMES,
     SprtParameters,
@@ -247,7 +247,7 @@ def test_bad_parameters_are_refused(kwargs: dict[str, float], words: str) -> Non
 
 
 def test_los_nelo_and_draw_ratio_by_hand() -> None:
-    from referee.sprt import NELO_SCALE, draw_ratio, likelihood_of_superiority, normalized_elo, pair_moments
+    from referee.stats.sprt import NELO_SCALE, draw_ratio, likelihood_of_superiority, normalized_elo, pair_moments
 
     # Pentanomial [0, 0, 2, 0, 2]: pair means 1/2, 1/2, 1, 1 -> s = 3/4, var = 4 * (1/4)^2 / 4 = 1/16.
     penta = (0, 0, 2, 0, 2)
@@ -269,7 +269,7 @@ def test_los_nelo_and_draw_ratio_by_hand() -> None:
 
 
 def test_even_and_one_sided_pentanomials() -> None:
-    from referee.sprt import likelihood_of_superiority, normalized_elo
+    from referee.stats.sprt import likelihood_of_superiority, normalized_elo
 
     even = (1, 2, 4, 2, 1)
     assert likelihood_of_superiority(even) == 0.5
@@ -283,7 +283,7 @@ def test_even_and_one_sided_pentanomials() -> None:
 
 
 def test_pairs_count_when_both_games_are_in_whatever_the_order() -> None:
-    from referee.sprt import CountedGame, PairCounter, count_in_order
+    from referee.stats.sprt import CountedGame, PairCounter, count_in_order
 
     # Games 1-2 are pair 0, 3-4 pair 1. Commit order: 3, 1, 4, 2 (out of order).
     games = [CountedGame(3, 1, 1.0), CountedGame(1, 0, 0.5), CountedGame(4, 1, 1.0), CountedGame(2, 0, 0.0)]
@@ -297,7 +297,7 @@ def test_pairs_count_when_both_games_are_in_whatever_the_order() -> None:
 
 
 def test_counting_stops_at_the_verdict_so_a_late_commit_changes_nothing() -> None:
-    from referee.sprt import CountedGame, SprtParameters, count_in_order
+    from referee.stats.sprt import CountedGame, SprtParameters, count_in_order
 
     sprt = SprtParameters(elo0=0, elo1=200, alpha=0.1, beta=0.1)
     wins = [CountedGame(n, (n - 1) // 2, 1.0) for n in range(1, 41)]

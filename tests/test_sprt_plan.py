@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from referee.cli import main
-from referee.sprt import SprtParameters, llr_pentanomial, logistic_score, score_elo
-from referee.sprt_plan import OVERSHOOT, _outcome_cdf, pair_distribution, plan, simulate, stopped_elo
+from referee.stats.sprt import SprtParameters, llr_pentanomial, logistic_score, score_elo
+from referee.stats.sprt_plan import OVERSHOOT, _outcome_cdf, pair_distribution, plan, simulate, stopped_elo
 
 WIDE = SprtParameters(0, 40, 0.05, 0.05)
 
@@ -90,7 +90,7 @@ def test_the_command_prints_a_table(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_after_a_decided_sprt_both_estimates_are_shown_each_labelled() -> None:
-    from referee.sprt_plan import early_stop_lines
+    from referee.stats.sprt_plan import early_stop_lines
 
     lines = early_stop_lines(WIDE, [2, 10, 30, 40, 18], (60.0, 30.0, 90.0))
     assert lines[0] == "Elo, plain estimate (as if the number of games had been fixed): +60.0 [+30.0, +90.0]"

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from protocol.rules import Result
 from referee.record import Termination
-from referee.standings import (
+from referee.stats.standings import (
     LOSS_KINDS,
     Anchor,
     BotStanding,

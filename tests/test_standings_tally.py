@@ -8,7 +8,7 @@ import pytest
 
 from protocol.rules import Result
 from referee.record import Termination
-from referee.standings import ScoredGame, StandingsTally, compute_standings
+from referee.stats.standings import ScoredGame, StandingsTally, compute_standings
 
 RESULTS: list[Result] = ["1-0", "0-1", "1/2-1/2"]
 FORFEITS = [Termination.TIME, Termination.CRASH, Termination.ILLEGAL_MOVE]

@@ -13,8 +13,8 @@ import pytest
 from protocol.messages import TimeControl
 from protocol.rules import BLACK, WHITE
 from referee.record import BotInfo, GameRecord, GameSettings, Termination
-from referee.schedule import Format, ScheduledGame, make_schedule
-from referee.store import DB_NAME, RunStore, StoreError
+from referee.run.schedule import Format, ScheduledGame, make_schedule
+from referee.run.store import DB_NAME, RunStore, StoreError
 
 FINGERPRINT = {"bots": ["a", "b", "c"], "time_control": {"base_ms": 1000}, "size": "4x4"}
 
@@ -44,7 +44,7 @@ def record(game: ScheduledGame, termination: Termination = Termination.NORMAL, r
 
 
 def sound_record(game: ScheduledGame, result: str = "1-0") -> GameRecord:
-    """A record that checks out (referee.audit): the opening played, then the losing side crashes."""
+    """A record that checks out (referee.run.audit): the opening played, then the losing side crashes."""
     from protocol.rules import Move, Position
 
     position = Position(4, 4)
@@ -290,9 +290,9 @@ def test_a_database_of_schema_1_is_migrated_on_open_keeping_order_and_records(tm
 
 
 def test_a_store_of_50000_games_resumes_with_the_same_standings(tmp_path: Path) -> None:
-    from referee.config import parse_config, resolve_plan
-    from referee.runner import Runner
-    from referee.standings import ScoredGame, compute_standings
+    from referee.run.config import parse_config, resolve_plan
+    from referee.run.runner import Runner
+    from referee.stats.standings import ScoredGame, compute_standings
 
     bots = [{"name": name, "command": "random"} for name in ("a", "b", "c", "d", "e")]
     data = {"bots": bots, "games": 5000, "size": "4x4", "time_control": "10+0"}  # 10 pairings: 50,000 games
@@ -326,8 +326,8 @@ def test_a_store_of_50000_games_resumes_with_the_same_standings(tmp_path: Path) 
 
 
 def test_the_anchor_is_kept_beside_the_title_and_may_change_on_a_resume(tmp_path: Path) -> None:
-    from referee.rundir import RunDirectory
-    from referee.standings import Anchor
+    from referee.run.rundir import RunDirectory
+    from referee.stats.standings import Anchor
 
     games = schedule()
     with RunStore(tmp_path / DB_NAME) as store:

@@ -1,6 +1,6 @@
 """The fairness rules of a move's time as tables: in time is not judged here; late is lost or void, and why.
 
-Pure functions (`referee.timing`): every lateness source on its own and together, at the edge (equal is
+Pure functions (`referee.timing.rules`): every lateness source on its own and together, at the edge (equal is
 lost), with and without an answer, held off a CPU or not.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from referee.timing import (
+from referee.timing.rules import (
     HELD_CHECK_NS,
     HELD_MAX_NS,
     GiveUp,

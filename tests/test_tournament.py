@@ -21,12 +21,12 @@ import pytest
 
 from protocol.messages import TimeControl
 from referee.cli import main
-from referee.config import RunPlan, parse_config, resolve_plan
-from referee.events import Event, encode_event, parse_event
+from referee.outputs.events import Event, encode_event, parse_event
 from referee.record import GameRecord, Termination
-from referee.runner import GAMES_FILE, Runner
-from referee.schedule import make_schedule
-from referee.store import DB_NAME
+from referee.run.config import RunPlan, parse_config, resolve_plan
+from referee.run.runner import GAMES_FILE, Runner
+from referee.run.schedule import make_schedule
+from referee.run.store import DB_NAME
 from tests.conftest import reap_orphans
 
 REPO = Path(__file__).resolve().parent.parent
@@ -161,7 +161,7 @@ async def test_a_crashing_bot_is_restarted_and_a_healthy_one_reused(tmp_path: Pa
 
 
 async def test_a_void_game_is_played_again_and_never_scored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import referee.play as play_module
+    import referee.play.loop as play_module
     from tests.test_match import first_game_void
 
     calls: list[str] = []
@@ -325,8 +325,8 @@ def test_ctrl_c_stops_cleanly_and_the_tournament_resumes_only_when_compatible(tm
 def test_the_progress_display_redraws_one_line_on_a_terminal_and_writes_plain_lines_elsewhere() -> None:
     import io
 
-    from referee.display import RunDisplay as TournamentDisplay
-    from referee.events import GameFinished, GameStarted, StandingRow, StandingsUpdated, TournamentStarted, now
+    from referee.outputs.display import RunDisplay as TournamentDisplay
+    from referee.outputs.events import GameFinished, GameStarted, StandingRow, StandingsUpdated, TournamentStarted, now
 
     events: list[Event] = [
         TournamentStarted(
@@ -383,7 +383,7 @@ async def test_a_two_bot_tournament_with_an_sprt_table_stops_at_the_verdict(tmp_
 
 
 def test_an_sprt_table_needs_two_bots_and_an_even_number_of_games(tmp_path: Path) -> None:
-    from referee.config import ConfigError
+    from referee.run.config import ConfigError
 
     three = [bot_config("a"), bot_config("b"), bot_config("c")]
     with pytest.raises(ConfigError, match="sprt: the SPRT compares two bots; this config has 3"):

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from referee.cli import main
-from referee.knockout import Knockout
-from referee.schedule import Format, Progress, ScheduledGame, Scheduler, make_schedule
-from referee.store import DB_NAME, StoreReader
-from referee.swiss import Swiss
+from referee.run.knockout import Knockout
+from referee.run.schedule import Format, Progress, ScheduledGame, Scheduler, make_schedule
+from referee.run.store import DB_NAME, StoreReader
+from referee.run.swiss import Swiss
 from tests.conftest import reap_orphans
 from tests.test_tournament import REPO, alive, descendants, done_count, read_games, wait_until
 

@@ -195,7 +195,7 @@ def test_a_followed_live_game_shows_its_result_at_its_end(page: Any, tmp_path: P
 
 
 def test_autoplay_plays_the_moves(page: Any, tmp_path: Path) -> None:
-    from referee.report import write_report
+    from referee.outputs.report import write_report
 
     synthesize_tournament(tmp_path, 2, seed=3)
     write_report(tmp_path)

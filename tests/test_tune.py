@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from referee.cli import main
-from referee.spsa import SpsaParameter, SpsaSettings, TuneState, flips, gains, perturbed, svg_plot, update
+from referee.stats.spsa import SpsaParameter, SpsaSettings, TuneState, flips, gains, perturbed, svg_plot, update
 from tests.conftest import reap_orphans
 
 PROBE = Path(__file__).parent / "bots" / "probebot.py"

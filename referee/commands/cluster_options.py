@@ -1,6 +1,6 @@
 """The `--cluster` options of `alternator match` and `alternator tournament`.
 
-Here rather than in `referee.cluster`, which imports pydantic and trio: `alternator --help` stays fast.
+Here rather than in `referee.cluster.dask`, which imports pydantic and trio: `alternator --help` stays fast.
 """
 
 from __future__ import annotations

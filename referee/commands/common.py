@@ -1,7 +1,7 @@
 """What `alternator match` and `alternator tournament` share: the options of a run and the driver that runs it.
 
-Both commands build a `RunPlan` (see referee.config) and hand it to `execute`, which runs it with the one
-runner (referee.runner) under SIGINT/SIGTERM handling, shows the progress, writes the event stream, and
+Both commands build a `RunPlan` (see referee.run.config) and hand it to `execute`, which runs it with the one
+runner (referee.run.runner) under SIGINT/SIGTERM handling, shows the progress, writes the event stream, and
 turns the outcome into an exit status: 0 done (every game, or the SPRT's verdict), 1 the run could not be
 completed, 2 a usage error (bad option, bot that cannot start, output directory of another run), 130
 stopped by a signal (run the same command to resume).
@@ -22,13 +22,13 @@ from referee.cli import UsageError
 if TYPE_CHECKING:  # imported in the functions that need them: `--help` must not load pydantic
     from collections.abc import AsyncIterator
 
-    from referee.cluster import Cluster
-    from referee.config import RunPlan
-    from referee.display import RunDisplay
-    from referee.events import Event
+    from referee.cluster.dask import Cluster
+    from referee.outputs.display import RunDisplay
+    from referee.outputs.events import Event
     from referee.record import PlayedMove
-    from referee.runner import RunSummary
-    from referee.schedule import ScheduledGame
+    from referee.run.config import RunPlan
+    from referee.run.runner import RunSummary
+    from referee.run.schedule import ScheduledGame
 
 SPRT_KEYS = ("elo0", "elo1", "alpha", "beta")
 
@@ -197,7 +197,7 @@ def check_memory_mb(value: int | None) -> None:
 def parse_sprt(words: list[str]) -> dict[str, float]:
     """`--sprt elo0=0 elo1=5 alpha=0.05 beta=0.05` (spaces or commas between; keys left out take their
     defaults) into the `[sprt]` table of a config; UsageError naming the bad word otherwise."""
-    from referee.sprt import SprtParameters
+    from referee.stats.sprt import SprtParameters
 
     example = "e.g. --sprt elo0=0 elo1=5 alpha=0.05 beta=0.05"
     values: dict[str, float] = {}
@@ -225,7 +225,7 @@ def check_bots(plan: RunPlan, *, suspend: bool = False) -> dict[str, str]:
     """Refuse a bot whose program or folder cannot be found (UsageError). `suspend` (a tournament of three or
     more): such a bot is returned instead, {name: why}, to be suspended while the others play, as long as two
     bots are left to play."""
-    from referee.botspec import BotSpecError, check_bot_command
+    from referee.run.botspec import BotSpecError, check_bot_command
 
     broken: dict[str, str] = {}
     for spec in plan.bots:
@@ -242,7 +242,7 @@ def check_bots(plan: RunPlan, *, suspend: bool = False) -> dict[str, str]:
 
         import trio
 
-        from referee.preflight import OptionsRefused, check_options
+        from referee.play.preflight import OptionsRefused, check_options
 
         # Option values are checked against what each bot declares before anything is played.
         with tempfile.TemporaryDirectory(prefix="alternator-preflight-") as logs:
@@ -270,7 +270,7 @@ class EventWriter:
                 ) from None
 
     def __call__(self, event: Event) -> None:
-        from referee.events import encode_event
+        from referee.outputs.events import encode_event
 
         self.stream.write(encode_event(event))
         self.stream.flush()
@@ -293,13 +293,13 @@ def execute(
     (nothing was recorded); UsageError when a bot cannot start or the output directory is another run's."""
     import trio
 
-    from referee.cluster import ClusterError, ClusterLostError
+    from referee.cluster.dask import ClusterError, ClusterLostError
     from referee.exceptions import find_exception
-    from referee.files import OutputDirError, prepare_output_dir
-    from referee.livefeed import LiveFeed
-    from referee.process import BotStartError
-    from referee.runner import Runner, rebuild_from_games_file
-    from referee.store import StoreError
+    from referee.outputs.files import OutputDirError, prepare_output_dir
+    from referee.outputs.livefeed import LiveFeed
+    from referee.play.process import BotStartError
+    from referee.run.runner import Runner, rebuild_from_games_file
+    from referee.run.store import StoreError
 
     try:
         prepare_output_dir(plan.out_dir)
@@ -337,7 +337,7 @@ def execute(
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             if plan.cluster is None:
                 return await play(signals, Runner(plan, on_event=on_event, on_move=on_move, suspended=suspended))
-            from referee.cluster import ClusterPlayers
+            from referee.cluster.dask import ClusterPlayers
 
             cluster = await open_cluster(plan, display, verbose=verbose)
             try:
@@ -394,7 +394,7 @@ def execute(
 
 async def open_cluster(plan: RunPlan, display: RunDisplay, *, verbose: bool = False) -> Cluster:
     """Connect to the plan's cluster and check that every worker can start every bot (ClusterError)."""
-    from referee.cluster import Cluster
+    from referee.cluster.dask import Cluster
 
     assert plan.cluster is not None
     display.message(f"cluster: connecting to the Dask scheduler at {plan.cluster.address} ...")

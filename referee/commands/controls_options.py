@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 from referee.cli import UsageError
 
 if TYPE_CHECKING:
-    from referee.botspec import BotSpec
-    from referee.config import RunPlan
+    from referee.run.botspec import BotSpec
+    from referee.run.config import RunPlan
 
 CONTROLS_HELP = """\
 Engine authors' controls:
@@ -60,7 +60,7 @@ def add_control_options(parser: argparse.ArgumentParser) -> None:
 
 def control_keys(args: argparse.Namespace) -> dict[str, tuple[str, Any]]:
     """The run-config keys these options set, each with the option that set it (UsageError for bad values)."""
-    from referee.adjudication import parse_draw, parse_resign
+    from referee.play.adjudication import parse_draw, parse_resign
 
     keys: dict[str, tuple[str, Any]] = {}
     for key, flag in (("nodes", "--nodes"), ("depth", "--depth")):
@@ -74,7 +74,7 @@ def control_keys(args: argparse.Namespace) -> dict[str, tuple[str, Any]]:
             raise UsageError(f"--start-timeout {args.start_timeout:g}: give a positive number of seconds")
         keys["start_timeout"] = ("--start-timeout", args.start_timeout)
     if args.max_host_wait is not None:
-        from referee.backoff import parse_duration
+        from referee.run.backoff import parse_duration
 
         try:
             keys["max_host_wait"] = ("--max-host-wait", parse_duration(args.max_host_wait))
@@ -117,7 +117,7 @@ def openings_keys(args: argparse.Namespace) -> dict[str, Any]:
 
 def bot_control_entry(spec: BotSpec) -> dict[str, Any]:
     """A `--bot`'s own time control, limits and option values as keys of its `[[bots]]` entry."""
-    from referee.clock import describe_time_control
+    from referee.timing.clock import describe_time_control
 
     return {
         **({"tc": describe_time_control(spec.time_control)} if spec.time_control is not None else {}),
@@ -130,7 +130,7 @@ def bot_control_entry(spec: BotSpec) -> dict[str, Any]:
 def controls_summary(plan: RunPlan) -> list[str]:
     """Lines for the console at the start of a run: each bot's own time control, limits and options, and
     adjudication, when any is set."""
-    from referee.clock import describe_time_control
+    from referee.timing.clock import describe_time_control
 
     lines = []
     for spec in plan.bots:

@@ -1,14 +1,14 @@
 """`alternator export OUT_DIR --format pgn|csv`: a run's scored games for rating tools (Ordo, BayesElo) or a sheet.
 
-The games are read through the one reader of a run (referee.rundir, as the report reads them: its database
-when it is there, else games.jsonl), one at a time in commit order as their viewer lines (referee.viewerline:
+The games are read through the one reader of a run (referee.run.rundir, as the report reads them: its database
+when it is there, else games.jsonl), one at a time in commit order as their viewer lines (referee.outputs.viewerline:
 names, board, result, moves and times in one compact JSON line), and written out as they come, so 50,000
 games are exported in bounded memory.
 
 PGN is chess's format; rating tools read its tags and results and skip what they do not know. Its White is
 the side that moves first, so a game's first mover (Alternator's Black, RULES.md) is PGN's White and the
 second mover its Black, and a result reads the same in both ("1-0": the first mover won). The tools'
-white advantage is then the first move's worth, as `referee.standings` fits it. The moves, the board and
+white advantage is then the first move's worth, as `referee.stats.standings` fits it. The moves, the board and
 how the game ended go into a comment, which PGN readers skip (a chess reader cannot read Alternator's moves
 as chess moves); Ordo looks for its tags anywhere in a line, so the comment never holds a `[`.
 """
@@ -29,7 +29,7 @@ from typing import IO, TYPE_CHECKING, Any
 from referee.cli import UsageError
 
 if TYPE_CHECKING:
-    from referee.rundir import RunDirectory, ScoredRow
+    from referee.run.rundir import RunDirectory, ScoredRow
 
 HELP = "export a run's games for rating tools: PGN (Ordo, BayesElo) or CSV, to standard output or -o FILE"
 
@@ -152,7 +152,7 @@ def games(run: RunDirectory) -> Iterator[tuple[ScoredRow, dict[str, Any]]]:
 
 def write_export(run: RunDirectory, out: IO[str], fmt: str) -> int:
     """Write every scored game of `run` to `out` in `fmt` ("pgn" or "csv"); the number of games."""
-    from referee.report import title_of
+    from referee.outputs.report import title_of
 
     count = 0
     if fmt == "csv":
@@ -170,8 +170,8 @@ def write_export(run: RunDirectory, out: IO[str], fmt: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from referee.rundir import RunDirectory, RunReadError
-    from referee.store import StoreError
+    from referee.run.rundir import RunDirectory, RunReadError
+    from referee.run.store import StoreError
 
     try:
         with RunDirectory.open(args.out_dir) as directory:

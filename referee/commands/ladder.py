@@ -153,7 +153,7 @@ def _expect(args: argparse.Namespace, count: int, usage: str, *, at_least: bool 
 
 
 def _parse_bot(text: str, name: str) -> Any:
-    from referee.botspec import BotSpecError, check_bot_command, parse_bot_arg
+    from referee.run.botspec import BotSpecError, check_bot_command, parse_bot_arg
 
     try:
         spec = parse_bot_arg(text).model_copy(update={"name": name})
@@ -166,7 +166,7 @@ def _parse_bot(text: str, name: str) -> Any:
 
 
 def _manage(args: argparse.Namespace, store: LadderStore) -> int:
-    from referee.botspec import check_bot_name
+    from referee.run.botspec import check_bot_name
 
     action = args.action
     out = sys.stdout
@@ -303,7 +303,7 @@ def _run_ladder(args: argparse.Namespace, store: LadderStore, *, play: bool) -> 
     cluster_config = None
     table = cluster_table(args, Path.cwd())
     if table is not None and play:
-        from referee.cluster_config import ClusterConfig
+        from referee.cluster.config import ClusterConfig
 
         try:
             cluster_config = ClusterConfig(**table)
@@ -317,16 +317,16 @@ def _run_ladder(args: argparse.Namespace, store: LadderStore, *, play: bool) -> 
         print(f"{datetime.now().strftime('%H:%M:%S')} {text}", file=sys.stderr, flush=True)
 
     async def main() -> None:
-        from referee.httpsafety import HostCheck
         from referee.ladder.runner import Ladder
         from referee.ladder.server import LadderSite, RateLimiter, serve_site
+        from referee.outputs.httpsafety import HostCheck
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_watch_signals, nursery.cancel_scope, stopped)
             cluster = None
             if play:
                 if cluster_config is not None:
-                    from referee.cluster import Cluster
+                    from referee.cluster.dask import Cluster
 
                     cluster = await Cluster.connect(cluster_config, on_message=say)
                 ladder = Ladder(store, settings, cluster=cluster, on_message=say)
@@ -386,7 +386,7 @@ async def _watch_signals(scope: Any, stopped: list[int]) -> None:
 
 
 def _cluster_error(error: BaseException) -> str | None:
-    from referee.cluster import ClusterError
+    from referee.cluster.dask import ClusterError
     from referee.exceptions import find_exception
 
     found = find_exception(error, ClusterError)

@@ -3,7 +3,7 @@
 It is the regression test of an engine author: the new version against the last one, from seeded or
 listed openings (each played twice, colours swapped), on every core (`--concurrency`), until the SPRT
 says whether the new version is stronger (`--sprt`), with the statistics testers read after every pair
-and `match.json` at the end. A match is a schedule of two bots run by `referee.runner` like any
+and `match.json` at the end. A match is a schedule of two bots run by `referee.run.runner` like any
 tournament, so it is resumable: the same command with the same `--out` continues it.
 """
 
@@ -33,12 +33,12 @@ from referee.commands.controls_options import (
 )
 
 if TYPE_CHECKING:
-    from referee.botspec import BotSpec
-    from referee.latency import LatencySummary
+    from referee.run.botspec import BotSpec
+    from referee.timing.latency import LatencySummary
 
 HELP = "play a match between two bots (resumable, concurrent, with the SPRT); statistics and records"
 
-# Here, not in referee.botspec (which parses these forms), so that `--help` does not import pydantic.
+# Here, not in referee.run.botspec (which parses these forms), so that `--help` does not import pydantic.
 BOT_FORMS_HELP = """\
 A bot (BOT) is given in one of these forms:
   random                      a sample bot by module name (any module in sample_bots/:
@@ -93,7 +93,7 @@ stronger" after every finished game pair, and stops as soon as the log-likelihoo
 ln((1-beta)/alpha) (H1 accepted) or ln(beta/(1-alpha)) (H0 accepted); the games then in progress are
 stopped and not scored. --games is then the most games to play (default {DEFAULT_SPRT_GAMES}, even). The
 model is fishtest's: a generalized SPRT with logistic Elo on game pairs (pentanomial; see
-referee/sprt.py). elo0 and elo1 are the hypotheses, not measurements: the measured difference is the Elo
+referee/stats/sprt.py). elo0 and elo1 are the hypotheses, not measurements: the measured difference is the Elo
 estimate printed with it. Use openings, or deterministic bots replay the same pair over and over.
 
 Statistics, after every game pair and at the end (cutechess/fastchess idiom):
@@ -192,8 +192,8 @@ def unique_names(first: BotSpec, second: BotSpec) -> tuple[BotSpec, BotSpec]:
 def config_data(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, str]]:
     """The run config of this match (the same model a tournament file gives) and which option set each key."""
     from protocol.rules import IllegalMoveError, InvalidMoveError, Position
-    from referee.botspec import BotSpecError, check_bot_command, parse_bot_arg
     from referee.commands.run_keys import bot_entry, every_bot_keys, shared_keys
+    from referee.run.botspec import BotSpecError, check_bot_command, parse_bot_arg
 
     width, height = board_size(args.size)
     keys = shared_keys(args)
@@ -265,8 +265,8 @@ def previous_latency(out_dir: Path) -> LatencySummary | None:
     """The latency figures of the last match.json, for a run that played nothing (they describe the games)."""
     import json
 
-    from referee.latency import LatencySummary
-    from referee.match import SUMMARY_FILE
+    from referee.stats.head_to_head import SUMMARY_FILE
+    from referee.timing.latency import LatencySummary
 
     try:
         data = json.loads((out_dir / SUMMARY_FILE).read_text(encoding="utf-8")).get("latency")
@@ -280,14 +280,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from referee.botspec import BotSpecError
-    from referee.config import ConfigError, parse_config, resolve_plan
-    from referee.display import RunDisplay, format_statistics, format_verdict
-    from referee.latency import latency_text
-    from referee.match import SUMMARY_VERSION, MatchSummary, head_to_head, write_summary
+    from referee.outputs.display import RunDisplay, format_statistics, format_verdict
+    from referee.outputs.report import write_report_or_warn
     from referee.record import GameSettings
-    from referee.report import write_report_or_warn
-    from referee.rundir import counted_statistics
+    from referee.run.botspec import BotSpecError
+    from referee.run.config import ConfigError, parse_config, resolve_plan
+    from referee.run.rundir import counted_statistics
+    from referee.stats.head_to_head import SUMMARY_VERSION, MatchSummary, head_to_head, write_summary
+    from referee.timing.latency import latency_text
 
     data, sources = config_data(args)
     started = datetime.now().astimezone()
@@ -325,7 +325,7 @@ def _run(args: argparse.Namespace) -> int:
         if statistics.sprt is not None:
             display.message(format_verdict(statistics.sprt, first, second, statistics.games, ended=summary.ended))
             if statistics.sprt.verdict is not None and plan.sprt is not None and statistics.elo is not None:
-                from referee.sprt_plan import early_stop_lines
+                from referee.stats.sprt_plan import early_stop_lines
 
                 low, high = statistics.elo_lower, statistics.elo_upper
                 plain = (statistics.elo, -math.inf if low is None else low, math.inf if high is None else high)

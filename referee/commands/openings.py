@@ -1,6 +1,6 @@
 """`alternator openings`: write a balanced book, openings the solver or the strong sample bot rates near even.
 
-Candidates are seeded random openings of `--plies` placements; each is rated (`referee.openings.rate_opening`:
+Candidates are seeded random openings of `--plies` placements; each is rated (`referee.run.openings.rate_opening`:
 exact by the solver when few roots are left in play, else the strong bot's search in `--search-time`), and
 those within `--max-score` of an even game (komi included) are kept, until `--count` are found. The book is
 an openings file (one opening per line, its rating as a comment) for `--openings-file`; progress goes to
@@ -39,7 +39,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from referee.openings import RatedOpening, balanced_book, format_book, rate_opening
+    from referee.run.openings import RatedOpening, balanced_book, format_book, rate_opening
 
     width, height = board_size(args.size)
     if not 0 < args.plies < width * height - 1:

@@ -1,10 +1,10 @@
 """`alternator replay`: re-check a game record with the rules engine and show how the game ended.
 
 The game comes from a record file (`replay game.json`), or by its id from a match's or tournament's
-output directory (`replay OUT_DIR g0007`, read through the one reader of a run, referee.rundir: its
+output directory (`replay OUT_DIR g0007`, read through the one reader of a run, referee.run.rundir: its
 database, else its games.jsonl) or from a games.jsonl file (`replay OUT_DIR/games.jsonl g0007`).
 
-The audit itself, `check_record`, is referee.audit's (the store runs it too, on every record it cannot
+The audit itself, `check_record`, is referee.run.audit's (the store runs it too, on every record it cannot
 otherwise trust).
 """
 
@@ -15,10 +15,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from referee.audit import RecordCheckError as RecordCheckError
-from referee.audit import check_record as check_record
 from referee.cli import UsageError
-from referee.terminal import printable
+from referee.outputs.terminal import printable
+from referee.run.audit import RecordCheckError as RecordCheckError
+from referee.run.audit import check_record as check_record
 
 if TYPE_CHECKING:
     from referee.record import GameRecord
@@ -47,9 +47,9 @@ def _game_id(text: str) -> str:
 
 
 def _from_run(path: Path, game_id: str) -> tuple[GameRecord | None, list[str]]:
-    """Game `game_id` of an output directory or a games.jsonl file, through the one reader (referee.rundir: the
+    """Game `game_id` of an output directory or a games.jsonl file, through the one reader (referee.run.rundir: the
     database when it is there, a run may be going on), and the ids it has."""
-    from referee.rundir import RunDirectory, RunReadError, read_lines
+    from referee.run.rundir import RunDirectory, RunReadError, read_lines
 
     try:
         if path.is_dir():
@@ -108,7 +108,7 @@ def read_record(path: Path, game_id: str | None = None) -> GameRecord:
 
 
 def run(args: argparse.Namespace) -> int:
-    from referee.display import describe_result, format_infos, format_move
+    from referee.outputs.display import describe_result, format_infos, format_move
 
     record = read_record(args.record, args.game_id)
     try:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from referee.cli import UsageError
 
 if TYPE_CHECKING:
-    from referee.standings import Anchor
+    from referee.stats.standings import Anchor
 
 HELP = "write one self-contained HTML page (standings, charts, a game viewer) for a match or tournament"
 
@@ -29,8 +29,8 @@ def anchor_option(text: str | None, out_dir: Path) -> Anchor | None:
     """`--anchor NAME=RATING` of `report` and `serve`: an Anchor, NAME one of the run's bots when it has any yet."""
     if text is None:
         return None
-    from referee.rundir import RunDirectory, RunReadError
-    from referee.standings import parse_anchor
+    from referee.run.rundir import RunDirectory, RunReadError
+    from referee.stats.standings import parse_anchor
 
     try:
         anchor = parse_anchor(text)
@@ -47,7 +47,7 @@ def anchor_option(text: str | None, out_dir: Path) -> Anchor | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from referee.report import ReportError, load_run, write_report
+    from referee.outputs.report import ReportError, load_run, write_report
 
     anchor = anchor_option(args.anchor, args.out_dir)
     try:

@@ -3,7 +3,7 @@ conversion of a bot to its `[[bots]]` entry.
 
 A match builds its config from its options alone, a tournament over its file; both go through `shared_keys`,
 which checks each value (a UsageError that says what to write) and says which option set each key, so that a
-refused setting is named as the user gave it (`key_sources` of `referee.config.parse_config`). Options for
+refused setting is named as the user gave it (`key_sources` of `referee.run.config.parse_config`). Options for
 every bot (`--sandbox`, `--memory-mb`, the containment options) are `every_bot_keys`: they override each bot's
 own setting.
 """
@@ -21,7 +21,7 @@ from referee.commands.common import check_memory_mb, containment_options, parse_
 from referee.commands.controls_options import bot_control_entry, control_keys
 
 if TYPE_CHECKING:
-    from referee.botspec import BotSpec
+    from referee.run.botspec import BotSpec
 
 __all__ = ["SHARED", "RunOption", "bot_entry", "every_bot_keys", "shared_keys"]
 
@@ -31,7 +31,7 @@ def _same(value: Any) -> Any:
 
 
 def _time_control(text: str) -> str:
-    from referee.clock import parse_time_control
+    from referee.timing.clock import parse_time_control
 
     try:
         parse_time_control(text)
@@ -112,7 +112,7 @@ def bot_entry(spec: BotSpec, default_dir: Path | None = None) -> dict[str, Any]:
 
     `default_dir`: the folder its relative paths are in when it has none of its own (the current directory, for
     a bot given on the command line)."""
-    from referee.botspec import DEFAULT_MAX_PROCESSES
+    from referee.run.botspec import DEFAULT_MAX_PROCESSES
 
     folder = spec.dir or default_dir
     return {

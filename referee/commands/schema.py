@@ -42,18 +42,18 @@ def _source(name: str) -> Callable[[], dict[str, Any]]:
 
         return game_record_schema
     if name == "standings":
-        from referee.standings import standings_json_schema
+        from referee.stats.standings import standings_json_schema
 
         return standings_json_schema
     if name == "match_summary":
-        from referee.match import match_summary_schema
+        from referee.stats.head_to_head import match_summary_schema
 
         return match_summary_schema
     if name == "ladder_leaderboard":
         from referee.ladder.api import leaderboard_schema
 
         return leaderboard_schema
-    from referee.events import events_json_schema
+    from referee.outputs.events import events_json_schema
 
     return events_json_schema
 

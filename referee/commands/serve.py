@@ -1,4 +1,4 @@
-"""`alternator serve OUT_DIR`: a live page following a running match or tournament (referee/serve.py)."""
+"""`alternator serve OUT_DIR`: a live page following a running match or tournament (referee/outputs/serve.py)."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     import trio
 
     from referee.exceptions import find_exception
-    from referee.serve import serve
+    from referee.outputs.serve import serve
 
     if not args.out_dir.is_dir():
         raise UsageError(

@@ -3,7 +3,7 @@
 For the bounds `--elo0`/`--elo1` (logistic Elo, as `alternator match --sprt` takes them), the error rates, the
 draw ratio and the RMS opening bias, it prints, for each true Elo difference (`--elo`, or a range around the
 bounds), the chance that the test passes (accepts H1) and how many games it takes on average
-(`referee.sprt_plan.plan`). `--simulate N` runs the real test N times on synthetic game pairs at each of those
+(`referee.stats.sprt_plan.plan`). `--simulate N` runs the real test N times on synthetic game pairs at each of those
 Elo values and prints what happened beside it, to see the figures hold.
 """
 
@@ -42,8 +42,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from referee.sprt import SprtParameters
-    from referee.sprt_plan import plan, simulate
+    from referee.stats.sprt import SprtParameters
+    from referee.stats.sprt_plan import plan, simulate
 
     try:
         parameters = SprtParameters(args.elo0, args.elo1, args.alpha, args.beta)

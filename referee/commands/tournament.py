@@ -31,8 +31,8 @@ from referee.commands.controls_options import (
 )
 
 if TYPE_CHECKING:  # imported in the functions that need them: `--help` must not load pydantic
-    from referee.botspec import BotSpec
-    from referee.config import RunPlan
+    from referee.run.botspec import BotSpec
+    from referee.run.config import RunPlan
 
 HELP = (
     "play a tournament (round robin, gauntlet, pairings, Swiss, knockout or adaptive) between bots; resumable;"
@@ -118,16 +118,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def parse_bot_option(text: str) -> BotSpec:
     """`--bot NAME=CMD` (a name for any bot form), or any form `parse_bot_arg` accepts."""
-    from referee.botspec import parse_bot_arg
+    from referee.run.botspec import parse_bot_arg
 
     return parse_bot_arg(text)
 
 
 def build_plan(args: argparse.Namespace) -> RunPlan:
     """The RunPlan from the config file (or the demo) and the options; UsageError on problems."""
-    from referee.botspec import BotSpecError
     from referee.commands.run_keys import bot_entry, every_bot_keys, shared_keys
-    from referee.config import ConfigError, demo_config_data, load_config, parse_config, resolve_plan
+    from referee.run.botspec import BotSpecError
+    from referee.run.config import ConfigError, demo_config_data, load_config, parse_config, resolve_plan
 
     cwd = Path.cwd()
     data: dict[str, Any]
@@ -218,12 +218,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from referee.display import RunDisplay, format_statistics, format_verdict
-    from referee.latency import latency_text
-    from referee.match import head_to_head
-    from referee.report import write_report_or_warn
-    from referee.rundir import counted_statistics
-    from referee.standings import to_text
+    from referee.outputs.display import RunDisplay, format_statistics, format_verdict
+    from referee.outputs.report import write_report_or_warn
+    from referee.run.rundir import counted_statistics
+    from referee.stats.head_to_head import head_to_head
+    from referee.stats.standings import to_text
+    from referee.timing.latency import latency_text
 
     plan = build_plan(args)
     suspended: dict[str, str] = {}
@@ -249,7 +249,7 @@ def _run(args: argparse.Namespace) -> int:
             if statistics.sprt is not None:
                 lines.append(format_verdict(statistics.sprt, first, second, statistics.games, ended=summary.ended))
                 if statistics.sprt.verdict is not None and plan.sprt is not None and statistics.elo is not None:
-                    from referee.sprt_plan import early_stop_lines
+                    from referee.stats.sprt_plan import early_stop_lines
 
                     low, high = statistics.elo_lower, statistics.elo_upper
                     plain = (statistics.elo, -math.inf if low is None else low, math.inf if high is None else high)

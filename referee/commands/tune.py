@@ -1,4 +1,4 @@
-"""`alternator tune CONFIG`: SPSA over a bot's declared options (referee.spsa), resumable after `kill -9`.
+"""`alternator tune CONFIG`: SPSA over a bot's declared options (referee.stats.spsa), resumable after `kill -9`.
 
 The config (TOML) names the bot (any `--bot` form), the parameters (options it declares, int or float, with
 their start, bounds, `c_end` and `r_end`), the schedule (iterations, game pairs per iteration, seed) and how
@@ -36,8 +36,8 @@ from typing import TYPE_CHECKING, Any
 from referee.cli import UsageError
 
 if TYPE_CHECKING:
-    from referee.botspec import BotSpec
-    from referee.spsa import SpsaParameter, SpsaSettings, TuneState
+    from referee.run.botspec import BotSpec
+    from referee.stats.spsa import SpsaParameter, SpsaSettings, TuneState
 
 HELP = "tune a bot's declared options by SPSA (fishtest/OpenBench style); resumable, concurrent, on a cluster"
 
@@ -101,9 +101,9 @@ def _check_params(params: list[SpsaParameter], declared: dict[str, Any], bot: st
 def run(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
-    from referee.botspec import BotSpecError, parse_bot_arg
     from referee.commands.common import run_guarded
-    from referee.spsa import SpsaParameter, SpsaSettings
+    from referee.run.botspec import BotSpecError, parse_bot_arg
+    from referee.stats.spsa import SpsaParameter, SpsaSettings
 
     data = _load(args.config)
     source = str(args.config)
@@ -135,11 +135,11 @@ def _tune(
 
     import trio
 
-    from referee.botspec import check_bot_command
-    from referee.files import write_text_atomic
-    from referee.preflight import declared_options
-    from referee.process import BotFault, BotStartError
-    from referee.spsa import TuneState, describe, svg_plot
+    from referee.outputs.files import write_text_atomic
+    from referee.play.preflight import declared_options
+    from referee.play.process import BotFault, BotStartError
+    from referee.run.botspec import check_bot_command
+    from referee.stats.spsa import TuneState, describe, svg_plot
 
     try:
         check_bot_command(spec)
@@ -175,9 +175,9 @@ def _iteration(
 ) -> tuple[tuple[int, int, int], dict[str, float], dict[str, float]]:
     from referee.commands.common import check_bots, execute
     from referee.commands.controls_options import bot_control_entry
-    from referee.config import ConfigError, parse_config, resolve_plan
-    from referee.display import RunDisplay
-    from referee.spsa import option_values, perturbed
+    from referee.outputs.display import RunDisplay
+    from referee.run.config import ConfigError, parse_config, resolve_plan
+    from referee.stats.spsa import option_values, perturbed
 
     plus, minus = perturbed(state.parameters, state.theta, state.settings, k)
     fixed = bot_control_entry(spec)

@@ -10,8 +10,8 @@ void game (the referee's own failure) is dropped and the pair may be drawn again
 forfeits `max_faults` games in a row, has its entry suspended with the reason; the ladder plays on without it. A
 game a version could not even start (or handshake) is not scored against its opponent.
 
-Games are played locally with the arena's play loops (`referee.play`: a `PlayLoop` and `BotPool` per slot), or on
-a Dask cluster (`referee.cluster.Cluster.play`), and recorded in the arena's record format, each committed to the
+Games are played locally with the arena's play loops (`referee.play.loop`: a `PlayLoop` and `BotPool` per slot), or on
+a Dask cluster (`referee.cluster.dask.Cluster.play`), and recorded in the arena's record format, each committed to the
 database and appended to games.jsonl (which `alternator replay DIR GAME_ID` and `alternator report DIR` read).
 """
 
@@ -30,18 +30,18 @@ import trio
 
 from protocol.messages import TimeControl
 from protocol.rules import Position
-from referee.botspec import BotSpec
-from referee.files import append_line
-from referee.game import Limits
 from referee.ladder.policy import Candidate, next_pairing
 from referee.ladder.rating import rate
 from referee.ladder.store import LadderStore, VersionRow
-from referee.play import BotPool, PlayLoop, play_in_pool
-from referee.process import BotStartError
+from referee.outputs.files import append_line
+from referee.play.game import Limits
+from referee.play.loop import BotPool, PlayLoop, play_in_pool
+from referee.play.process import BotStartError
 from referee.record import GameRecord, GameSettings, Termination
+from referee.run.botspec import BotSpec
 
 if TYPE_CHECKING:
-    from referee.cluster import Cluster
+    from referee.cluster.dask import Cluster
 
 __all__ = ["GAMES_FILE", "LOG_DIR", "Ladder", "LadderSettings", "SideStartError"]
 
@@ -79,7 +79,7 @@ class LadderSettings:
     cpu_limit_s: float | None = None
 
     def control(self) -> TimeControl:
-        from referee.clock import movetime_control, parse_time_control
+        from referee.timing.clock import movetime_control, parse_time_control
 
         if self.movetime is not None:
             return movetime_control(self.movetime)
@@ -151,7 +151,7 @@ class ClusterSlot:
         self._checked = checked
 
     async def play(self, game_id: str, black: BotSpec, white: BotSpec, settings: GameSettings) -> GameRecord:
-        from referee.cluster import ClusterError, ClusterLostError
+        from referee.cluster.dask import ClusterError, ClusterLostError
 
         # Probed again when a worker joined since: a preflight probes the workers the scheduler knows then.
         workers = "|".join(sorted(await trio.to_thread.run_sync(self._cluster.healthy)))

@@ -41,13 +41,13 @@ from urllib.parse import urlsplit
 
 import trio
 
-from referee.botspec import BotSpec, BotSpecError, resolve_command
-from referee.httpsafety import HostCheck, header, lifespan
 from referee.ladder.api import Leaderboard
 from referee.ladder.runner import LadderSettings
 from referee.ladder.store import EntryRow, LadderError, LadderStore
 from referee.ladder.uploads import UploadError, UploadLimits, check_entry_name, check_token, unpack_upload
-from referee.report import asset
+from referee.outputs.httpsafety import HostCheck, header, lifespan
+from referee.outputs.report import asset
+from referee.run.botspec import BotSpec, BotSpecError, resolve_command
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -104,7 +104,8 @@ class LadderSite:
 
     store: LadderStore
     hosts: HostCheck
-    """The names the site answers to (`referee.httpsafety`: loopback ones, `--allow-host`, the listening address)."""
+    """The names the site answers to (`referee.outputs.httpsafety`: loopback ones, `--allow-host`, the listening
+    address)."""
     limits: UploadLimits = field(default_factory=UploadLimits)
     settings: LadderSettings = field(default_factory=LadderSettings)
     max_entries: int = MAX_ENTRIES_PER_PARTICIPANT
@@ -398,7 +399,7 @@ async def route(site: LadderSite, scope: Scope, receive: Receive, send: Send) ->
 
 def viewer_page(record_text: str) -> str:
     """The arena's viewer (the report page) of one game."""
-    from referee.report import build_report, load_run
+    from referee.outputs.report import build_report, load_run
 
     with tempfile.TemporaryDirectory(prefix="ladder-game-") as folder:
         Path(folder, "games.jsonl").write_text(record_text + "\n", encoding="utf-8")

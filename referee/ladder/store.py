@@ -25,9 +25,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from referee.botspec import BotSpec
 from referee.ladder.rating import Rating
 from referee.record import GameRecord
+from referee.run.botspec import BotSpec
 
 __all__ = [
     "DB_NAME",

@@ -1,0 +1,521 @@
+"""A bot's output as the game's event loop reads it, each chunk stamped with the time the bot wrote it.
+
+On Linux a bot's stdout is one end of a `SOCK_SEQPACKET` socket pair (`stdout_pair`), not a pipe: the
+kernel keeps each write as a record and stamps it (`SO_TIMESTAMPNS`) in the bot's own write call, so a move
+ends at the bot's write whatever the referee was doing then. Elsewhere the time is the moment the read
+returned. Either way the reading is done by the event loop that plays the bot's games (`referee.play.loop`), which
+runs beside the bot on its cores and does nothing else while the bot thinks: no reader thread, no hand-over.
+
+The turn is written the same way, from that loop (`TurnWrite`): the bot's time starts immediately before the
+write call. With the loop pinned to the bot's cores (--cpu-affinity), the write wakes the bot on its own
+core at once; woken from another core, a halted virtual CPU took up to a millisecond to run it (ftrace).
+
+Every bot's stderr is copied to its log by one thread of the process (`StderrCopier`), at most every
+`STDERR_DRAIN_S` for a bot that writes to it all the time, not at all for one that does not.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import select
+import socket
+import stat
+import struct
+import sys
+import termios
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import BinaryIO
+
+import trio
+
+from protocol.framing import MAX_LINE_BYTES
+from referee.host import process_wide
+from referee.outputs.files import open_output_fd
+
+__all__ = [
+    "Chunk",
+    "OutputReader",
+    "StderrCopier",
+    "TurnWrite",
+    "sole_game_loop",
+    "stamped_stdout",
+    "stdout_pair",
+]
+
+log = logging.getLogger(__name__)
+
+CHUNK_BYTES = 65536
+
+STAMPED_SNDBUF = 1 << 18
+"""The send buffer asked for on the bot's end of a stamped stdout (the kernel doubles it): its longest write."""
+_RECORD_BYTES = 1 << 21
+"""The reader's buffer for one record: above any write the send buffer lets through, unless the bot raised it."""
+_SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux's value where Python does not name it
+_ANCILLARY_BYTES = socket.CMSG_SPACE(16) if hasattr(socket, "CMSG_SPACE") else 64
+_F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
+_STOP_DRAIN_CHUNKS = 16
+"""At most this many chunks are taken from a bot's stderr once its copy is stopped."""
+STDERR_DRAIN_S = 0.02
+"""How often a bot's stderr is drained (0: at every write). Not at every write: a bot's last log line before
+its move would wake the copy thread, which then takes the bot's CPU in the instant before the move is written."""
+STDERR_PIPE_BYTES = 1 << 20
+"""The stderr pipe's capacity asked for (the default 64 KiB fills in one drain period at 3 MB/s)."""
+
+Chunk = tuple[bytes, int]
+"""(data, monotonic ns when the bot wrote it, or when the read returned where the kernel gives no stamp); b"" is
+the end."""
+
+
+def stdout_pair() -> tuple[int, int]:
+    """(the referee's end, the bot's end) for a bot's stdout: a stamped socket pair on Linux, else a pipe.
+
+    Both ends are closed on exec (the bot gets its end as fd 1 only). The referee's end cannot write and
+    the bot's cannot read: it behaves as a pipe for the bot, except that one write larger than about
+    512 KiB fails (its lines may be 64 KiB at most in any case, PROTOCOL.md).
+    """
+    if sys.platform != "linux" or not hasattr(socket, "SOCK_SEQPACKET"):
+        return os.pipe()
+    try:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    except OSError:
+        return os.pipe()
+    try:
+        ours.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
+        theirs.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, STAMPED_SNDBUF)
+        ours.shutdown(socket.SHUT_WR)
+    except OSError:
+        ours.close()
+        theirs.close()
+        return os.pipe()
+    return ours.detach(), theirs.detach()
+
+
+def stamped_stdout() -> bool:
+    """Whether a bot's stdout here is a socket that stamps each write (`stdout_pair`), not a plain pipe."""
+    ours, theirs = stdout_pair()
+    try:
+        sock = _stamped_socket(ours)
+        if sock is None:
+            return False
+        sock.detach()
+        return True
+    finally:
+        os.close(ours)
+        os.close(theirs)
+
+
+def _stamped_socket(fd: int) -> socket.socket | None:
+    """A socket object over `fd` if it is a socket that stamps what it receives (`stdout_pair`), else None."""
+    try:
+        if not stat.S_ISSOCK(os.fstat(fd).st_mode):
+            return None
+        sock = socket.socket(fileno=fd)
+    except OSError:
+        return None
+    try:
+        if sock.getsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS):
+            return sock
+    except OSError:
+        pass
+    sock.detach()
+    return None
+
+
+def _receive_record(sock: socket.socket, buffer: memoryview) -> tuple[bytes, int | None] | None:
+    """One of the bot's writes and when it was made (monotonic ns; None if the kernel gave no stamp).
+
+    None for an empty write. b"" at the end of the output. The kernel's stamp is wall-clock time, turned into
+    the monotonic clock by the two clocks' difference now. A write larger than the buffer (the bot raised its
+    own socket's send buffer to make one) is cut, and a line longer than any allowed is added in its place,
+    so the bot loses for the flood (reason `protocol`) rather than have lines silently dropped.
+    """
+    size, ancillary, flags, _ = sock.recvmsg_into([buffer], _ANCILLARY_BYTES)
+    sent = None
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == _SO_TIMESTAMPNS and len(payload) >= 16:
+            seconds, nanoseconds = struct.unpack("qq", payload[:16])
+            wall, monotonic = time.time_ns(), time.monotonic_ns()
+            sent = seconds * 1_000_000_000 + nanoseconds - (wall - monotonic)
+    if size == 0 and sent is not None:
+        return None
+    data = buffer[:size].tobytes()
+    if flags & socket.MSG_TRUNC:
+        log.warning("a bot wrote more than %d bytes in one write to stdout: counted as an over-long line", size)
+        data += b"x" * (MAX_LINE_BYTES + 1)
+    return data, sent
+
+
+CpuClock = Callable[[], int | None]
+"""A bot's CPU clock: its process's CPU time so far, ns (None if unknown)."""
+
+SLOW_WRITE_NS = 500_000
+"""A turn's first write call that took longer than this (the writer was preempted) reads the bot's CPU clock."""
+
+
+class TurnWrite:
+    """A turn line on its way to a bot, and when its time started: `start_ns` (monotonic ns immediately before
+    the first write call; None until that call is made). `written(start_ns)` is called once the whole line is
+    in the pipe; `failed` once a write failed (the bot closed its input).
+    """
+
+    __slots__ = (
+        "cpu_clock",
+        "data",
+        "failed",
+        "fd",
+        "sent",
+        "start_ns",
+        "write_cpu_ns",
+        "write_ns",
+        "written",
+    )
+
+    def __init__(
+        self,
+        fd: int,
+        data: bytes,
+        written: Callable[[int], None] | None = None,
+        cpu_clock: CpuClock | None = None,
+    ) -> None:
+        self.fd = fd
+        self.data = data
+        self.written = written
+        self.cpu_clock = cpu_clock
+        """The bot's CPU clock (ns), read after a slow first write call (`write_cpu_ns`)."""
+        self.start_ns: int | None = None
+        self.sent = 0
+        self.failed = False
+        self.write_ns = 0
+        """How long the first write call took from the start: microseconds, unless the writer was preempted. Before
+        the line went in, that is the referee's lateness (the bot got its turn that much later); after it, the
+        bot was running (on a shared core, the bot it woke takes the writer's CPU), which `write_cpu_ns` tells."""
+        self.write_cpu_ns: int | None = None
+        """After a first write call slower than `SLOW_WRITE_NS`: the bot's CPU clock as it returned (None: not
+        read, or not known). The bot's CPU time used during the call was time it had its turn."""
+
+    @classmethod
+    def made(cls, data: bytes, start_ns: int) -> TurnWrite:
+        """A turn already written whole by the caller, its time started at `start_ns`."""
+        turn = cls(-1, data)
+        turn.start_ns, turn.sent = start_ns, len(data)
+        return turn
+
+    @property
+    def done(self) -> bool:
+        """Whether nothing more is left to write (all of it written, or a write failed)."""
+        return self.failed or self.sent >= len(self.data)
+
+    def write(self) -> None:
+        """Write what is left without blocking (the first call notes the start); `written` when it is all in."""
+        first = self.start_ns is None
+        if self.start_ns is None:
+            self.start_ns = time.monotonic_ns()
+        try:
+            self.sent += os.write(self.fd, self.data[self.sent :] if self.sent else self.data)
+        except BlockingIOError:
+            pass
+        except OSError:
+            self.failed = True
+            return
+        finally:
+            if first:
+                self.write_ns = time.monotonic_ns() - self.start_ns
+                if self.write_ns > SLOW_WRITE_NS and self.cpu_clock is not None:
+                    self.write_cpu_ns = self.cpu_clock()
+        if self.sent >= len(self.data) and self.written is not None:
+            self.written(self.start_ns)
+
+
+_sole = threading.local()
+
+
+@contextlib.contextmanager
+def sole_game_loop(interrupt_fds: Sequence[int]) -> Iterator[None]:
+    """Declare the calling thread's event loop one that plays one game at a time and does nothing else that
+    cannot wait (`referee.play.loop`): its game may then wait for a bot's reply in a blocking poll (`OutputReader.wait`)
+    rather than through the loop, which costs a move tens of microseconds. `interrupt_fds` become readable when
+    the loop has other work (a cancellation, a message from the coordinator): the poll returns for them.
+
+    They must stay readable until the loop has done that work (the poll does not read them: a wake consumed
+    before the work ran would leave the next poll waiting for a wake that already came), and the game checks for
+    a cancellation before each poll (`trio.lowlevel.checkpoint_if_cancelled`): work done since it last yielded."""
+    _sole.interrupts = list(interrupt_fds)
+    try:
+        yield
+    finally:
+        _sole.interrupts = None
+
+
+class OutputReader:
+    """Reads a bot's stdout (a stamped socket or a pipe) in the event loop that plays its games.
+
+    Each chunk comes with when the bot wrote it: the kernel's stamp on a stamped socket (the bot's own write
+    call, however late this loop ran), else the moment the read returned. The loop that reads is the game's own
+    (`referee.play.loop`), pinned with the bot to its cores under --cpu-affinity and busy with nothing else while the
+    bot thinks, so a pipe's read time is close to the write too. No thread and no hand-over: a move costs one
+    wake of the game's loop and one read.
+    """
+
+    def __init__(self, fd: int, exit_fd: Callable[[], int] = lambda: -1) -> None:
+        self._fd = fd
+        self._exit_fd = exit_fd
+        """The writer's process exit, as a pidfd (-1: none known): a blocking `wait` returns for it."""
+        self._closed = False
+        self._stamped = _stamped_socket(fd)
+        self.stamped = self._stamped is not None
+        """The bot's writes come stamped by the kernel (`stdout_pair`): each chunk's time is the bot's write."""
+        self._buffer = memoryview(bytearray(_RECORD_BYTES)) if self._stamped is not None else None
+        self._poller: select.poll | None = None
+        self._watched: tuple[int, ...] = ()
+        """The descriptors besides the bot's output that `_poller` watches (`wait`)."""
+        os.set_blocking(fd, False)
+
+    def take_nowait(self) -> Chunk | None:
+        """The next chunk if the bot has written one (b"" at the end of the output), else None."""
+        if self._closed:
+            return b"", time.monotonic_ns()
+        sock, buffer = self._stamped, self._buffer
+        while True:
+            try:
+                if sock is None or buffer is None:
+                    data = os.read(self._fd, CHUNK_BYTES)
+                    return data, time.monotonic_ns()
+                record = _receive_record(sock, buffer)
+            except BlockingIOError:
+                return None
+            except OSError:
+                return b"", time.monotonic_ns()
+            if record is not None:  # None: an empty write, nothing to hand over
+                data, sent = record
+                now = time.monotonic_ns()
+                return data, now if sent is None else min(now, sent)
+
+    def wait(self, until_ns: int) -> str | None:
+        """In a sole game loop (`sole_game_loop`): block until the bot has written ("ready"), `until_ns` (monotonic)
+        has come ("timeout"), or the loop has other work ("interrupted"). None elsewhere, and when the bot's
+        process has exited (its pidfd readable): the caller waits through the event loop."""
+        interrupts: list[int] | None = getattr(_sole, "interrupts", None)
+        if interrupts is None or self._closed:
+            return None
+        exit_fd = self._exit_fd()
+        watched = (*interrupts, exit_fd)
+        poller = self._poller
+        if poller is None or watched != self._watched:  # built once a bot, not once a move
+            poller = self._poller = select.poll()
+            self._watched = watched
+            poller.register(self._fd, select.POLLIN)
+            for fd in watched:
+                if fd >= 0:
+                    poller.register(fd, select.POLLIN)
+        timeout_ms = max(0, -(-(until_ns - time.monotonic_ns()) // 1_000_000))  # rounded up: never early
+        ready = {fd for fd, _ in poller.poll(timeout_ms)}
+        if not ready:
+            return "timeout"
+        if self._fd in ready:
+            return "ready"
+        # The bot exited (its tree is being ended, then its output ends): wait through the loop until then.
+        return "interrupted" if ready - {exit_fd} else None
+
+    async def receive(self) -> Chunk:
+        """The next chunk (b"" at the end of the output). Cancel-safe: nothing is taken until it returns."""
+        while True:
+            chunk = self.take_nowait()
+            if chunk is not None:
+                return chunk
+            await trio.lowlevel.wait_readable(self._fd)
+
+    def unread_bytes(self) -> int:
+        """Bytes that have arrived and are not read yet."""
+        if self._closed:
+            return 0
+        buffer = bytearray(4)
+        try:
+            fcntl.ioctl(self._fd, termios.FIONREAD, buffer)
+        except OSError:
+            return 0
+        return int.from_bytes(buffer, sys.byteorder)
+
+    async def close(self) -> None:
+        """Stop reading (before the pipe is closed): the descriptor stays the stream's to close."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._stamped is not None:
+            self._stamped.detach()
+
+
+class StderrCopier:
+    """Copies a bot's stderr to its log, keeping a tail of lines for the records, on the process's one stderr thread
+    (`_StderrHub`, `referee.host.process_wide.STDERR_HUB`).
+
+    Bots often write a line to stderr just before their move. Copied by a task on the event loop, that line woke
+    the loop, which then held the interpreter lock while the move arrived (about 0.3 ms a move, measured): the
+    copy belongs off the loop. One thread serves every bot: a thread per bot cost its start and its join at each
+    bot's start and stop, and a wake-up per bot every `STDERR_DRAIN_S` while it thought. The hub sleeps until some
+    bot writes to stderr, then reads every pipe with data, then rests for `STDERR_DRAIN_S` before it looks again
+    (a chatty bot is read at most that often; its pipe is enlarged to hold what it writes meanwhile), and at once
+    when a copy is stopped, so a record's tail is complete. `on_chunk(data)` is called on that thread for every
+    chunk (it must be thread-safe); `done` is set on the creating trio loop when the copy ends (end of output, or
+    `stop`).
+    """
+
+    def __init__(
+        self,
+        fd: int,
+        log_path: Path,
+        cap_bytes: int,
+        on_chunk: Callable[[bytes], None],
+        name: str,
+    ) -> None:
+        self.fd = os.dup(fd)
+        """The copy's own descriptor of the pipe, closed by the copy when it ends: the owner may close its own at any
+        time without the copier ever reading a descriptor that the number was reused for."""
+        self.name = name
+        self._log_path = log_path
+        self._cap_bytes = cap_bytes
+        self._on_chunk = on_chunk
+        self._log_file: BinaryIO | None = None
+        self.copied = 0
+        """Bytes read from the pipe so far (the log keeps only the first `cap_bytes`)."""
+        self.done = trio.Event()
+        self._token = trio.lowlevel.current_trio_token()
+        self.stopping = False
+        os.set_blocking(self.fd, False)
+        if STDERR_DRAIN_S:
+            with contextlib.suppress(OSError):  # a smaller pipe still works: a flooding bot waits for the drain
+                fcntl.fcntl(self.fd, _F_SETPIPE_SZ, STDERR_PIPE_BYTES)
+        process_wide.STDERR_HUB.get(_StderrHub).add(self)
+
+    def open_log(self) -> None:
+        try:
+            # Never through a link planted in the output directory (its target would be overwritten).
+            fd = open_output_fd(self._log_path, os.O_WRONLY | os.O_CREAT)
+            os.ftruncate(fd, 0)
+            self._log_file = os.fdopen(fd, "wb", buffering=0)
+        except OSError as error:
+            log.warning("cannot write the stderr log %s: %s (stderr is still read)", self._log_path, error)
+
+    def drain(self, chunks: int) -> bool:
+        """Read what is in the pipe (at most `chunks` reads, never waiting); True at the end of the output."""
+        for _ in range(chunks):
+            try:
+                data = os.read(self.fd, CHUNK_BYTES)
+            except BlockingIOError:
+                return False
+            except OSError:
+                return True
+            if not data:
+                return True
+            self._copy(data)
+        return False
+
+    def finish(self) -> None:
+        """On the hub's thread, once: the copy is over."""
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+        if self._log_file is not None:
+            with contextlib.suppress(OSError):
+                self._log_file.close()
+        with contextlib.suppress(trio.RunFinishedError):
+            self._token.run_sync_soon(self.done.set)
+
+    def _copy(self, data: bytes) -> None:
+        written, cap = self.copied, self._cap_bytes
+        self.copied += len(data)
+        log_file = self._log_file
+        if log_file is not None and written < cap:
+            try:
+                log_file.write(data[: cap - written])
+                if self.copied >= cap:
+                    log_file.write(f"\n[stderr log capped at {cap} bytes]\n".encode())
+            except OSError as error:
+                log.warning("cannot write the stderr log %s: %s", self._log_path, error)
+                self._cap_bytes = written  # stop trying; the tail is still kept
+        self._on_chunk(data)
+
+    async def stop(self) -> None:
+        """End the copy (taking what is in the pipe already) and wait for it: before the pipe is closed."""
+        if not self.stopping:
+            self.stopping = True
+            process_wide.STDERR_HUB.get(_StderrHub).poke()
+        with trio.move_on_after(2.0):
+            await self.done.wait()
+
+
+class _StderrHub:
+    """The thread that copies every bot's stderr (`StderrCopier`): one per process, started by the first bot."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._added: list[StderrCopier] = []
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self._waker_poll: select.poll | None = None
+        threading.Thread(target=self._run, name="stderr-copier", daemon=True).start()
+
+    def add(self, copier: StderrCopier) -> None:
+        with self._lock:
+            self._added.append(copier)
+        self.poke()
+
+    def poke(self) -> None:
+        with contextlib.suppress(BlockingIOError):  # a full wake pipe has a wake-up in it already
+            os.write(self._wake_w, b"x")
+
+    def _run(self) -> None:
+        copiers: dict[int, StderrCopier] = {}
+        poller = select.poll()
+        poller.register(self._wake_r, select.POLLIN)
+        period_ms = round(STDERR_DRAIN_S * 1000)
+        rest_until = 0.0
+        while True:
+            resting = period_ms and time.monotonic() < rest_until
+            if resting:
+                # Rested pipes are not looked at: only a new bot or a stop wakes the thread before the rest ends.
+                events = self._waker().poll(max(1, round((rest_until - time.monotonic()) * 1000)))
+            else:
+                events = poller.poll()
+            ready = {fd for fd, _ in events}
+            if self._wake_r in ready or resting:
+                with contextlib.suppress(BlockingIOError):
+                    os.read(self._wake_r, 4096)
+                with self._lock:
+                    added, self._added = self._added, []
+                for copier in added:
+                    copier.open_log()
+                    copiers[copier.fd] = copier
+                    poller.register(copier.fd, select.POLLIN)
+            if resting and not any(copier.stopping for copier in copiers.values()):
+                continue
+            read_any = False
+            for fd, copier in list(copiers.items()):
+                if fd not in ready and not copier.stopping:
+                    continue
+                # On stop, take what is already in the pipe (never waiting for more, and never more than
+                # `_STOP_DRAIN_CHUNKS`: a process that escaped every net may write as fast as it is read).
+                try:
+                    ended = copier.drain(_STOP_DRAIN_CHUNKS)
+                except Exception:
+                    log.exception("the copy of %s's stderr failed", copier.name)
+                    ended = True
+                read_any = True
+                if ended or copier.stopping:
+                    poller.unregister(fd)
+                    del copiers[fd]
+                    copier.finish()
+            if read_any and period_ms:
+                rest_until = time.monotonic() + STDERR_DRAIN_S
+
+    def _waker(self) -> select.poll:
+        """A poll of the wake pipe alone (for the rests)."""
+        if self._waker_poll is None:
+            self._waker_poll = select.poll()
+            self._waker_poll.register(self._wake_r, select.POLLIN)
+        return self._waker_poll

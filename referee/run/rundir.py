@@ -1,0 +1,504 @@
+"""The one reader of a run's output directory: its games in commit order, a game by id, the games counted.
+
+Every reader of a match or tournament — the report, `replay`, `serve`, recovery and the end-of-run text —
+reads it through `RunDirectory`, so they all see the same games in the same order. The database
+(`tournament.db`, referee/run/store.py) is the truth: when it is there, the games come from it, streamed in
+commit order (never all held at once), and `games.jsonl` is not read. A directory without one (a copy of
+games.jsonl alone, or a match from before matches had a database, with its game-NNN.json files) is read
+from those files.
+
+One policy for the lines of games.jsonl (`read_lines`): a last line without its newline that is not a
+record is a *torn* line, the append a killed referee did not finish: it never was a committed game and is
+left out silently. Any other line that is not a record is *damaged*: readers that show the run (report,
+replay, serve) leave it out and say which line; recovery, which would write the file's games into a new
+database, refuses it (`DamagedLineError`), naming the line.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from protocol.rules import Result, result_points
+from referee.outputs.viewerline import line_text
+from referee.record import GameRecord, Termination
+from referee.run.store import DB_NAME, DoneGame, StoreError, StoreReader
+from referee.stats.sprt import CountedGame, MatchStatistics, SprtParameters, count_in_order
+from referee.stats.standings import Anchor, parse_anchor
+
+GAMES_FILE = "games.jsonl"
+MATCH_FILE = "match.json"
+
+
+class RunReadError(Exception):
+    """The directory cannot be read as a run; the message says why and what to do."""
+
+
+class DamagedLineError(RunReadError):
+    """A line of games.jsonl (not a torn last line) is not a game record."""
+
+
+@dataclass(frozen=True)
+class Line:
+    """One line of games.jsonl: its record, or why it is not one."""
+
+    number: int
+    record: GameRecord | None
+    problem: str | None = None  # a damaged line: what is wrong with it
+    torn: bool = False  # the last line, cut short: no game, and no problem either
+
+    @property
+    def damaged(self) -> bool:
+        return self.record is None and not self.torn
+
+
+def first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def _problem(error: ValidationError) -> str:
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"]) or "(the line)"
+    return f"{where}: {first['msg']}"
+
+
+def read_lines(path: Path) -> Iterator[Line]:
+    """The lines of a games.jsonl, one at a time, by the one policy (see the module docstring): a torn last
+    line comes marked `torn` (no game, no problem), a damaged line with its problem. Nothing when there is
+    no file."""
+    try:
+        file = path.open("rb")
+    except FileNotFoundError:
+        return
+    except OSError as error:
+        raise RunReadError(f"{path}: cannot be read: {error.strerror}") from None
+    with file:
+        number = 0
+        for raw in file:
+            number += 1
+            if not raw.strip():
+                continue
+            torn = not raw.endswith(b"\n")
+            try:
+                yield Line(number, GameRecord.model_validate_json(raw))
+            except ValidationError as error:
+                if torn:  # a killed referee's unfinished append: never a committed game
+                    yield Line(number, None, torn=True)
+                    return
+                yield Line(number, None, _problem(error))
+
+
+def line_game_ids(path: Path) -> Iterator[tuple[int, str | None, bytes]]:
+    """(line number, game id or None, the line) of every complete line of a games.jsonl, read cheaply: the id
+    is taken from the start of the line, where every record has it (`{"record_version":1,"game_id":...`)."""
+    try:
+        file = path.open("rb")
+    except FileNotFoundError:
+        return
+    except OSError as error:
+        raise RunReadError(f"{path}: cannot be read: {error.strerror}") from None
+    prefix = b'{"record_version":1,"game_id":"'
+    with file:
+        for number, raw in enumerate(file, 1):
+            if not raw.endswith(b"\n") or not raw.strip():
+                continue  # torn (or empty): never a committed game
+            game_id: str | None = None
+            if raw.startswith(prefix):
+                end = raw.find(b'"', len(prefix))
+                game_id = raw[len(prefix) : end].decode("utf-8", "replace") if end > 0 else None
+            yield number, game_id, raw
+
+
+@dataclass(frozen=True)
+class ScoredRow:
+    """A scored game as the standings and the head-to-head count it (no moves)."""
+
+    number: int
+    round: int
+    black: str
+    white: str
+    result: Result
+    termination: Termination
+    black_cpu_ms: float | None
+    white_cpu_ms: float | None
+
+
+@dataclass
+class RunDirectory:
+    """A run's output directory, read-only. Use as a context manager (it may hold the database open)."""
+
+    out_dir: Path
+    kind: str = "tournament"  # "match" or "tournament"
+    bots: list[str] = field(default_factory=list)
+    sprt: SprtParameters | None = None
+    title: str | None = None
+    anchor: Anchor | None = None  # the rating scale's anchor the run was given (--anchor)
+    settings: dict[str, Any] = field(default_factory=dict)
+    match_summary: dict[str, Any] | None = None
+    errors: list[str] = field(default_factory=list)  # lines or files left out, for the reader to show
+    _store: StoreReader | None = None
+    _files: list[Path] | None = None  # an old match's game-NNN.json files
+
+    @classmethod
+    def open(cls, out_dir: Path, *, kind: str | None = None) -> RunDirectory:
+        """The run in `out_dir`; RunReadError when it holds none (`kind`: what the caller knows it is)."""
+        if not out_dir.is_dir():
+            raise RunReadError(f"{out_dir}: no such directory; give the output directory of a match or tournament")
+        run = cls(out_dir)
+        match_file = out_dir / MATCH_FILE
+        if match_file.exists():
+            run.match_summary = _read_match_summary(match_file)
+        if (out_dir / DB_NAME).is_file():
+            try:
+                run._store = StoreReader(out_dir / DB_NAME)
+                fingerprint = run._store.fingerprint() or {}
+            except StoreError as error:
+                if not (out_dir / GAMES_FILE).is_file():
+                    raise RunReadError(str(error)) from None
+                run._store = None  # a damaged database: games.jsonl holds the same games
+                run.errors.append(f"{DB_NAME}: {error}; read {GAMES_FILE} instead")
+                fingerprint = {}
+            run._configure(fingerprint)
+        elif (out_dir / GAMES_FILE).is_file():
+            run._configure({})
+        else:
+            files = sorted(out_dir.glob("game-*.json"))
+            if not files and run.match_summary is None:
+                raise RunReadError(
+                    f"{out_dir}: neither {DB_NAME} nor {GAMES_FILE} nor {MATCH_FILE} is there; give the output"
+                    " directory of a match or tournament (its --out)"
+                )
+            run._files = files
+            run._configure({"kind": "match"})
+        if kind is not None and run.match_summary is None and not run._store:
+            run.kind = kind
+        if not run.bots:
+            run.bots = run._bots_from_records()
+        return run
+
+    def _configure(self, fingerprint: dict[str, Any]) -> None:
+        summary = self.match_summary
+        self.kind = str(fingerprint.get("kind") or ("match" if summary is not None else "tournament"))
+        self.bots = [str(bot["name"]) for bot in fingerprint.get("bots", []) if isinstance(bot, dict)]
+        if not self.bots and summary is not None and "first" in summary:
+            self.bots = [str(summary["first"]), str(summary["second"])]
+        if not self.bots:
+            self.bots = _field_of(self.out_dir)
+        sprt = fingerprint.get("sprt")
+        if sprt is None and summary is not None:
+            sprt = summary.get("sprt") or (summary.get("statistics") or {}).get("sprt")
+        if isinstance(sprt, dict):
+            self.sprt = SprtParameters(
+                elo0=float(sprt["elo0"]), elo1=float(sprt["elo1"]), alpha=float(sprt["alpha"]), beta=float(sprt["beta"])
+            )
+        title = fingerprint.get("title")
+        self.title = str(title) if title else None
+        anchor = fingerprint.get("anchor")
+        if anchor:
+            try:
+                self.anchor = parse_anchor(str(anchor))
+            except ValueError as error:
+                self.errors.append(f"the stored anchor: {error}; ratings relative to the field mean")
+        self.settings = {
+            key: fingerprint[key] for key in ("size", "komi", "time_control", "format") if key in fingerprint
+        }
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    def __enter__(self) -> RunDirectory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def source(self) -> str:
+        """Where the games are read from: tournament.db, games.jsonl or game-*.json."""
+        return DB_NAME if self._store is not None else "game-*.json" if self._files is not None else GAMES_FILE
+
+    @property
+    def two_bots(self) -> bool:
+        return len(self.bots) == 2
+
+    # -- the games -----------------------------------------------------------------------------------
+
+    def count(self) -> int:
+        """The games done (scored) so far."""
+        if self._store is not None:
+            return self._store.done_count()
+        return sum(1 for _ in self.records())
+
+    def total(self) -> int | None:
+        """The games scheduled, when the database says (None: not known)."""
+        return self._store.total_count() if self._store is not None else None
+
+    def records(self, start: int = 0) -> Iterator[GameRecord]:
+        """Every scored game from the `start`th on (0: all), in commit order, one at a time."""
+        for _, record in self.games(start):
+            yield record
+
+    def games(self, start: int = 0) -> Iterator[tuple[ScoredRow, GameRecord]]:
+        """Every scored game from the `start`th on (0: all), in commit order, one at a time: its row (as the
+        standings and the SPRT count it) and its record."""
+        if self._store is not None:
+            for game, data in self._store.done_with_records(start):
+                record = self._parsed(data, game.game_id)
+                yield self._checked(game, record), record
+            return
+        seen = 0
+        for record in self._file_records():
+            if record.termination.is_scored and record.result != "*":
+                seen += 1
+                if seen > start:
+                    yield _row_of_record(record, seen), record
+
+    def lines(self, start: int = 0) -> Iterator[tuple[ScoredRow, str]]:
+        """Every scored game from the `start`th on, in commit order, as its viewer line (referee.outputs.viewerline):
+        from the database, where each is kept beside its record; made from the record where it is not."""
+        if self._store is not None:
+            for game, line, data in self._store.done_with_lines(start):
+                yield (
+                    self._checked(game),
+                    line if line is not None else line_text(self._parsed(data or "", game.game_id)),
+                )
+            return
+        for row, record in self.games(start):
+            yield row, line_text(record)
+
+    def line_at(self, seq: int) -> str | None:
+        """The viewer line of the `seq`th scored game in commit order (from 1), or None."""
+        if self._store is not None:
+            found = self._store.line_at(seq)
+            if found is None:
+                return None
+            line, data = found
+            return line if line is not None else line_text(self._parsed(data or "", None))
+        record = self.record_at(seq)
+        return None if record is None else line_text(record)
+
+    def record(self, game_id: str) -> GameRecord | None:
+        """Game `game_id` (a scored game, else its last void or aborted try in the database), or None."""
+        if self._store is not None:
+            data = self._store.find_record(game_id)
+            return None if data is None else self._parsed(data, game_id)
+        for record in self._file_records():
+            if record.game_id == game_id:
+                return record
+        return None
+
+    def record_at(self, seq: int) -> GameRecord | None:
+        """The `seq`th scored game in commit order (from 1), or None."""
+        if self._store is not None:
+            data = self._store.record_at(seq)
+            return None if data is None else self._parsed(data, None)
+        return next(iter(self.records(seq - 1)), None) if seq >= 1 else None
+
+    def game_ids(self) -> list[str]:
+        if self._store is not None:
+            return self._store.game_ids()
+        return [record.game_id for record in self.records()]
+
+    def scored(self) -> Iterator[ScoredRow]:
+        """Every scored game in commit order, without its moves (from the database: no record is read)."""
+        if self._store is not None:
+            yield from map(self._checked, self._store.done_games())
+            return
+        for row, _ in self.games():
+            yield row
+
+    def counted(self) -> list[CountedGame]:
+        """The scored games of a two-bot run as the SPRT counts them: in commit order, with their pair and the
+        first bot's points (referee.stats.sprt.PairCounter then counts them as the runner did)."""
+        return [counted_game(row, self.bots[0]) for row in self.scored()] if self.two_bots else []
+
+    def _file_records(self) -> Iterator[GameRecord]:
+        if self._files is not None:
+            for path in self._files:
+                try:
+                    yield GameRecord.model_validate_json(path.read_bytes())
+                except (OSError, ValidationError, ValueError) as error:
+                    self._note(f"{path.name}: {first_line(error)}")
+            return
+        for line in read_lines(self.out_dir / GAMES_FILE):
+            if line.torn:
+                continue
+            if line.record is None:
+                self._note(f"{GAMES_FILE} line {line.number}: not a game record ({line.problem})")
+            else:
+                yield line.record
+
+    def _checked(self, game: DoneGame, record: GameRecord | None = None) -> ScoredRow:
+        """A done game's row as the database gives it, when it is one a run writes; else (a changed byte) the row
+        is made from the game's record, the damage named in `errors`."""
+        problem = None
+        if game.result not in ("1-0", "0-1", "1/2-1/2"):
+            problem = f"its result is {game.result!r}"
+        elif game.termination not in _SCORED:
+            problem = f"its termination is {game.termination!r}"
+        elif self.bots and (game.black not in self.bots or game.white not in self.bots):
+            problem = f"its players are {game.black!r} and {game.white!r}, not bots of this run"
+        if problem is None:
+            return _row(game)
+        if record is None:
+            data = self._store.find_record(game.game_id) if self._store is not None else None
+            if data is None:
+                raise RunReadError(
+                    f"{self.out_dir / DB_NAME}: game {game.game_id} is damaged ({problem}) and has no record. Run the"
+                    " same match or tournament command: it repairs or sets aside each damaged game"
+                )
+            record = self._parsed(data, game.game_id)
+        self._note(
+            f"{DB_NAME}: game {game.game_id} is damaged ({problem}); counted from its record. Run the same match or"
+            " tournament command to repair the database (each copy is checked)"
+        )
+        row = _row_of_record(record, game.number)
+        return ScoredRow(game.number, game.round, *astuple_tail(row))
+
+    def _parsed(self, data: str, game_id: str | None) -> GameRecord:
+        """A record read from the database; when it is damaged, the same game's line of games.jsonl (the damage
+        named in `errors`), or RunReadError naming it when that copy is no good either."""
+        try:
+            return GameRecord.model_validate_json(data)
+        except ValidationError as error:
+            problem = _problem(error)
+        game_id = game_id or _id_of(data)
+        for _, found_id, raw in line_game_ids(self.out_dir / GAMES_FILE):
+            if found_id is not None and found_id == game_id:
+                try:
+                    record = GameRecord.model_validate_json(raw)
+                except ValidationError:
+                    continue
+                self._note(
+                    f"{DB_NAME}: the record of game {game_id} is damaged ({problem}); shown from {GAMES_FILE}. Run the"
+                    " same match or tournament command to repair the database (each copy is checked)"
+                )
+                return record
+        raise RunReadError(
+            f"{self.out_dir / DB_NAME}: the record of game {game_id or '?'} is damaged ({problem}), and {GAMES_FILE}"
+            " has no good copy of it. Run the same match or tournament command: it names what is damaged and repairs"
+            " or sets aside each game"
+        )
+
+    def _note(self, text: str) -> None:
+        if text not in self.errors:
+            self.errors.append(text)
+
+    def _bots_from_records(self) -> list[str]:
+        names: dict[str, None] = {}
+        for row in self.scored():
+            names.setdefault(row.black, None)
+            names.setdefault(row.white, None)
+        return list(names)
+
+
+def counted_statistics(out_dir: Path) -> MatchStatistics | None:
+    """The head-to-head of the two-bot run in `out_dir` as its database holds it, counted as the runner counts
+    (referee.stats.sprt.count_in_order over the games in commit order): what the end-of-run text prints, so it is the
+    report's and the live page's figures by construction. None for a run of more bots, or one not readable."""
+    try:
+        with RunDirectory.open(out_dir) as run:
+            if not run.two_bots or run.source != DB_NAME:
+                return None
+            return count_in_order(run.counted(), run.sprt)[0]
+    except (RunReadError, StoreError):
+        return None
+
+
+def counted_game(row: ScoredRow, first: str) -> CountedGame:
+    """A scored game as the SPRT counts it: its pair (games 2k-1 and 2k of a two-bot schedule are pair k-1) and
+    the first bot's points."""
+    return CountedGame(row.number, row.round // 2, points(row.result, for_black=row.black == first))
+
+
+_SCORED = {str(termination) for termination in Termination if termination.is_scored}
+
+
+def astuple_tail(row: ScoredRow) -> tuple[str, str, Result, Termination, float | None, float | None]:
+    return row.black, row.white, row.result, row.termination, row.black_cpu_ms, row.white_cpu_ms
+
+
+def _id_of(data: str) -> str | None:
+    prefix = '{"record_version":1,"game_id":"'
+    if data.startswith(prefix):
+        end = data.find('"', len(prefix))
+        return data[len(prefix) : end] if end > 0 else None
+    return None
+
+
+def _row(game: DoneGame) -> ScoredRow:
+    return ScoredRow(
+        game.number,
+        game.round,
+        game.black,
+        game.white,
+        game.result,
+        Termination(game.termination),
+        game.black_cpu_ms,
+        game.white_cpu_ms,
+    )
+
+
+def _row_of_record(record: GameRecord, index: int) -> ScoredRow:
+    number = _number_of(record.game_id, index)
+    return ScoredRow(
+        number,
+        number - 1,  # a two-bot schedule numbers its games round by round: games 2k-1 and 2k are pair k-1
+        record.black.name,
+        record.white.name,
+        record.result,
+        record.termination,
+        record.black.off_turn_cpu_ms,
+        record.white.off_turn_cpu_ms,
+    )
+
+
+def points(result: str, *, for_black: bool = True) -> float:
+    """The points a result gives Black (or White): 1, 1/2 or 0 (protocol.rules.result_points)."""
+    black = result_points(result)
+    return black if for_black else 1.0 - black
+
+
+def _number_of(game_id: str, default: int) -> int:
+    digits = game_id.lstrip("g")
+    return int(digits) if digits.isdigit() else default
+
+
+def _read_match_summary(path: Path) -> dict[str, Any]:
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise RunReadError(
+            f"{path}: cannot read the match summary ({error}); run the match again to rewrite it"
+        ) from None
+    if not isinstance(summary, dict):
+        raise RunReadError(f"{path}: not a match summary (a JSON object was expected)")
+    return summary
+
+
+def _field_of(out_dir: Path) -> list[str]:
+    """The bots of a tournament in the order its standings.json lists them ([] when there is none)."""
+    try:
+        standings = json.loads((out_dir / "standings.json").read_text(encoding="utf-8"))
+        return [str(bot["name"]) for bot in standings["bots"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+
+
+def format_summary_of(out_dir: Path) -> dict[str, Any] | None:
+    """What the run's format adds to its standings (Swiss tie-breaks, a knockout bracket, an adaptive verdict), as
+    the runner last wrote it to standings.json; None for the other formats or when there is none yet."""
+    try:
+        standings = json.loads((out_dir / "standings.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    summary = standings.get("format_summary") if isinstance(standings, dict) else None
+    return summary if isinstance(summary, dict) else None
