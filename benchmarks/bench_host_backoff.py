@@ -62,7 +62,7 @@ def main() -> None:
     on_time = [r for r in records if r["termination"] == "time"]
     stream = [json.loads(line) for line in events.read_text().splitlines() if line.strip()]
     busy = [e for e in stream if e["type"] == "host_busy"]
-    finished = next((e for e in stream if e["type"] == "tournament_finished"), None)
+    finished = next((e for e in stream if e["type"] == "run_finished"), None)
     voids = sum(1 for e in stream if e["type"] == "game_finished" and not e["scored"])
     print(f"bench_host_backoff: {args.burners} burners for {args.burn_s:g} s beside a {len(bots)}-bot round robin")
     print(f"  exit status {status}; {len(records)} games recorded of {per_pairing * pairings}; {elapsed:.0f} s")

@@ -217,7 +217,7 @@ def test_a_run_on_a_busy_host_plays_fewer_games_at_once_pauses_and_completes(
     assert "host busy: 2 → 1 game at once; paused" in text
     summary = json.loads((out / "match.json").read_text())
     assert summary["ended"] == "completed" and summary["void_games"] == 2 and summary["host_wait_s"] > 0
-    finished = [e for e in map(json.loads, events.read_text().splitlines()) if e["type"] == "tournament_finished"]
+    finished = [e for e in map(json.loads, events.read_text().splitlines()) if e["type"] == "run_finished"]
     assert finished[0]["host_wait_s"] > 0
     assert "the host was busy: the run came down to 1 game(s) at once and was paused 1 time(s)" in text
 

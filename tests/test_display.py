@@ -76,7 +76,7 @@ def synthetic_run(games: int, **options: object) -> list[str]:
 
     from protocol.messages import TimeControl
     from referee.outputs.display import RunDisplay
-    from referee.outputs.events import GameFinished, StatisticsUpdated, TournamentStarted
+    from referee.outputs.events import GameFinished, RunStarted, StatisticsUpdated
     from referee.record import Termination
     from referee.stats.head_to_head import head_to_head
     from referee.stats.sprt import CountedGame, PairCounter, SprtParameters
@@ -85,8 +85,8 @@ def synthetic_run(games: int, **options: object) -> list[str]:
     display = RunDisplay(out, live=False, **options)  # type: ignore[arg-type]
     now = datetime.now(UTC)
     display(
-        TournamentStarted(
-            type="tournament_started",
+        RunStarted(
+            type="run_started",
             time=now,
             kind="match",
             format="round-robin",

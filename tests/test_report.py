@@ -195,9 +195,7 @@ def test_the_feed_follows_a_runners_events_and_the_live_state_follows_the_feed(t
     feed = LiveFeed(tmp_path)
     state = LiveState(tmp_path)
     control = TimeControl(base_ms=10_000, increment_ms=100)
-    feed.on_event(
-        SimpleNamespace(type="tournament_started", kind="match", width=8, height=8, komi=3.5, time_control=control)
-    )
+    feed.on_event(SimpleNamespace(type="run_started", kind="match", width=8, height=8, komi=3.5, time_control=control))
     feed.on_event(SimpleNamespace(type="game_started", game_id="g1", black="alpha", white="beta", opening=[]))
     game = SimpleNamespace(game_id="g1")
     for ply, move in enumerate(record.moves[:5], start=1):
@@ -230,7 +228,7 @@ def test_the_feed_follows_a_runners_events_and_the_live_state_follows_the_feed(t
     state.load()
     assert state.host == "" and state.summary["host"] == ""
     feed.on_event(SimpleNamespace(type="game_started", game_id="g2", black="alpha", white="beta", opening=["d5d4"]))
-    feed.on_event(SimpleNamespace(type="tournament_finished"))  # a run that ends takes its games with it
+    feed.on_event(SimpleNamespace(type="run_finished"))  # a run that ends takes its games with it
     feed.close()
     state.read_feed()
     assert state.live == {}

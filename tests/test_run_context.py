@@ -16,7 +16,6 @@ from referee.run.runner import GameSlot, LocalPlayers, game_settings
 from referee.run.schedule import ScheduledGame
 
 
-
 def bot_folder(root: Path, name: str) -> Path:
     """A folder of its own for a bot (its working directory)."""
     folder = root / name
@@ -28,10 +27,7 @@ def plan_for(root: Path, *, concurrency: int, affinity: bool) -> RunPlan:
     folders = [bot_folder(root, "one"), bot_folder(root, "two")]
     config = parse_config(
         {
-            "bots": [
-                {"name": folder.name, "command": "random", "dir": str(folder)}
-                for folder in folders
-            ],
+            "bots": [{"name": folder.name, "command": "random", "dir": str(folder)} for folder in folders],
             "size": "4x4",
             "time_control": "10+0",
             "concurrency": concurrency,

@@ -106,7 +106,7 @@ def test_40_60_plus_1_is_described_the_same_everywhere(tmp_path: Path) -> None:
     from datetime import UTC, datetime
 
     from referee.outputs.display import RunDisplay
-    from referee.outputs.events import TournamentStarted
+    from referee.outputs.events import RunStarted
     from referee.outputs.livefeed import LiveFeed
     from referee.outputs.report import summary_data
     from referee.record import GameSettings
@@ -117,8 +117,8 @@ def test_40_60_plus_1_is_described_the_same_everywhere(tmp_path: Path) -> None:
     # the terminal
     out = io.StringIO()
     RunDisplay(out, live=False)(
-        TournamentStarted(
-            type="tournament_started",
+        RunStarted(
+            type="run_started",
             time=datetime.now(UTC),
             kind="match",
             format="round-robin",

@@ -124,11 +124,11 @@ async def test_round_robin_with_openings_and_two_games_at_once(tmp_path: Path) -
     assert all(1 <= len(paths) <= plan.concurrency for paths in logs.values()), logs
 
     kinds = [event.type for event in events]
-    assert kinds[0] == "tournament_started" and kinds[-1] == "tournament_finished"
+    assert kinds[0] == "run_started" and kinds[-1] == "run_finished"
     counts = Counter(kinds)
-    assert (counts["tournament_started"], counts["game_started"], counts["game_finished"]) == (1, 12, 12)
+    assert (counts["run_started"], counts["game_started"], counts["game_finished"]) == (1, 12, 12)
     # At most one standings update a second (the Elo fit is kept off the timing path), and one after the last game.
-    assert 1 <= counts["standings_updated"] <= 12 and counts["tournament_finished"] == 1
+    assert 1 <= counts["standings_updated"] <= 12 and counts["run_finished"] == 1
     updates = [event for event in events if event.type == "standings_updated"]
     assert updates[0].games_done == 1 and updates[-1].games_done == 12
     assert {event.slot for event in events if event.type == "game_started"} == {0, 1}
@@ -192,8 +192,8 @@ def test_the_command_line_runs_resumes_and_writes_events(tmp_path: Path, capsys:
     assert "Score of a vs b: " in first.out and "Ptnml(0-2): [" in first.out  # two bots: the match statistics
     assert "tournament complete: 2 games (2 played now)" in first.err
     events = [parse_event(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
-    assert events[0].type == "tournament_started"
-    assert events[-1].type == "tournament_finished" and events[-1].games_done == 2
+    assert events[0].type == "run_started"
+    assert events[-1].type == "run_finished" and events[-1].games_done == 2
 
     assert main(argv) == 0  # again: nothing is missing, nothing is played twice
     again = capsys.readouterr()
@@ -206,7 +206,7 @@ def test_the_command_line_runs_resumes_and_writes_events(tmp_path: Path, capsys:
     piped = capsys.readouterr()
     streamed = [parse_event(line) for line in piped.out.splitlines()]
     assert [e.type for e in streamed if e.type != "standings_updated"] == [
-        "tournament_started", "game_started", "game_finished", "tournament_finished",
+        "run_started", "game_started", "game_finished", "run_finished",
     ]  # fmt: skip
     assert "files:" in piped.err
 
@@ -282,7 +282,7 @@ def test_a_referee_killed_with_sigkill_resumes_and_plays_each_game_once(tmp_path
     assert sorted(r.game_id for r in records) == [f"g{n:04d}" for n in range(1, 13)]
     events = [parse_event(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
     started = events[0]
-    assert started.type == "tournament_started" and started.games_done == done_before
+    assert started.type == "run_started" and started.games_done == done_before
     played = [e.number for e in events if e.type == "game_finished"]
     assert len(played) == len(set(played)) == 12 - done_before
 
@@ -326,11 +326,11 @@ def test_the_progress_display_redraws_one_line_on_a_terminal_and_writes_plain_li
     import io
 
     from referee.outputs.display import RunDisplay as TournamentDisplay
-    from referee.outputs.events import GameFinished, GameStarted, StandingRow, StandingsUpdated, TournamentStarted, now
+    from referee.outputs.events import GameFinished, GameStarted, RunStarted, StandingRow, StandingsUpdated, now
 
     events: list[Event] = [
-        TournamentStarted(
-            type="tournament_started", time=now(), kind="tournament", format="round-robin", bots=["a", "b"],
+        RunStarted(
+            type="run_started", time=now(), kind="tournament", format="round-robin", bots=["a", "b"],
             games_total=2, games_done=0, concurrency=1, out_dir="out", width=4, height=4, komi=3.5,
             time_control=TimeControl(base_ms=1000),
         ),
@@ -379,7 +379,7 @@ async def test_a_two_bot_tournament_with_an_sprt_table_stops_at_the_verdict(tmp_
     assert h2h["games"] == summary.games_done == len(read_games(plan.out_dir))
     updates = [e for e in events if e.type == "statistics_updated"]
     assert len(updates) == sum(h2h["pentanomial"]) and updates[-1].statistics.llr == h2h["llr"]
-    assert events[-1].type == "tournament_finished" and events[-1].ended == "sprt"
+    assert events[-1].type == "run_finished" and events[-1].ended == "sprt"
 
 
 def test_an_sprt_table_needs_two_bots_and_an_even_number_of_games(tmp_path: Path) -> None:
@@ -390,3 +390,17 @@ def test_an_sprt_table_needs_two_bots_and_an_even_number_of_games(tmp_path: Path
         make_plan(tmp_path, three, sprt={})
     with pytest.raises(ConfigError, match="games: 3 with the SPRT: give an even number"):
         make_plan(tmp_path, three[:2], sprt={}, games=3)
+
+
+def test_an_events_file_of_version_1_still_parses() -> None:
+    """Events version 1 named a run's first and last events `tournament_started` and `tournament_finished`."""
+    from referee.outputs.events import parse_event
+
+    old = (
+        '{"type":"tournament_finished","time":"2026-11-20T10:00:00Z","interrupted":false,"ended":"completed",'
+        '"games_done":2,"games_total":2,"elapsed_s":1.5,"out_dir":"out","standings":[],"statistics":null}'
+    )
+    event = parse_event(old)
+    assert event.type == "run_finished" and event.games_done == 2
+    with pytest.raises(ValueError):
+        parse_event('{"type":"tournament_begun","time":"2026-11-20T10:00:00Z"}')

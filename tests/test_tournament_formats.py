@@ -190,7 +190,7 @@ def test_a_latecomer_joins_a_finished_run_and_a_removed_bot_retires(
     err = capsys.readouterr().err
     assert "added latecomer d: 6 games scheduled" in err
     events = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
-    assert [e["type"] for e in events[:2]] == ["tournament_started", "notice"]
+    assert [e["type"] for e in events[:2]] == ["run_started", "notice"]
     assert events[1]["text"] == "added latecomer d: 6 games scheduled" and events[0]["games_total"] == 12
     after = read_games(Path(out))
     assert len(after) == 12 and after[:6] == before  # the earlier games kept, untouched

@@ -294,7 +294,7 @@ class RunDisplay:
     def __call__(self, event: Event) -> None:
         from referee.timing.clock import describe_time_control
 
-        if event.type == "tournament_started":
+        if event.type == "run_started":
             self._start = time.monotonic()
             self._done_at_start = self._done = event.games_done
             self._total = event.games_total
@@ -347,7 +347,7 @@ class RunDisplay:
         elif event.type == "host_busy":
             self._host = event.status if event.games_at_once < event.concurrency or event.paused else ""
             self._line(event.status)
-        elif event.type == "tournament_finished":
+        elif event.type == "run_finished":
             self._total = 0  # no more status lines
             self._clear()
 

@@ -1,22 +1,27 @@
 """Run events: one JSON object per line (`alternator match|tournament --events FILE`), for other programs.
 
-A program can follow a match or a tournament without parsing the human display: `tournament_started`
+A program can follow a match or a tournament without parsing the human display: `run_started`
 (with `kind`: match or tournament), then a `game_started` and a `game_finished` for every game (a void
 one is played again: it gets another pair), in a two-bot run a `statistics_updated` after every finished
 game pair (score, Elo, nElo, LOS, pentanomial, LLR), a `standings_updated` at most once a second while
 scored games finish and after the last one, `host_busy` when a busy host makes the run play fewer games at
-once or pause (and when it is back to full speed), and `tournament_finished` at the end (also after Ctrl-C, with
+once or pause (and when it is back to full speed), and `run_finished` at the end (also after Ctrl-C, with
 `interrupted` true). Every event has a
 `type` tag and a `time`. The JSON Schema of the union is published as `referee/schema/events.json`
 (regenerate with `alternator schema --write` after changing the models; a test fails when it drifts).
+
+Version 2 names a run's first and last events for runs (`run_started`, `run_finished`): version 1, written by
+alternator before matches and tournaments shared one runner, called them `tournament_started` and
+`tournament_finished`. `parse_event` reads both, so event files of older runs still parse.
 """
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from protocol.messages import TimeControl
 from protocol.rules import Result
@@ -49,8 +54,8 @@ class StandingRow(BaseModel):
     elo: float | None
 
 
-class TournamentStarted(_Event):
-    type: Literal["tournament_started"]
+class RunStarted(_Event):
+    type: Literal["run_started"]
     kind: Literal["match", "tournament"] = Field(description="Which command runs it.")
     format: str = Field(description="round-robin, gauntlet, pairings, swiss, knockout or adaptive.")
     bots: list[str]
@@ -136,8 +141,8 @@ class HostBusy(_Event):
     status: str = Field(description="One line for a person: 'host busy: 2 → 1 game at once; paused 3 min; ...'.")
 
 
-class TournamentFinished(_Event):
-    type: Literal["tournament_finished"]
+class RunFinished(_Event):
+    type: Literal["run_finished"]
     interrupted: bool = Field(description="True when stopped (Ctrl-C) before every game was played.")
     ended: Ended = Field(
         description="completed: every game played; sprt: the SPRT's verdict; interrupted: stopped by a signal;"
@@ -158,14 +163,7 @@ class TournamentFinished(_Event):
 
 
 Event = Annotated[
-    TournamentStarted
-    | RunNotice
-    | GameStarted
-    | GameFinished
-    | StatisticsUpdated
-    | StandingsUpdated
-    | HostBusy
-    | TournamentFinished,
+    RunStarted | RunNotice | GameStarted | GameFinished | StatisticsUpdated | StandingsUpdated | HostBusy | RunFinished,
     Field(discriminator="type"),
 ]
 EVENT: TypeAdapter[Event] = TypeAdapter(Event)
@@ -180,9 +178,19 @@ def standing_rows(standings: Standings) -> list[StandingRow]:
     ]
 
 
+OLD_TYPES = {"tournament_started": "run_started", "tournament_finished": "run_finished"}
+"""Version 1's names of the events version 2 renamed."""
+
+
 def parse_event(line: str | bytes) -> Event:
-    """Validate one line of an events file."""
-    return EVENT.validate_json(line)
+    """Validate one line of an events file (version 2, or version 1: its old names read as the new ones)."""
+    try:
+        return EVENT.validate_json(line)
+    except ValidationError:
+        data = json.loads(line)
+        if not isinstance(data, dict) or data.get("type") not in OLD_TYPES:
+            raise
+        return EVENT.validate_python({**data, "type": OLD_TYPES[data["type"]]})
 
 
 def encode_event(event: BaseModel) -> str:
@@ -193,7 +201,7 @@ def events_json_schema() -> dict[str, Any]:
     """The published JSON Schema of one line of `--events` output (what `referee/schema/events.json` holds)."""
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "title": "Alternator run event v1",
+        "title": "Alternator run event v2",
         "description": "One JSON object per line of `alternator match|tournament --events FILE`, told apart by `type`.",
         **EVENT.json_schema(),
     }

@@ -107,7 +107,7 @@ class LiveFeed:
     def on_event(self, event: Any) -> None:
         """Follow a runner's events (referee/outputs/events.py): starts and ends of the run and of its games."""
         kind = getattr(event, "type", None)
-        if kind == "tournament_started":
+        if kind == "run_started":
             self._board = {"width": event.width, "height": event.height, "komi": event.komi}
             self._time_control = event.time_control
             self.run_started(getattr(event, "kind", "tournament"))
@@ -125,7 +125,7 @@ class LiveFeed:
         elif kind == "host_busy":
             busy = event.paused or event.games_at_once < event.concurrency
             self._write({"type": "host", "status": event.status if busy else ""})
-        elif kind == "tournament_finished":
+        elif kind == "run_finished":
             self.run_finished(getattr(event, "ended", None))
 
     def on_move(self, game: Any, move: PlayedMove, ply: int) -> None:

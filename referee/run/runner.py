@@ -54,11 +54,11 @@ from referee.outputs.events import (
     GameFinished,
     GameStarted,
     HostBusy,
+    RunFinished,
     RunNotice,
+    RunStarted,
     StandingsUpdated,
     StatisticsUpdated,
-    TournamentFinished,
-    TournamentStarted,
     now,
     standing_rows,
 )
@@ -349,7 +349,7 @@ class Runner:
         self._suspended_dirty = False
         self.scheduler: Scheduler | None = None
         self._in_flight = 0
-        self._held_notices: list[str] | None = []  # notices before tournament_started, said right after it
+        self._held_notices: list[str] | None = []  # notices before run_started, said right after it
         self._changed = trio.Event()  # set (and replaced) when games are added, finish, or the run stops
         self._total = 0
         self._two_bots = len(plan.bots) == 2
@@ -505,7 +505,7 @@ class Runner:
             self._notice(f"suspended {name}: {reason}; its remaining games are forfeited")
 
     def _notice(self, text: str) -> None:
-        """Say `text` (a `notice` event), after `tournament_started`: the ones found while opening wait for it."""
+        """Say `text` (a `notice` event), after `run_started`: the ones found while opening wait for it."""
         if self._held_notices is not None:
             self._held_notices.append(text)
         else:
@@ -553,8 +553,8 @@ class Runner:
             if self.decided:
                 self._pending = []
             self.on_event(
-                TournamentStarted(
-                    type="tournament_started",
+                RunStarted(
+                    type="run_started",
                     time=now(),
                     kind=self.plan.kind,
                     format=str(self.plan.format),
@@ -623,8 +623,8 @@ class Runner:
             for finish in self.finishers:
                 summary.files.extend(finish(summary))
             self.on_event(
-                TournamentFinished(
-                    type="tournament_finished",
+                RunFinished(
+                    type="run_finished",
                     time=now(),
                     interrupted=summary.interrupted,
                     ended=summary.ended,
