@@ -774,13 +774,13 @@ class BotProcess(BotChannel):
             with trio.move_on_after(grace_s):
                 with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
                     await self._send_stream.send_all(encode(Quit(type="quit")))
-                with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                    await self._send_stream.aclose()
+                _close_now(process.stdin)  # the end of its input
                 await process.wait()
         # Grandchildren share the group; the leader's pid is the group id (start_new_session=True).
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, signal.SIGKILL)
-        await process.wait()
+        if not process.exited.is_set():
+            await process.wait()
         if self.tree is not None and not self.tree.close_at_once():
             # Kills whatever is left of the tree (waiting for the kills: not on the event loop), then removes it.
             await trio.to_thread.run_sync(self.tree.close)
@@ -792,9 +792,15 @@ class BotProcess(BotChannel):
             # it (the pipe holds no more than the copy takes on a stop) without waiting for a drain period. A
             # process that escaped every net may still hold stderr open: stopping does not wait for it either.
             await self._stderr.stop()
-        for stream in (self._send_stream, self._receive_stream, self.process.stderr):
-            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                await stream.aclose()
+        for stream in (process.stdin, process.stdout, process.stderr):
+            _close_now(stream)
+
+
+def _close_now(stream: trio.abc.AsyncResource) -> None:
+    """Close a process's pipe at once: closing a descriptor needs no trip through the event loop (`aclose` makes one,
+    three of them a bot's stop)."""
+    if isinstance(stream, trio.lowlevel.FdStream):
+        stream.close()
 
 
 def _check_program(spec: BotSpec, env: dict[str, str]) -> None:
