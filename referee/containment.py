@@ -614,11 +614,15 @@ class _CgroupPool:
     def take(self, bases: dict[str, Path]) -> _Slot:
         """An idle slot in these bases, else a new one (OSError if it cannot be made)."""
         key = tuple(sorted(bases.items()))
-        with self._lock:
-            idle = self._idle.get(key)
-            if idle:
-                return idle.pop()
-        return _Slot.make(bases, self.name(), pooled=True)
+        while True:
+            with self._lock:
+                idle = self._idle.get(key)
+                slot = idle.pop() if idle else None
+            if slot is None:
+                return _Slot.make(bases, self.name(), pooled=True)
+            if slot.empty():  # still there and still empty: nothing joined it or removed it meanwhile
+                return slot
+            slot.remove(wait=False)
 
     def give(self, slot: _Slot) -> bool:
         """Keep an empty slot for the next bot; False (the caller removes it) when enough are kept already."""

@@ -553,23 +553,31 @@ async def test_on_cgroup_v2_a_bot_s_whole_tree_is_its_cgroup_frozen_counted_and_
 def test_a_cgroup_that_still_holds_a_process_is_never_given_to_the_next_bot(tmp_path: Path) -> None:
     if "pids" not in host_support().cgroups:
         pytest.skip("the host's pids controller is in the v2 cgroup: a process cannot be in one of a bot's alone")
-    first = containment.ProcessTree("first", max_processes=8)
-    # A process in one of the bot's cgroups only (as a bot run as root could put itself): its v2 cgroup, where the
-    # kill looks, is empty; its pids cgroup is not.
     stray = subprocess.Popen(["sleep", "60"])
+    held: list[dict[str, Path]] = []
     try:
+        # A process in one of the bot's cgroups only (as a bot run as root could put itself): its v2 cgroup, where
+        # the kill looks, is empty; its pids cgroup is not. The slot is not kept.
+        first = containment.ProcessTree("first", max_processes=8)
+        held.append(dict(first.cgroups))
         (first.cgroups["pids"] / "cgroup.procs").write_text(str(stray.pid))
-        held = dict(first.cgroups)
         first.close()
         second = containment.ProcessTree("second", max_processes=8)
-        assert all(second.cgroups[key] != path for key, path in held.items())
+        assert all(second.cgroups[key] != path for key, path in held[0].items())
+        # A slot kept empty that a process joined while it waited for the next bot is not handed out either.
+        held.append(dict(second.cgroups))
         second.close()
+        (held[1][V2] / "cgroup.procs").write_text(str(stray.pid))
+        third = containment.ProcessTree("third", max_processes=8)
+        assert all(third.cgroups[key] != path for key, path in held[1].items())
+        third.close()
     finally:
         stray.kill()
         stray.wait()
-    for path in held.values():
-        with contextlib.suppress(OSError):
-            path.rmdir()
+    for paths in held:
+        for path in paths.values():
+            with contextlib.suppress(OSError):
+                path.rmdir()
 
 
 @needs_cgroup_v2
