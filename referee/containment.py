@@ -27,8 +27,12 @@ with the strongest means the host allows, detected once (`host_support`), never 
 
 Every bot gets `PR_SET_PDEATHSIG` = SIGKILL, set between fork and exec by a thread that lives as long
 as the referee (the signal follows the death of the *thread* that forked, so trio's short-lived worker
-threads cannot be used). Each running bot is noted in `<log dir>/running/`, so a run started again on the
-same output directory ends what a killed referee left behind (`end_leftovers`).
+threads cannot be used). Each running bot is noted in `<log dir>/running/` (with cgroups, by one note per
+referee that names where its cgroups are), so a run started again on the same output directory ends what a
+killed referee left behind (`end_leftovers`).
+
+A bot's cgroups are made once and kept by the referee for its next bots when the bot leaves them empty
+(`_CgroupPool`): a mkdir and rmdir per hierarchy and bot cost more than the rest of a start and stop.
 """
 
 from __future__ import annotations
@@ -98,7 +102,8 @@ FREEZE_WAIT_S = 1.0
 KILL_ROUNDS = 20
 MIB = 1024 * 1024
 RUNNING_DIR = "running"
-"""Under the log directory: one small JSON file per running bot, for `end_leftovers`."""
+"""Under the log directory: small JSON files, one per referee whose bots there are in cgroups and one per bot
+tracked through /proc, for `end_leftovers`."""
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
@@ -959,8 +964,9 @@ def _locked(method: F) -> F:
 class ProcessTree:
     """All the processes of one bot: joined to its cgroups before its program starts, or tracked in /proc.
 
-    Create it, pass `preexec` and `environment()` to the spawn, call `started(pid)`, and `close()` at the
-    end of the bot's life (kills whatever is left, removes the cgroups and the running-bots note).
+    Create it, pass `preexec` and `environment()` to the spawn, call `started(pid)`, and `close()` (or first
+    `close_at_once()`, on the event loop) at the end of the bot's life: it kills whatever is left, gives the
+    emptied cgroups back to the pool (or removes them) and drops the bot from its running-bots note.
     """
 
     def __init__(
