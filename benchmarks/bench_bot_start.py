@@ -9,7 +9,8 @@ started `--runs` times in each of two ways, interleaved run by run so that machi
   the exit waited for: the floor any referee on this machine pays;
 - referee: `open_bot` (containment as the arena does it: cgroups where writable, the death signal, the
   process-tree note, a stamped stdout, the stderr copy) and `handshake`, then the context's exit (quit,
-  grace, kill of anything left, cgroups removed). `--cores` pins the bot as --cpu-affinity does.
+  grace, kill of anything left, cgroups emptied and kept for the next bot). `--cores` pins the bot as
+  --cpu-affinity does.
 
 `--variants` adds, interleaved the same way: `referee v1` (cgroup v1 controllers only, as before cgroup v2 was
 used: the host's v2 hierarchy ignored) and `referee mem` (the host's containment with `--memory-mb 256`: one

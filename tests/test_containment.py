@@ -7,6 +7,7 @@ tracking alone; cgroup v2's controller files, which this host's v2 hierarchy lac
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
@@ -95,6 +96,11 @@ async def test_a_crash_with_a_living_child_holding_stdout_is_a_crash_at_once(
 ) -> None:
     crasher, good = bot_spec("testbot", mode, "3", name="crasher"), bot_spec("testbot", name="good")
     async with open_bot(crasher, tmp_path) as black, open_bot(good, tmp_path) as white:
+        if mode == "daemon":
+            # The daemon is double-forked at start-up, out of the bot's sight: its line may come after the crash, and
+            # the bot's end kills it. Seen running first, it is known to be there when the bot crashes.
+            await black.handshake()
+            await wait_for_escapee(black)
         started = trio.current_time()
         record = await run_game("g", black, white, settings("30+1"))
         took = trio.current_time() - started
@@ -530,10 +536,100 @@ async def test_on_cgroup_v2_a_bot_s_whole_tree_is_its_cgroup_frozen_counted_and_
         assert frozen_at is not None and (tree.cpu_ns() or 0) - frozen_at < 20_000_000
         tree.thaw()
         assert "frozen 0" in (cgroup / "cgroup.events").read_text()
-    # The end of the bot: one write to cgroup.kill, then nothing of it is left, nor its cgroup.
+    # The end of the bot: one write to cgroup.kill, then nothing of it is left. Its cgroup, empty and thawed, is kept
+    # for the next bot, which counts its own CPU only; the ended bot's tree touches it no more.
     assert ("cgroup.kill", "1") in writes
     assert live_pids([bot.pid, *escapees]) == []
-    assert not cgroup.exists()
+    assert (cgroup / "cgroup.procs").read_text() == "" and "frozen 0" in (cgroup / "cgroup.events").read_text()
+    burnt = tree.cpu_ns()
+    assert burnt is not None and burnt > 50_000_000
+    async with open_bot(make_bot_spec("testbot", name="next"), tmp_path) as following:
+        await following.handshake()
+        assert following.tree is not None and following.tree.cgroups[V2] == cgroup
+        assert following.pid in {int(pid) for pid in (cgroup / "cgroup.procs").read_text().split()}
+        assert (following.tree.cpu_ns() or 0) < burnt
+        tree.freeze()
+        assert "frozen 0" in (cgroup / "cgroup.events").read_text() and tree.kill_all() == 0
+        assert live_pids([following.pid], wait_s=0) == [following.pid]
+    assert live_pids([following.pid]) == []
+
+
+@needs_cgroup_v2
+def test_a_cgroup_that_still_holds_a_process_is_never_given_to_the_next_bot(tmp_path: Path) -> None:
+    if "pids" not in host_support().cgroups:
+        pytest.skip("the host's pids controller is in the v2 cgroup: a process cannot be in one of a bot's alone")
+    stray = subprocess.Popen(["sleep", "60"])
+    held: list[dict[str, Path]] = []
+    try:
+        # A process in one of the bot's cgroups only (as a bot run as root could put itself): its v2 cgroup, where
+        # the kill looks, is empty; its pids cgroup is not. The slot is not kept.
+        first = containment.ProcessTree("first", max_processes=8)
+        held.append(dict(first.cgroups))
+        (first.cgroups["pids"] / "cgroup.procs").write_text(str(stray.pid))
+        first.close()
+        second = containment.ProcessTree("second", max_processes=8)
+        assert all(second.cgroups[key] != path for key, path in held[0].items())
+        # A slot kept empty that a process joined while it waited for the next bot is not handed out either.
+        held.append(dict(second.cgroups))
+        second.close()
+        (held[1][V2] / "cgroup.procs").write_text(str(stray.pid))
+        third = containment.ProcessTree("third", max_processes=8)
+        assert all(third.cgroups[key] != path for key, path in held[1].items())
+        third.close()
+    finally:
+        stray.kill()
+        stray.wait()
+    for paths in held:
+        for path in paths.values():
+            with contextlib.suppress(OSError):
+                path.rmdir()
+
+
+@needs_cgroup_v2
+def test_one_note_per_referee_and_output_directory_ends_only_its_own_cgroups_leftovers(tmp_path: Path) -> None:
+    """The note of a bot held by cgroups names the folders of its referee's cgroups and their names' prefix."""
+    import json
+
+    logs = tmp_path / "logs"
+    notes = logs / containment.RUNNING_DIR
+    trees = [containment.ProcessTree(name, note_dir=notes) for name in ("a", "b")]
+    sleepers = [subprocess.Popen(["sleep", "60"]) for _ in trees]
+    try:
+        for tree, sleeper in zip(trees, sleepers, strict=True):
+            tree.started(sleeper.pid)
+        assert [path.name for path in notes.glob("*.json")] == [f"referee-{os.getpid()}.json"]
+        note = json.loads((notes / f"referee-{os.getpid()}.json").read_text())
+        assert note["cgroup_prefix"] and str(host_support().cgroups[V2]) in note["cgroup_folders"]
+        # A dead referee's note, and a cgroup beside its own in the same folder that is not its: only its own goes.
+        base = host_support().cgroups[V2]
+        mine, other = base / "bdead-1", base / "bother-1"
+        mine.mkdir()
+        other.mkdir()
+        try:
+            (mine / "cgroup.procs").write_text(str(sleepers[0].pid))
+            (other / "cgroup.procs").write_text(str(sleepers[1].pid))
+            dead = {**note, "referee": [os.getpid(), 1], "cgroup_prefix": "bdead"}  # the same pid, another start
+            (notes / "dead.json").write_text(json.dumps(dead))
+            assert end_leftovers(logs) == 1
+            assert live_pids([sleepers[0].pid]) == [] and live_pids([sleepers[1].pid], wait_s=0) == [sleepers[1].pid]
+            assert not mine.exists() and not (notes / "dead.json").exists()
+            assert (notes / f"referee-{os.getpid()}.json").exists()  # a live referee's: kept
+        finally:
+            sleepers[1].kill()
+            sleepers[1].wait()
+            for folder in (mine, other):
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
+    finally:
+        for sleeper in sleepers:
+            sleeper.kill()
+            sleeper.wait()
+        for tree in trees:
+            tree.close()
+    # Kept while the process may start more bots there, and dropped at the end of its command.
+    assert (notes / f"referee-{os.getpid()}.json").exists()
+    containment.drop_idle_notes()
+    assert not list(notes.glob("*.json"))
 
 
 def _standin_v2(root: Path, controllers: str) -> Path:

@@ -27,8 +27,12 @@ with the strongest means the host allows, detected once (`host_support`), never 
 
 Every bot gets `PR_SET_PDEATHSIG` = SIGKILL, set between fork and exec by a thread that lives as long
 as the referee (the signal follows the death of the *thread* that forked, so trio's short-lived worker
-threads cannot be used). Each running bot is noted in `<log dir>/running/`, so a run started again on the
-same output directory ends what a killed referee left behind (`end_leftovers`).
+threads cannot be used). Each running bot is noted in `<log dir>/running/` (with cgroups, by one note per
+referee that names where its cgroups are), so a run started again on the same output directory ends what a
+killed referee left behind (`end_leftovers`).
+
+A bot's cgroups are made once and kept by the referee for its next bots when the bot leaves them empty
+(`_CgroupPool`): a mkdir and rmdir per hierarchy and bot cost more than the rest of a start and stop.
 """
 
 from __future__ import annotations
@@ -67,6 +71,7 @@ __all__ = [
     "ProcessTree",
     "detect_host",
     "die_with_parent",
+    "drop_idle_notes",
     "end_leftovers",
     "host_support",
     "probe_v2",
@@ -97,7 +102,8 @@ FREEZE_WAIT_S = 1.0
 KILL_ROUNDS = 20
 MIB = 1024 * 1024
 RUNNING_DIR = "running"
-"""Under the log directory: one small JSON file per running bot, for `end_leftovers`."""
+"""Under the log directory: small JSON files, one per referee whose bots there are in cgroups and one per bot
+tracked through /proc, for `end_leftovers`."""
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
@@ -449,6 +455,274 @@ def host_support() -> HostSupport:
     return support
 
 
+# -- the bots' cgroups, kept for the next bot --------------------------------------------------------------
+
+POOL_IDLE_MAX = 16
+"""Empty cgroup slots kept per kind (`_CgroupPool`) for the next bots; one more ended is removed."""
+
+
+class _Slot:
+    """One bot's cgroups, one per hierarchy it joins (`V2`, and v1 controllers' names), with the control files the
+    referee reads kept open and what it wrote to the others remembered, so that a slot a bot left empty serves the
+    next bot as it is (`_CgroupPool`): a mkdir and an rmdir per hierarchy, the copy of the parent's cpuset and an
+    open per file read cost the referee more than the rest of a bot's start and stop together (measured).
+
+    Its files are named by the cgroup's key and the file's name, their paths built once (pathlib's joins, hashes and
+    comparisons cost more than the reads themselves).
+    """
+
+    def __init__(self, paths: dict[str, Path], *, pooled: bool) -> None:
+        self.paths = paths
+        self.pooled = pooled
+        """Given back to the pool when its bot ends and leaves it empty (else removed)."""
+        self.written: dict[tuple[str, str], str] = {}
+        """(key, file) -> the text the file holds: written here, or the kernel's default in a new cgroup."""
+        self._files: dict[tuple[str, str], str] = {}
+        self._fds: dict[tuple[str, str], int] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def make(cls, bases: dict[str, Path], name: str, *, pooled: bool) -> _Slot:
+        """A new slot: a cgroup named `name` in each base. OSError (nothing left made) if one cannot be made."""
+        slot = cls({}, pooled=pooled)
+        try:
+            for key, base in bases.items():
+                path = base / name
+                path.mkdir()
+                slot.paths[key] = path
+                if key == "cpuset":  # v1: a new cpuset has no cores and no memory nodes until given its parent's
+                    _copy_cpuset(path, base)
+                    slot.written[key, "cpuset.cpus"] = (path / "cpuset.cpus").read_text().strip()
+                else:  # v2: empty, the parent's cores
+                    slot.written[key, "cpuset.cpus"] = ""
+                slot.written[key, "pids.max"] = "max"
+        except OSError:
+            slot.remove(wait=False)
+            raise
+        return slot
+
+    def file(self, key: str, name: str) -> str:
+        """The path of one of its cgroups' files."""
+        path = self._files.get((key, name))
+        if path is None:
+            path = self._files[key, name] = os.path.join(self.paths[key], name)
+        return path
+
+    def set(self, key: str, name: str, text: str) -> None:
+        """Write a control file unless it already holds `text`."""
+        if self.written.get((key, name)) != text:
+            self.written.pop((key, name), None)  # unknown if the write fails
+            _write(self.paths[key] / name, text)
+            self.written[key, name] = text
+
+    def fd(self, key: str, name: str) -> int | None:
+        """A descriptor of one of its control files, opened once and kept (None if it cannot be opened)."""
+        with self._lock:
+            fd = self._fds.get((key, name))
+            if fd is None:
+                try:
+                    fd = os.open(self.file(key, name), os.O_RDONLY | os.O_CLOEXEC)
+                except OSError:
+                    return None
+                self._fds[key, name] = fd
+            return fd
+
+    def read(self, key: str, name: str) -> bytes | None:
+        """A control file that the kernel renders anew at every read (v2 `cgroup.procs`, `cgroup.events`,
+        `cpu.stat`, v1 `pids.current`, `cpuacct.usage`), read through a descriptor kept open: a microsecond, where
+        an open, a read and a close took twenty. None if it cannot be read."""
+        fd = self.fd(key, name)
+        if fd is None:
+            return None
+        try:
+            return os.pread(fd, 65536, 0)
+        except OSError:
+            return None
+
+    def procs(self, key: str) -> list[int] | None:
+        """The processes in one of the slot's cgroups (None: unreadable). v1's `cgroup.procs` is a list the kernel
+        keeps per open file, so it is opened afresh; v2's is read again in place."""
+        try:
+            if key == V2:
+                data = self.read(key, "cgroup.procs")
+            else:
+                with open(self.file(key, "cgroup.procs"), "rb") as procs:
+                    data = procs.read()
+            return None if data is None else [int(pid) for pid in data.split()]
+        except (OSError, ValueError):
+            return None
+
+    def empty(self) -> bool:
+        """Whether no process is in any of its cgroups, zombies not yet reaped included (v1 `pids.current` counts
+        them): only then can the next bot have it."""
+        for key in self.paths:
+            if key == "pids":
+                data = self.read(key, "pids.current")
+                if data is None or data.strip() != b"0":
+                    return False
+            elif self.procs(key) != []:
+                return False
+        return True
+
+    def close_files(self) -> None:
+        with self._lock:
+            for fd in self._fds.values():
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            self._fds.clear()
+
+    def remove(self, *, wait: bool = True) -> bool:
+        """Remove its cgroups (an emptied cgroup may take a moment to go: retried for half a second if `wait`);
+        whether all are gone."""
+        self.close_files()
+        gone = True
+        for path in self.paths.values():
+            for _ in range(50 if wait else 1):
+                try:
+                    path.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    if wait:
+                        time.sleep(0.01)
+            else:
+                gone = False
+        return gone
+
+
+class _CgroupPool:
+    """This process's empty cgroup slots (`_Slot`), by the bases they are in, for the next bots to start
+    (`process_wide.CGROUP_POOL`).
+
+    A slot goes back to the pool only when its bot's end left every one of its cgroups empty and thawed; the next
+    bot's limits (`pids.max`, `cpuset.cpus`) are written over the last one's where they differ, and its CPU is
+    counted from what the slot's `cpu.stat` says at its start. A bot with a memory limit gets cgroups of its own,
+    made for it and removed after it (a memory cgroup keeps the pages charged to it, and its OOM count). Every
+    cgroup this process makes is named with its `prefix`, which its running-bots note gives (`end_leftovers`): the
+    folder of a referee that is gone can be a new one's of the same pid. The idle slots are removed when the
+    process exits; a killed referee's are removed by the next one (`_sweep`, `end_leftovers`).
+    """
+
+    def __init__(self) -> None:
+        self.prefix = f"b{secrets.token_hex(4)}"
+        self._lock = threading.Lock()
+        self._idle: dict[tuple[tuple[str, Path], ...], list[_Slot]] = {}
+        self._made = 0
+        atexit.register(self.remove_idle)
+
+    def name(self) -> str:
+        with self._lock:
+            self._made += 1
+            return f"{self.prefix}-{self._made}"
+
+    def take(self, bases: dict[str, Path]) -> _Slot:
+        """An idle slot in these bases, else a new one (OSError if it cannot be made)."""
+        key = tuple(sorted(bases.items()))
+        while True:
+            with self._lock:
+                idle = self._idle.get(key)
+                slot = idle.pop() if idle else None
+            if slot is None:
+                return _Slot.make(bases, self.name(), pooled=True)
+            if slot.empty():  # still there and still empty: nothing joined it or removed it meanwhile
+                return slot
+            slot.remove(wait=False)
+
+    def give(self, slot: _Slot) -> bool:
+        """Keep an empty slot for the next bot; False (the caller removes it) when enough are kept already."""
+        key = tuple(sorted((name, path.parent) for name, path in slot.paths.items()))
+        with self._lock:
+            idle = self._idle.setdefault(key, [])
+            if len(idle) >= POOL_IDLE_MAX:
+                return False
+            idle.append(slot)
+        return True
+
+    def remove_idle(self) -> None:
+        with self._lock:
+            slots = [slot for idle in self._idle.values() for slot in idle]
+            self._idle.clear()
+        for slot in slots:
+            slot.remove(wait=False)
+
+
+def _cgroup_pool() -> _CgroupPool:
+    return process_wide.CGROUP_POOL.get(_CgroupPool)
+
+
+class _RunningNotes:
+    """The running-bots notes of this process's bots held by cgroups (`process_wide.RUNNING_NOTES`): one per output
+    directory, not one per bot.
+
+    Such a note names the folders that hold all this process's bots' cgroups and the prefix of their names
+    (`_CgroupPool`), which is all `end_leftovers` needs. It is written when the first bot of the directory starts and
+    kept while the process may start more there: a file written and removed per bot cost more than the rest of its
+    start (a new file on a busy file system), and a note of a referee still running is never acted upon. It goes
+    when the command ends (`drop_idle_notes`) or the process exits, unless bots still run there. Bots tracked
+    through /proc keep a note each, which lists their processes as they are found.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._running: dict[Path, int] = {}
+        """Output directory (the notes' folder) -> how many of its bots run now (0: noted, idle)."""
+        self._note: bytes | None = None
+        atexit.register(self.drop_idle)
+
+    def hold(self, note_dir: Path, support: HostSupport) -> None:
+        with self._lock:
+            count = self._running.get(note_dir)
+            self._running[note_dir] = (count or 0) + 1
+            if count is not None:
+                return
+            if self._note is None:
+                folders = [*support.cgroups.values(), *([support.memory] if support.memory is not None else [])]
+                note = {
+                    "referee": [os.getpid(), process_start_time(os.getpid())],
+                    "processes": [],
+                    "cgroups": [],
+                    "cgroup_folders": [str(folder) for folder in folders],
+                    "cgroup_prefix": _cgroup_pool().prefix,
+                }
+                self._note = json.dumps(note).encode()
+            try:
+                note_dir.mkdir(parents=True, exist_ok=True)
+                _running_note(note_dir).write_bytes(self._note)
+            except OSError as error:
+                log.warning("cannot note this referee's bots in %s: %s", note_dir, error)
+
+    def release(self, note_dir: Path) -> None:
+        with self._lock:
+            if self._running.get(note_dir):
+                self._running[note_dir] -= 1
+
+    def drop_idle(self) -> None:
+        """Remove the notes of the directories where no bot of this process runs now."""
+        with self._lock:
+            for note_dir, count in list(self._running.items()):
+                if count == 0:
+                    del self._running[note_dir]
+                    with contextlib.suppress(OSError):
+                        _running_note(note_dir).unlink()
+
+
+def drop_idle_notes() -> None:
+    """At the end of a command: remove this process's running-bots notes where none of its bots runs any more (a
+    process that exits removes them too)."""
+    notes = process_wide.RUNNING_NOTES.peek()
+    if notes is not None:
+        notes.drop_idle()
+
+
+def _running_notes() -> _RunningNotes:
+    return process_wide.RUNNING_NOTES.get(_RunningNotes)
+
+
+def _running_note(note_dir: Path) -> Path:
+    return note_dir / f"referee-{os.getpid()}.json"
+
+
 _SHELL = shutil.which("sh")
 _SETPRIV = shutil.which("setpriv")
 """util-linux's setpriv: sets the death signal (`--pdeathsig`) and execs, so no Python runs in a bot's child."""
@@ -596,6 +870,18 @@ def _referee_children() -> list[int] | None:
     return pids
 
 
+def _orphans() -> list[int] | None:
+    """The children of the referee's main thread: where the kernel re-parents the orphans of a bot's tree (to the
+    first live thread of the child subreaper, its main thread), one file where `_referee_children` reads one per
+    thread. None where the kernel has no `children` file."""
+    pid = os.getpid()
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", "rb") as children:
+            return [int(child) for child in children.read().split()]
+    except OSError:
+        return _referee_children()
+
+
 def reap_lost_sessions(keep: Iterable[int] = (), wait_s: float = 0.5) -> None:
     """Reap zombie children of the referee that lead sessions of their own (bots: re-parented to the subreaper when
     the play worker that started them was lost), except `keep` (processes someone else waits for)."""
@@ -678,8 +964,9 @@ def _locked(method: F) -> F:
 class ProcessTree:
     """All the processes of one bot: joined to its cgroups before its program starts, or tracked in /proc.
 
-    Create it, pass `preexec` and `environment()` to the spawn, call `started(pid)`, and `close()` at the
-    end of the bot's life (kills whatever is left, removes the cgroups and the running-bots note).
+    Create it, pass `preexec` and `environment()` to the spawn, call `started(pid)`, and `close()` (or first
+    `close_at_once()`, on the event loop) at the end of the bot's life: it kills whatever is left, gives the
+    emptied cgroups back to the pool (or removes them) and drops the bot from its running-bots note.
     """
 
     def __init__(
@@ -713,13 +1000,22 @@ class ProcessTree:
         self._cores = cores
         self._note: Path | None = None
         self._note_dir = note_dir
+        self._note_held = False
+        """Whether this bot counts in its referee's note (`_RunningNotes`): bots in cgroups."""
         self.cgroups: dict[str, Path] = {}
         self.limit_in_force = "none"
         self._lock = threading.RLock()
         """Ending the tree runs on a worker thread; sampling and freezing on the referee's."""
         self._cpu_fd: int | None = None
         self._cpu_v2 = False  # the file open is v2's cpu.stat (else v1's cpuacct.usage)
-        """The cgroup's CPU file (v2 `cpu.stat` or v1 `cpuacct.usage`), kept open (`cpu_ns`)."""
+        """The cgroup's CPU file (v2 `cpu.stat` or v1 `cpuacct.usage`), kept open (`cpu_ns`): by the slot."""
+        self._cpu_start = 0
+        """What the CPU file said when the bot got its cgroups (a slot's earlier bots), ns."""
+        self._slot: _Slot | None = None
+        self._closed = False
+        """Once closed, a tree touches its cgroups no more: they may be another bot's already (`_CgroupPool`)."""
+        self._last_cpu: int | None = None
+        """`cpu_ns` at the close, returned after it."""
         self._walked_at = -TREE_WALK_INTERVAL_S  # when /proc was last walked for the tree's CPU (no cgroups)
         if self.support.uses_cgroups:
             self._make_cgroups()
@@ -727,31 +1023,40 @@ class ProcessTree:
     # -- setting up --------------------------------------------------------------------------------
 
     def _make_cgroups(self) -> None:
-        label = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.name)[:40]
-        bases = dict(self.support.cgroups)
+        """The bot's cgroups: an empty slot of the pool's (`_CgroupPool`), or new ones for a bot with a memory limit.
+
+        The v1 cpuset controller only sets a bot's cores: a bot without cores set stays in the referee's cpuset."""
+        v2 = self.support.v2_controllers
+        bases = {key: base for key, base in self.support.cgroups.items() if key != "cpuset" or self._cores}
         if self.memory_mb is not None and self.support.memory_cgroup == "v1" and self.support.memory is not None:
             bases["memory"] = self.support.memory
-        v2 = self.support.v2_controllers
+        pool = _cgroup_pool()
         try:
-            for key, base in bases.items():
-                path = base / f"{label}-{self.token}"
-                path.mkdir()
-                self.cgroups[key] = path
-                if key == "cpuset":
-                    _copy_cpuset(path, base)
-            cpuset = self.cgroups.get(V2) if "cpuset" in v2 else self.cgroups.get("cpuset")
-            if self._cores and cpuset is not None:
-                _write(cpuset / "cpuset.cpus", _cpu_list(self._cores))
-            pids = self.cgroups.get(V2) if "pids" in v2 else self.cgroups.get("pids")
-            if self.max_processes is not None and pids is not None:
-                _write(pids / "pids.max", str(self.max_processes))
-                self.limit_in_force = f"pids.max={self.max_processes} (cgroup {'v2' if 'pids' in v2 else 'v1'})"
+            if self.memory_mb is None:
+                self._slot = pool.take(bases)
+            else:
+                label = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.name)[:40]
+                self._slot = _Slot.make(bases, f"{pool.name()}-{label}", pooled=False)
+            slot = self._slot
+            self.cgroups = dict(slot.paths)
+            cpuset = V2 if "cpuset" in v2 else "cpuset"
+            if cpuset in slot.paths:  # a slot's last bot may have had other cores, or some where this one has none
+                slot.set(cpuset, "cpuset.cpus", _cpu_list(self._cores or ()))
+            pids = V2 if "pids" in v2 else "pids"
+            if pids in slot.paths:
+                slot.set(pids, "pids.max", "max" if self.max_processes is None else str(self.max_processes))
+                if self.max_processes is not None:
+                    self.limit_in_force = f"pids.max={self.max_processes} (cgroup {'v2' if 'pids' in v2 else 'v1'})"
             if self.memory_mb is not None:
                 self._limit_memory(self.memory_mb * MIB)
+            self._cpu_start = self._read_cpu() or 0
         except OSError as error:
             log.warning("bot %s: cannot set up its cgroups (%s); tracking it through /proc", self.name, error)
-            self._remove_cgroups()
+            if self._slot is not None:
+                self._slot.remove()
+            self._slot = None
             self.cgroups = {}
+            self._cpu_fd = None
             self.limit_in_force = "none"
             self.memory_limit = None
 
@@ -850,9 +1155,10 @@ class ProcessTree:
 
     def started(self, pid: int) -> None:
         self.pid = pid
-        start = process_start_time(pid)
-        if start is not None:
-            self._seen[(pid, start)] = 0
+        if not self.cgroups:  # tracked through /proc, by pid and start time (in cgroups, by the cgroup)
+            start = process_start_time(pid)
+            if start is not None:
+                self._seen[(pid, start)] = 0
         self._write_note()
 
     # -- what is in it -----------------------------------------------------------------------------
@@ -864,11 +1170,14 @@ class ProcessTree:
         return [pid for pid, _ in self.sample()]
 
     def _cgroup_pids(self) -> list[int]:
-        path = self.cgroups.get(V2) or self.cgroups.get("pids") or next(iter(self.cgroups.values()))
-        try:
-            return [int(line) for line in (path / "cgroup.procs").read_text().split()]
-        except OSError:
+        if self._closed or self._slot is None:
             return []
+        key = V2 if V2 in self.cgroups else "pids" if "pids" in self.cgroups else next(iter(self.cgroups))
+        return self._slot.procs(key) or []
+
+    def anything_left(self) -> bool:
+        """Whether some process of the bot may still run: its cgroup holds one, or (without cgroups) always."""
+        return not self.cgroups or bool(self._cgroup_pids())
 
     @_locked
     def sample(self) -> list[tuple[int, int]]:
@@ -928,26 +1237,17 @@ class ProcessTree:
         samples).
 
         Read four times a move, so the cgroup's file is kept open and read again in place (a few microseconds,
-        where opening it each time cost about a hundred).
+        where opening it each time cost about a hundred). A slot's cgroups count its earlier bots' CPU too: what
+        they said at this bot's start is taken off.
         """
+        if self._closed:
+            return self._last_cpu
         if self._cpu_fd is not None or V2 in self.cgroups or "cpuacct" in self.cgroups:
             with self._lock:  # `close` may run on another thread: never read a descriptor it closed
-                if self._cpu_fd is None:  # the path is built once, when the file is opened
-                    v2 = self.cgroups.get(V2)
-                    path = v2 / "cpu.stat" if v2 is not None else self.cgroups["cpuacct"] / "cpuacct.usage"
-                    try:
-                        self._cpu_fd = os.open(path, os.O_RDONLY)
-                    except OSError:
-                        return None
-                    self._cpu_v2 = v2 is not None
-                try:
-                    data = os.pread(self._cpu_fd, 64, 0)
-                    if not self._cpu_v2:
-                        return int(data)
-                    # "usage_usec N" first: the kernel's exact runtime of the cgroup's tasks, in microseconds.
-                    return int(data.split(b"\n", 1)[0].split()[1]) * 1000
-                except (OSError, ValueError, IndexError):
-                    return None
+                if self._closed:
+                    return self._last_cpu
+                used = self._read_cpu()
+                return None if used is None else used - self._cpu_start
         if self.pid is None:
             return None
         # Without cgroups: the main process exactly (its CPU clock, all its threads), and the rest of the tree as
@@ -968,6 +1268,25 @@ class ProcessTree:
             return ticks * _NS_PER_TICK
         return main_ns + (ticks - main_ticks) * _NS_PER_TICK
 
+    def _read_cpu(self) -> int | None:
+        """What the cgroup's CPU file says (v2 `cpu.stat`'s usage, v1 `cpuacct.usage`), ns; None without one."""
+        if self._cpu_fd is None:  # the path is built once, when the file is opened
+            v2 = V2 in self.cgroups
+            if self._slot is None or not (v2 or "cpuacct" in self.cgroups):
+                return None
+            self._cpu_fd = self._slot.fd(V2, "cpu.stat") if v2 else self._slot.fd("cpuacct", "cpuacct.usage")
+            if self._cpu_fd is None:
+                return None
+            self._cpu_v2 = v2
+        try:
+            data = os.pread(self._cpu_fd, 64, 0)
+            if not self._cpu_v2:
+                return int(data)
+            # "usage_usec N" first: the kernel's exact runtime of the cgroup's tasks, in microseconds.
+            return int(data.split(b"\n", 1)[0].split()[1]) * 1000
+        except (OSError, ValueError, IndexError):
+            return None
+
     # -- control -----------------------------------------------------------------------------------
 
     @property
@@ -977,7 +1296,7 @@ class ProcessTree:
     @_locked
     def freeze(self) -> None:
         """Stop every process of the bot (cgroup freezer, else SIGSTOP to each) until `thaw`."""
-        if self.frozen:
+        if self.frozen or self._closed:
             return
         self.frozen = True
         if self._set_frozen(True):
@@ -986,7 +1305,7 @@ class ProcessTree:
 
     @_locked
     def thaw(self) -> None:
-        if not self.frozen:
+        if not self.frozen or self._closed:
             return
         self.frozen = False
         self._set_frozen(False)
@@ -1006,11 +1325,14 @@ class ProcessTree:
     @_locked
     def kill_all(self) -> int:
         """SIGKILL every process of the bot still alive, reap those re-parented to the referee; how many."""
+        if self._closed:
+            return 0
         killed: dict[int, int | None] = {}
         v2 = self.cgroups.get(V2)
         if v2 is not None and self.support.v2_kill and self._kill_v2(v2, killed):
-            self._set_frozen(False)
-            self.frozen = False
+            if self.frozen:
+                self._set_frozen(False)
+                self.frozen = False
             self._reap(killed)
             return len(killed)
         froze = False
@@ -1074,14 +1396,15 @@ class ProcessTree:
         """
         referee = os.getpid()
         left = False
-        if not os.path.isdir("/proc"):
-            return left
         ours = {pid for pid, _ in self._seen}
         if self.pid is not None:
             ours.add(self.pid)
         # In cgroups nothing of the bot escaped its net: what is left of it can only be the referee's children
-        # (re-parented to the subreaper), a handful of files to read rather than every process on the host.
-        children = _referee_children() if self.cgroups else None
+        # (re-parented to the subreaper: to its main thread, `_orphans`), one file to read rather than every
+        # process on the host.
+        children = _orphans() if self.cgroups else None
+        if children is None and not os.path.isdir("/proc"):
+            return left
         candidates = (
             children if children is not None else [int(e.name) for e in os.scandir("/proc") if e.name.isdigit()]
         )
@@ -1100,17 +1423,45 @@ class ProcessTree:
 
     @_locked
     def close(self) -> None:
-        """The end of the bot's life: kill what is left, remove its cgroups and its note."""
+        """The end of the bot's life: kill what is left, give back or remove its cgroups, drop its note. May wait (for
+        the kills, for zombies to reap): on a thread of its own, or `close_at_once` first."""
+        if self._closed:
+            return
         self.kill_all()
+        self._finish()
+
+    def close_at_once(self) -> bool:
+        """`close`, if nothing is left to kill or wait for (the bot's cgroups are empty, no orphan of it is still
+        exiting, its slot goes back to the pool): a few reads, so it can run on the event loop. False (nothing done)
+        when `close` is needed, or another thread is busy with the tree (killing it)."""
+        if not self._lock.acquire(blocking=False):
+            return False
+        try:
+            if self._closed:
+                return True
+            slot = self._slot
+            if slot is None or not slot.pooled or self.frozen or self._reap_orphans() or not slot.empty():
+                return False
+            self._finish(empty=True)
+            return True
+        finally:
+            self._lock.release()
+
+    def _finish(self, *, empty: bool = False) -> None:
+        """What `close` does once the bot's processes are gone (`empty`: its slot is known to be empty)."""
         self.memory_killed()  # read before its cgroup goes
-        with self._lock:
-            if self._cpu_fd is not None:
-                os.close(self._cpu_fd)
-                self._cpu_fd = None
-        self._remove_cgroups()
+        self._last_cpu = self.cpu_ns()
+        self._closed = True
+        self._cpu_fd = None  # the slot's
+        slot, self._slot = self._slot, None
+        if slot is not None and not (slot.pooled and (empty or slot.empty()) and _cgroup_pool().give(slot)):
+            self._remove_cgroups(slot)
         if self._note is not None:
             with contextlib.suppress(OSError):
                 self._note.unlink()
+        if self._note_held and self._note_dir is not None:
+            _running_notes().release(self._note_dir)
+            self._note_held = False
 
     def memory_killed(self) -> bool:
         """Whether the kernel's OOM killer ended a process of the bot for going over its memory cgroup's limit.
@@ -1131,21 +1482,18 @@ class ProcessTree:
                 self.oom_killed = _read_pairs(self.cgroups["memory"] / "memory.failcnt").get("", 0) > 0
         return self.oom_killed
 
-    def _remove_cgroups(self) -> None:
-        for path in self.cgroups.values():
-            for _ in range(50):
-                try:
-                    path.rmdir()
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    time.sleep(0.01)
-            else:
-                log.warning("bot %s: cannot remove its cgroup %s", self.name, path)
+    def _remove_cgroups(self, slot: _Slot) -> None:
+        if not slot.remove():
+            left = [str(path) for path in slot.paths.values() if path.exists()]
+            log.warning("bot %s: cannot remove its cgroup %s", self.name, ", ".join(left))
 
     def _write_note(self) -> None:
         if self._note_dir is None or self.pid is None:
+            return
+        if self.cgroups:  # one note per referee and output directory says where all its bots' cgroups are
+            if not self._note_held and not self._closed:
+                _running_notes().hold(self._note_dir, self.support)
+                self._note_held = True
             return
         note = {
             "referee": [os.getpid(), process_start_time(os.getpid())],
@@ -1217,8 +1565,9 @@ def _set_freezer(path: Path, state: str) -> bool:
 def end_leftovers(log_dir: Path) -> int:
     """Kill the processes a previous referee on this output directory left running; how many.
 
-    Reads the notes in `<log_dir>/running/` written by `ProcessTree`; only processes whose pid and start
-    time still match, and only when the referee that wrote the note is gone.
+    Reads the notes in `<log_dir>/running/` written by `ProcessTree` (a bot's processes and cgroups) and by
+    `_RunningNotes` (the folders of a referee's bots' cgroups, and the prefix of their names); only processes whose
+    pid and start time still match, and only when the referee that wrote the note is gone.
     """
     folder = log_dir / RUNNING_DIR
     if not folder.is_dir():
@@ -1231,7 +1580,12 @@ def end_leftovers(log_dir: Path) -> int:
             if referee_start is not None and _alive(int(referee_pid), int(referee_start)):
                 continue  # a referee still running there: not ours to end
             pids = {int(pid): int(start) for pid, start in note.get("processes", [])}
-            for cgroup in note.get("cgroups", []):
+            cgroups = [str(cgroup) for cgroup in note.get("cgroups", [])]
+            prefix = note.get("cgroup_prefix")
+            for parent in note.get("cgroup_folders", []) if prefix else []:
+                with contextlib.suppress(OSError):
+                    cgroups += [str(entry) for entry in Path(parent).iterdir() if entry.name.startswith(f"{prefix}-")]
+            for cgroup in cgroups:
                 with contextlib.suppress(OSError, ValueError):
                     for line in (Path(cgroup) / "cgroup.procs").read_text().split():
                         pid = int(line)
@@ -1248,7 +1602,7 @@ def end_leftovers(log_dir: Path) -> int:
                     os.kill(pid, signal.SIGKILL)
                     killed[pid] = start
         ended += len(killed)
-        for cgroup in note.get("cgroups", []):
+        for cgroup in cgroups:
             freezer = Path(cgroup)
             if (freezer / "freezer.state").exists():
                 _set_freezer(freezer, "THAWED")

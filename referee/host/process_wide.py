@@ -8,6 +8,11 @@ runs in one process share none of it. What is left is what the operating system 
   forked by a thread that lives as long as the referee, and one such thread is enough.
 - `SPAWNER_CORES`: the cores that thread had when it started. It pins itself to a bot's cores for each spawn (a
   vfork child takes its parent thread's affinity) and goes back to these.
+- `CGROUP_POOL`: the empty cgroups this process made for bots, kept for the next bots
+  (`referee.host.containment._CgroupPool`): cgroups are the process's (in a folder named by its pid), and removed when it
+  exits.
+- `RUNNING_NOTES`: the output directories where this process noted that it runs bots held by cgroups, and how many
+  run there now (`referee.host.containment._RunningNotes`): the note names the process.
 - `LAG_MONITOR`: the thread that measures how late this process runs (`referee.timing.latency.HostLagMonitor`). It
   measures the host and the process's interpreter lock, which every game in the process shares: one per
   process, started while some bot needs it.
@@ -39,15 +44,17 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 
 if TYPE_CHECKING:
     from referee.cluster.dask import _WorkerGames
-    from referee.host.containment import _Spawner
+    from referee.host.containment import _CgroupPool, _RunningNotes, _Spawner
     from referee.play.reader import _StderrHub
     from referee.timing.latency import HostLagMonitor
 
 __all__ = [
+    "CGROUP_POOL",
     "DASK_WORKER_GAMES",
     "LAG_MONITOR",
     "LEFTOVERS_ENDED",
     "PLAY_WORKERS",
+    "RUNNING_NOTES",
     "SPAWNER",
     "SPAWNER_CORES",
     "STDERR_HUB",
@@ -83,6 +90,8 @@ SPAWNER: Lazy[_Spawner] = Lazy("spawner")
 SPAWNER_CORES: Lazy[list[int]] = Lazy("spawner cores")
 """Made by the spawner thread itself, at its first spawn."""
 LAG_MONITOR: Lazy[HostLagMonitor] = Lazy("lag monitor")
+CGROUP_POOL: Lazy[_CgroupPool] = Lazy("cgroup pool")
+RUNNING_NOTES: Lazy[_RunningNotes] = Lazy("running-bots notes")
 PLAY_WORKERS: set[int] = set()
 LEFTOVERS_ENDED: set[Path] = set()
 STDERR_HUB: Lazy[_StderrHub] = Lazy("stderr hub")

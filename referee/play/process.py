@@ -775,14 +775,14 @@ class BotProcess(BotChannel):
             with trio.move_on_after(grace_s):
                 with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
                     await self._send_stream.send_all(encode(Quit(type="quit")))
-                with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                    await self._send_stream.aclose()
+                _close_now(process.stdin)  # the end of its input
                 await process.wait()
         # Grandchildren share the group; the leader's pid is the group id (start_new_session=True).
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, signal.SIGKILL)
-        await process.wait()
-        if self.tree is not None:
+        if not process.exited.is_set():
+            await process.wait()
+        if self.tree is not None and not self.tree.close_at_once():
             # Kills whatever is left of the tree (waiting for the kills: not on the event loop), then removes it.
             await trio.to_thread.run_sync(self.tree.close)
         self.session.gone("stopped")
@@ -793,9 +793,15 @@ class BotProcess(BotChannel):
             # it (the pipe holds no more than the copy takes on a stop) without waiting for a drain period. A
             # process that escaped every net may still hold stderr open: stopping does not wait for it either.
             await self._stderr.stop()
-        for stream in (self._send_stream, self._receive_stream, self.process.stderr):
-            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                await stream.aclose()
+        for stream in (process.stdin, process.stdout, process.stderr):
+            _close_now(stream)
+
+
+def _close_now(stream: trio.abc.AsyncResource) -> None:
+    """Close a process's pipe at once: closing a descriptor needs no trip through the event loop (`aclose` makes one,
+    three of them a bot's stop)."""
+    if isinstance(stream, trio.lowlevel.FdStream):
+        stream.close()
 
 
 def _check_program(spec: BotSpec, env: dict[str, str]) -> None:
@@ -876,10 +882,12 @@ async def open_bot(
             f"cannot start bot {spec.name!r}: its working directory {str(spec.dir)!r} does not exist;"
             " fix the bot's dir setting"
         )
-    # Hidden from a sandboxed bot: the output directory (log_dir's parent) and the other bots' folders.
-    own = spec.dir.resolve() if spec.dir is not None else None
-    others = {path.resolve() for path in hidden} - {own}
-    private = [log_dir.absolute(), log_dir.absolute().parent, *sorted(others)]
+    private: list[Path] = []
+    if spec.sandbox:
+        # Hidden from a sandboxed bot: the output directory (log_dir's parent) and the other bots' folders.
+        own = spec.dir.resolve() if spec.dir is not None else None
+        others = {path.resolve() for path in hidden} - {own}
+        private = [log_dir.absolute(), log_dir.absolute().parent, *sorted(others)]
     log_dir.mkdir(parents=True, exist_ok=True)
     _end_leftovers_once(log_dir)
     tree = ProcessTree(
@@ -932,10 +940,14 @@ async def open_bot(
 
 def _end_leftovers_once(log_dir: Path) -> None:
     """The first time this referee uses an output directory: end the bots a killed referee left there."""
+    if log_dir.is_absolute() and log_dir in process_wide.LEFTOVERS_ENDED:
+        return  # seen under this name already: no need to resolve it again at every start
     key = log_dir.resolve()
     if key not in process_wide.LEFTOVERS_ENDED:
         process_wide.LEFTOVERS_ENDED.add(key)
         end_leftovers(log_dir)
+    if log_dir.is_absolute():
+        process_wide.LEFTOVERS_ENDED.add(log_dir)
 
 
 async def _watch_exit(bot: BotProcess) -> None:
@@ -960,7 +972,8 @@ async def _watch_exit(bot: BotProcess) -> None:
                 nursery.start_soon(track)
                 await bot.process.watch()
                 nursery.cancel_scope.cancel()
-        await trio.to_thread.run_sync(tree.kill_all)
+        if tree.anything_left():  # most bots leave an empty cgroup: nothing to kill, and no thread to wait on
+            await trio.to_thread.run_sync(tree.kill_all)
 
 
 class BotHost:
