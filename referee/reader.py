@@ -58,6 +58,8 @@ _RECORD_BYTES = 1 << 21
 """The reader's buffer for one record: above any write the send buffer lets through, unless the bot raised it."""
 _SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux's value where Python does not name it
 _ANCILLARY_BYTES = socket.CMSG_SPACE(16) if hasattr(socket, "CMSG_SPACE") else 64
+_MSG_TRUNC = int(socket.MSG_TRUNC)  # a plain int: the flag enum's `&` costs more than the rest of a record's read
+_SOL_SOCKET = int(socket.SOL_SOCKET)
 _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 _STOP_DRAIN_CHUNKS = 16
 """At most this many chunks are taken from a bot's stderr once its copy is stopped."""
@@ -138,14 +140,14 @@ def _receive_record(sock: socket.socket, buffer: memoryview) -> tuple[bytes, int
     size, ancillary, flags, _ = sock.recvmsg_into([buffer], _ANCILLARY_BYTES)
     sent = None
     for level, kind, payload in ancillary:
-        if level == socket.SOL_SOCKET and kind == _SO_TIMESTAMPNS and len(payload) >= 16:
+        if level == _SOL_SOCKET and kind == _SO_TIMESTAMPNS and len(payload) >= 16:
             seconds, nanoseconds = struct.unpack("qq", payload[:16])
             wall, monotonic = time.time_ns(), time.monotonic_ns()
             sent = seconds * 1_000_000_000 + nanoseconds - (wall - monotonic)
     if size == 0 and sent is not None:
         return None
     data = buffer[:size].tobytes()
-    if flags & socket.MSG_TRUNC:
+    if flags & _MSG_TRUNC:
         log.warning("a bot wrote more than %d bytes in one write to stdout: counted as an over-long line", size)
         data += b"x" * (MAX_LINE_BYTES + 1)
     return data, sent
