@@ -58,6 +58,7 @@ _RECORD_BYTES = 1 << 21
 """The reader's buffer for one record: above any write the send buffer lets through, unless the bot raised it."""
 _SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux's value where Python does not name it
 _ANCILLARY_BYTES = socket.CMSG_SPACE(16) if hasattr(socket, "CMSG_SPACE") else 64
+_STAMP = struct.Struct("qq")  # a timespec: seconds, nanoseconds
 _MSG_TRUNC = int(socket.MSG_TRUNC)  # a plain int: the flag enum's `&` costs more than the rest of a record's read
 _SOL_SOCKET = int(socket.SOL_SOCKET)
 _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
@@ -141,7 +142,7 @@ def _receive_record(sock: socket.socket, buffer: memoryview) -> tuple[bytes, int
     sent = None
     for level, kind, payload in ancillary:
         if level == _SOL_SOCKET and kind == _SO_TIMESTAMPNS and len(payload) >= 16:
-            seconds, nanoseconds = struct.unpack("qq", payload[:16])
+            seconds, nanoseconds = _STAMP.unpack_from(payload)
             wall, monotonic = time.time_ns(), time.monotonic_ns()
             sent = seconds * 1_000_000_000 + nanoseconds - (wall - monotonic)
     if size == 0 and sent is not None:
@@ -316,9 +317,10 @@ class OutputReader:
                 if fd >= 0:
                     poller.register(fd, select.POLLIN)
         timeout_ms = max(0, -(-(until_ns - time.monotonic_ns()) // 1_000_000))  # rounded up: never early
-        ready = {fd for fd, _ in poller.poll(timeout_ms)}
-        if not ready:
+        events = poller.poll(timeout_ms)
+        if not events:
             return "timeout"
+        ready = {fd for fd, _ in events}
         if self._fd in ready:
             return "ready"
         # The bot exited (its tree is being ended, then its output ends): wait through the loop until then.
