@@ -87,8 +87,8 @@ class MoveTimer:
         self._limit = limit_ns
         self._stamped = stamped
         # The start sample: the bot's total wait for a CPU and its CPU clock, what the host's share of a late move
-        # is measured from (their values now cannot be read later).
-        waited = self._waited = probe.cpu_wait_ns()
+        # is measured from (their values now cannot be read later). A move with no deadline is never late.
+        waited = self._waited = None if limit_ns is None else probe.cpu_wait_ns()
         self._cpu_from = None if waited is None else probe.cpu_clock_ns()
         watch = None
         if waited is not None and lag.monitors and probe.input_unread() is not None:

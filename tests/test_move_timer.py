@@ -103,9 +103,10 @@ def test_a_move_in_time_reads_the_probe_at_its_start_only() -> None:
     assert probe.reads == ["wait", "cpu"] and not asked  # nothing of the host is read for a move in time
 
 
-def test_no_deadline_no_due_time() -> None:
-    timer = started(ScriptedProbe(), Now(), limit_ms=None)
-    assert timer.due_ns is None
+def test_a_move_with_no_deadline_has_no_due_time_and_reads_nothing() -> None:
+    probe = ScriptedProbe()
+    timer = started(probe, Now(), limit_ms=None)
+    assert timer.due_ns is None and probe.reads == []
 
 
 @pytest.mark.parametrize(
