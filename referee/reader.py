@@ -43,6 +43,7 @@ __all__ = [
     "OutputReader",
     "StderrCopier",
     "TurnWrite",
+    "held_moves",
     "sole_game_loop",
     "stamped_stdout",
     "stdout_pair",
@@ -255,6 +256,20 @@ def sole_game_loop(interrupt_fds: Sequence[int]) -> Iterator[None]:
         _sole.interrupts = None
 
 
+@contextlib.contextmanager
+def held_moves(due_ns: Callable[[], int | None], flush: Callable[[], None]) -> Iterator[None]:
+    """While a game plays in a sole game loop (`sole_game_loop`): the moves it holds back for a batch
+    (`referee.play.MoveBatches`) are handed on (`flush()`) by its blocking wait for a reply once they are due
+    (`due_ns()`, monotonic ns; None: none held), not only at its next move: a move is never held longer than
+    the batch allows, however long the next one takes."""
+    previous = getattr(_sole, "held", None)
+    _sole.held = (due_ns, flush)
+    try:
+        yield
+    finally:
+        _sole.held = previous
+
+
 class OutputReader:
     """Reads a bot's stdout (a stamped socket or a pipe) in the event loop that plays its games.
 
@@ -316,10 +331,19 @@ class OutputReader:
             for fd in watched:
                 if fd >= 0:
                     poller.register(fd, select.POLLIN)
-        timeout_ms = max(0, -(-(until_ns - time.monotonic_ns()) // 1_000_000))  # rounded up: never early
-        events = poller.poll(timeout_ms)
-        if not events:
-            return "timeout"
+        held: tuple[Callable[[], int | None], Callable[[], None]] | None = getattr(_sole, "held", None)
+        while True:
+            wake_ns = until_ns
+            due = None if held is None else held[0]()
+            if due is not None and due < wake_ns:
+                wake_ns = due  # moves held for a batch are due first
+            timeout_ms = max(0, -(-(wake_ns - time.monotonic_ns()) // 1_000_000))  # rounded up: never early
+            events = poller.poll(timeout_ms)
+            if events:
+                break
+            if wake_ns == until_ns or held is None:
+                return "timeout"
+            held[1]()  # hand on the held moves, then wait on
         ready = {fd for fd, _ in events}
         if self._fd in ready:
             return "ready"

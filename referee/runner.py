@@ -77,6 +77,7 @@ from referee.game import Limits
 from referee.latency import LatencySummary, LatencyTally, is_void_for_lag
 from referee.match import Ended, HeadToHead, head_to_head
 from referee.play import BotPool, MoveRelay, PlayLoop, ProcessPlayLoop, play_in_pool
+from referee.reader import held_moves
 from referee.record import BotInfo, GameRecord, GameSettings, PlayedMove, Termination
 from referee.recovery import (
     GAMES_FILE as GAMES_FILE,
@@ -301,9 +302,11 @@ class GameSlot:
         relay: MoveRelay | None,
     ) -> tuple[GameRecord, set[str]]:
         try:
-            record = await play_in_pool(
-                self._pool, game_id, black, white, settings, None if relay is None else relay.push, self._limits
-            )
+            if relay is None:
+                record = await play_in_pool(self._pool, game_id, black, white, settings, None, self._limits)
+            else:
+                with held_moves(relay.due_ns, relay.flush_due):
+                    record = await play_in_pool(self._pool, game_id, black, white, settings, relay.push, self._limits)
         finally:
             if relay is not None:
                 relay.flush()
