@@ -81,6 +81,12 @@ class LineBuffer:
             raise self._error
         if not isinstance(data, bytes):
             data = bytes(data)
+        elif not self._pending:
+            # The usual chunk, one whole line (a reply: a bot writes its line at once): no loop, no copy.
+            end = data.find(b"\n")
+            if 0 <= end == len(data) - 1 and end < self._max:
+                line = data[:end]
+                return [line[:-1] if line.endswith(b"\r") else line]
         lines: list[bytes] = []
         start = 0
         # The content of a line (its \r included) may hold max - 1 bytes: the newline takes the last one.

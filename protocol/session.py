@@ -16,7 +16,7 @@ plain objects with those attributes do as well as the pydantic models of `protoc
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Protocol
 
 __all__ = [
@@ -181,13 +181,15 @@ class Session:
 
     # -- what the bot writes ---------------------------------------------------------------------------------
 
-    def received(self, message: BotSays, *, quote: str = "") -> None:
-        """Check one message from the bot against the state; ProtocolViolation (and BROKEN) if not allowed."""
+    def received(self, message: BotSays, *, quote: str | Callable[[], str] = "") -> None:
+        """Check one message from the bot against the state; ProtocolViolation (and BROKEN) if not allowed. `quote`
+        shows the line in the reason (a function: made only for a violation)."""
         kind = message.type
         state = self.state
         next_state = BOT_MAY_SEND[state].get(kind)
         if next_state is None:
-            raise self.violation(VIOLATION[state].format(kind=kind, quote=quote))
+            shown = quote() if callable(quote) else quote
+            raise self.violation(VIOLATION[state].format(kind=kind, quote=shown))
         if kind == "pong":
             ping_id: int = getattr(message, "id", 0)
             if ping_id > self._pinged:

@@ -151,7 +151,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
-        containment = sys.modules.get("referee.containment")  # not imported: no bot was started
+        containment = sys.modules.get("referee.host.containment")  # not imported: no bot was started
         if containment is not None:
             containment.drop_idle_notes()  # the command's bots are all stopped: its running-bots notes go
 

@@ -21,7 +21,7 @@ import trio.testing
 from protocol.framing import LineBuffer
 from protocol.messages import TimeControl, Turn, encode, parse_referee_line
 from protocol.rules import BLACK, Position
-from referee.play.game import INFO_BUDGET_CHARS, MAX_INFOS_PER_MOVE, Limits, _Game, run_game
+from referee.play.game import INFO_BUDGET_CHARS, MAX_INFOS_PER_MOVE, Limits, _Game, _move_record, run_game
 from referee.play.process import BotChannel, open_bot
 from referee.play.reader import TurnWrite
 from referee.record import GameRecord, GameSettings, MoveRecord, Termination
@@ -437,6 +437,25 @@ def test_hand_built_turn_line_is_the_protocol_turn() -> None:
         assert line.endswith(b"\n") and line.count(b"\n") == 1
         assert parse_referee_line(line) == expected
         assert json.loads(line) == json.loads(encode(expected))
+
+
+def test_a_move_record_made_on_the_per_move_path_is_what_model_construct_makes() -> None:
+    fields: dict[str, Any] = {
+        "color": BLACK,
+        "move": "d5d4",
+        "elapsed_ms": 12.5,
+        "clock_ms": 900,
+        "latency_ms": 0.1,
+        "infos": [{"depth": 3}],
+        "infos_dropped": 2,
+        "cpu_ms": 11.0,
+        "opponent_cpu_ms": None,
+    }
+    made, constructed = _move_record(dict(fields)), MoveRecord.model_construct(**fields)
+    assert made == constructed and made.model_fields_set == constructed.model_fields_set
+    assert made.model_dump_json() == constructed.model_dump_json()
+    made.opponent_cpu_ms = 3.0  # still a model: assignment works as on any other
+    assert MoveRecord.model_validate_json(made.model_dump_json()).opponent_cpu_ms == 3.0
 
 
 async def test_stray_pong_is_a_protocol_fault_and_a_late_one_is_not(autojump_clock: trio.testing.MockClock) -> None:

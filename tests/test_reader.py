@@ -19,9 +19,20 @@ import trio
 import trio.testing
 
 from protocol.framing import MAX_LINE_BYTES
+from protocol.rules import Position
 from protocol.session import State
+from referee.play.loop import RELAY_INTERVAL_S, MoveBatches
 from referee.play.process import BotChannel
-from referee.play.reader import OutputReader, StderrCopier, TurnWrite, stamped_stdout, stdout_pair
+from referee.play.reader import (
+    OutputReader,
+    StderrCopier,
+    TurnWrite,
+    held_moves,
+    sole_game_loop,
+    stamped_stdout,
+    stdout_pair,
+)
+from referee.record import MoveRecord
 from tests.test_session import session_in
 
 TURN = b'{"type":"turn","game_id":"g","moves":[],"clock":{}}\n'
@@ -288,3 +299,25 @@ def test_a_slow_turn_write_reads_the_bot_s_cpu_clock(monkeypatch: pytest.MonkeyP
     finally:
         os.close(r)
         os.close(w)
+
+
+def test_a_move_held_for_a_batch_is_handed_on_by_the_wait_for_the_next_reply() -> None:
+    # Two moves at once: the first goes, the second waits for the next batch. The bot then thinks for longer than a
+    # batch: the held move must go while the referee waits for its reply, not once the reply comes.
+    sent: list[list[str]] = []
+    batches = MoveBatches(lambda moves: sent.append([move.move for move, _ in moves]))
+    position = Position(3, 3)
+    ours, theirs = stdout_pair()
+    interrupt_r, interrupt_w = os.pipe()
+    try:
+        reader = OutputReader(ours)
+        with sole_game_loop([interrupt_r]), held_moves(batches.due_ns, batches.flush_due):
+            batches.push(MoveRecord.model_construct(move="a1b1"), position)
+            batches.push(MoveRecord.model_construct(move="pass"), position)
+            assert sent == [["a1b1"]] and batches.due_ns() is not None
+            # No reply comes: the wait times out, having handed on the held move on the way.
+            assert reader.wait(time.monotonic_ns() + 5 * round(RELAY_INTERVAL_S * 1e9)) == "timeout"
+        assert sent == [["a1b1"], ["pass"]] and batches.due_ns() is None
+    finally:
+        for fd in (ours, theirs, interrupt_r, interrupt_w):
+            os.close(fd)

@@ -9,8 +9,8 @@ runs in one process share none of it. What is left is what the operating system 
 - `SPAWNER_CORES`: the cores that thread had when it started. It pins itself to a bot's cores for each spawn (a
   vfork child takes its parent thread's affinity) and goes back to these.
 - `CGROUP_POOL`: the empty cgroups this process made for bots, kept for the next bots
-  (`referee.host.containment._CgroupPool`): cgroups are the process's (in a folder named by its pid), and removed when it
-  exits.
+  (`referee.host.containment._CgroupPool`): cgroups are the process's (in a folder named by its pid), and
+  removed when it exits.
 - `RUNNING_NOTES`: the output directories where this process noted that it runs bots held by cgroups, and how many
   run there now (`referee.host.containment._RunningNotes`): the note names the process.
 - `LAG_MONITOR`: the thread that measures how late this process runs (`referee.timing.latency.HostLagMonitor`). It

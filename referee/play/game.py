@@ -2,13 +2,14 @@
 
 `run_game` measures every move itself: from immediately before the turn line is written to the bot's write of
 the reply line's last byte (`BotChannel.last_line_ns`: the kernel's stamp on a stamped socket, else when the
-read returned), and charges exactly that (`referee.timing.clock`). A move past its
-deadline loses on time only if the bot's overrun is larger than the referee's own measured lateness during
-that move (`referee.timing.latency`); otherwise the game is VOID, with a reason naming the referee's lag. The
-handshake and the new-game exchange have their own limits (`Limits`) and are not charged. While a bot thinks
-it is pinged, so a hung bot is told from a slow one. Every way a bot can fail becomes a forfeit with a reason
-a person can act on and the bot's last stderr lines; an unexpected error in the referee's own code makes the
-game VOID (never scored). Cancellation propagates: the caller records ABORTED if it wants.
+read returned), and charges exactly that (`referee.timing.clock`). A move past its deadline loses on time only
+if the bot's overrun is larger than the referee's own measured lateness during that move
+(`referee.timing.latency`), as the move's timer judges it (`referee.timing.move_timer`); otherwise the game is
+VOID, with a reason naming the referee's lag. The handshake and the new-game exchange have their own limits
+(`Limits`) and are not charged. While a bot thinks it is pinged, so a hung bot is told from a slow one. Every
+way a bot can fail becomes a forfeit with a reason a person can act on and the bot's last stderr lines; an
+unexpected error in the referee's own code makes the game VOID (never scored). Cancellation propagates: the
+caller records ABORTED if it wants.
 
 The per-move path is kept lean (no validation of our own messages, one rules call per move) because the
 referee's own time is never charged to a bot and a fast game should not be slowed by its referee.
@@ -21,7 +22,7 @@ import json
 import logging
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, NoReturn
 
@@ -40,13 +41,12 @@ from referee.play.process import (
     BotTimeout,
     BotUnresponsive,
 )
-from referee.play.reader import TurnWrite
 from referee.play.solver_worker import solve_elsewhere
 from referee.record import GameRecord, GameSettings, MoveRecord, OptionValue, Termination
 from referee.run.hints import with_hint
 from referee.timing.clock import NS_PER_MS, Charge, GameClock
-from referee.timing.latency import LagWindow, ReadWatch, cpu_pressure
-from referee.timing.rules import HELD_CPU_NS, GiveUp, Overrun, host_kept, judge, past_deadline, write_lag
+from referee.timing.move_timer import MoveTimer
+from referee.timing.rules import Judgement
 
 __all__ = ["Limits", "run_game"]
 
@@ -108,26 +108,36 @@ def _info_chars(info: Info) -> int:
     return 64 + len(info.text or "") + 8 * len(info.pv or ())
 
 
-def _held_off_cpu(bot: BotChannel, cpu_from: int | None) -> bool:
-    """Whether the host, not the bot, may be what is late: its main thread is ready to run and its process has
-    used less than `HELD_CPU_NS` of CPU since `cpu_from` (its CPU time when its deadline was first judged).
-    A bot that sleeps, or thinks on past its deadline, or cannot be watched is not held."""
-    sample = bot.probe.cpu_sample()
-    return sample is not None and cpu_from is not None and sample[0] and sample[1] - cpu_from < HELD_CPU_NS
+_new_object = object.__new__
+_set = object.__setattr__
+_MOVE_FIELD_NAMES = frozenset(MoveRecord.model_fields)
 
 
-def _host_kept_ns(bot: BotChannel, waited: int | None, cpu_from: int | None, wall_ns: int) -> int:
-    """`timing.host_kept` over the bot's run-queue wait and CPU time since its totals were `waited` and `cpu_from`
-    (sampled at the move's start, `wall_ns` ago)."""
-    now_wait = None if waited is None else bot.probe.cpu_wait_ns()
-    wait = None if waited is None or now_wait is None else now_wait - waited
-    cpu_now = None if cpu_from is None else bot.probe.cpu_clock_ns()
-    cpu = None if cpu_from is None or cpu_now is None else cpu_now - cpu_from
-    return host_kept(wait, cpu, wall_ns)
+def _move_record(fields: dict[str, Any]) -> MoveRecord:
+    """A `MoveRecord` of `fields` (every field, trusted): what `model_construct` makes, without its per-field walk
+    through defaults and aliases (on the per-move path it cost more than the rest of the record's making)."""
+    record = _new_object(MoveRecord)
+    _set(record, "__dict__", fields)
+    _set(record, "__pydantic_fields_set__", set(_MOVE_FIELD_NAMES))
+    _set(record, "__pydantic_extra__", None)
+    _set(record, "__pydantic_private__", None)
+    return record
 
 
-def _write_lag(turn: TurnWrite, cpu_from: int | None) -> int:
-    return write_lag(turn.write_ns, turn.write_cpu_ns, cpu_from)
+_PARSED: dict[str, Move] = {}
+"""Move texts already parsed (a move is immutable; a board has a few thousand texts at most)."""
+_PARSED_MAX = 1 << 14
+
+
+def _parse_move(text: str) -> Move:
+    """`Move.parse`, remembered (InvalidMoveError for text that is not a move)."""
+    move = _PARSED.get(text)
+    if move is None:
+        move = Move.parse(text)
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.clear()
+        _PARSED[text] = move
+    return move
 
 
 class _Game:
@@ -165,13 +175,30 @@ class _Game:
         # construct-and-dump of the whole history costs more than everything else the referee does.
         # Move texts are safe to quote as they are: each one passed Move.parse.
         self._turn_prefix = b'{"type":"turn","game_id":' + json.dumps(game_id).encode() + b',"moves":['
-        self._history: list[bytes] = [b'"%s"' % str(m).encode() for m in self.position.history]
+        self._history = b",".join(b'"%s"' % str(m).encode() for m in self.position.history)
+        """The moves so far as the turn line lists them (each quoted, comma-separated), grown by each move."""
         self._bot_names = {color: self.bots[color].name for color in COLORS}
+        clock = self.clock
+        self._clock_fixed = {
+            color: b'"increment_ms":%d,"move_limit_ms":%s,'
+            % (clock.increment_ms(color), _json_int(clock.move_limit_ms(color)))
+            for color in COLORS
+        }
+        """The parts of each side's turn clock that never change in a game (its time control's)."""
+        self._periods = any(clock.moves_to_go(color) is not None for color in COLORS)
         self._info_budget = dict.fromkeys(COLORS, INFO_BUDGET_CHARS)
         self._cpu_game_ms = dict.fromkeys(COLORS, 0.0)
         self._cpu_mark: dict[Color, int | None] = {}
         """Each bot's CPU time (ns) at the end of its last move: what it uses from then to its next turn is its
         CPU on the opponent's move, known at its next turn (one read of its CPU a turn, not two)."""
+        self._infos: deque[Info] = deque(maxlen=MAX_INFOS_PER_MOVE)
+        """The latest infos of the move in progress: a bot may send as many as it likes on its own clock, but the
+        referee's memory must not grow with them."""
+        self._infos_seen = 0
+        """Infos the bot sent during the move in progress, kept or not."""
+        self._cpu_limit_ms = {color: self._cpu_limit(color) for color in COLORS}
+        self._ping_interval_ns = round(limits.ping_interval_s * 1e9)
+        self._ping_timeout_ns = round(limits.ping_timeout_s * 1e9)
         self._unpublished: MoveRecord | None = None
         """The last move, not yet given to `on_move`: its opponent's CPU during it is known only at the next turn."""
 
@@ -259,89 +286,55 @@ class _Game:
     def _turn_line(self, color: Color) -> bytes:
         """The `Turn` message as a line (the same JSON `encode(Turn(...))` gives; a test checks it)."""
         clock = self.clock
-        return b"%s%s],%s}\n" % (
+        return b'%s%s],"clock":{"black_ms":%s,"white_ms":%s,%s"moves_to_go":%s}}\n' % (
             self._turn_prefix,
-            b",".join(self._history),
-            b'"clock":{"black_ms":%s,"white_ms":%s,"increment_ms":%d,"move_limit_ms":%s,"moves_to_go":%s}'
-            % (
-                _json_int(clock.remaining_ns(BLACK), NS_PER_MS),
-                _json_int(clock.remaining_ns(WHITE), NS_PER_MS),
-                clock.increment_ms(color),
-                _json_int(clock.move_limit_ms(color)),
-                _json_int(clock.moves_to_go(color)),
-            ),
+            self._history,
+            _json_int(clock.remaining_ns(BLACK), NS_PER_MS),
+            _json_int(clock.remaining_ns(WHITE), NS_PER_MS),
+            self._clock_fixed[color],
+            _json_int(clock.moves_to_go(color)) if self._periods else b"null",
         )
 
     async def _turn(self, color: Color) -> None:
+        """One move: send the turn → await the reply or the timer → charge → judge → apply.
+
+        Its time is the move's timer's (`referee.timing.move_timer`): from immediately before the turn's write to the
+        bot's write of its reply, judged against the deadline with the host's share of a late move measured."""
         bot = self.bots[color]
         clock = self.clock
         line = self._turn_line(color)
-        limit_ns = clock.deadline_ns(color)
         bot.check_idle()
         cpu_before = self._before_turn(color)
         self._off_turn(color, cpu_before)
-        probe = bot.probe
-        waited = probe.cpu_wait_ns()
-        cpu_from = None if waited is None else probe.cpu_clock_ns()
-        watch = None
-        if waited is not None and bot.lag_source.monitors and probe.input_unread() is not None:
-            # The monitor notes how long the host kept the bot from reading this turn (its wait for a CPU).
-            watch = ReadWatch(lambda: probe.input_unread() or 0, probe.cpu_wait_ns, waited)
-        # The bot's time runs from immediately before the write (`send_turn` says when): a bot may answer before
-        # the write returns. The lag window opens a moment before that, so it covers the whole move.
-        asleep = watch is not None and probe.asleep_on_input()
-        opened = bot.now_ns()
-        window = bot.lag_source.open(opened, watch)
-
-        def written(start: int) -> None:
-            # Called once the turn's last byte went in.
-            if watch is not None:
-                watch.deadline_ns = None if limit_ns is None else start + limit_ns
-                watch.asleep_from_ns = start if asleep else None
-                watch.written = True
-
+        timer = MoveTimer(bot.probe, bot.lag_source, bot.now_ns, clock.deadline_ns(color), stamped=bot.replies_stamped)
         try:
-            turn = await bot.send_turn(line, written)
-            infos: deque[Info] = deque(maxlen=MAX_INFOS_PER_MOVE)
-            reply, infos_seen, held_since = await self._await_move(
-                bot, turn, opened, limit_ns, window, infos, waited, cpu_from
-            )
-            start = turn.start_ns or opened
-            end = bot.last_line_ns if reply is not None else bot.now_ns()
-            # The monitor's stalls matter where the reply was timed at its read; a reply the kernel stamped at the
-            # bot's write, from a turn stamped at its own write, is timed exactly however late the referee ran.
-            monitor_ns = 0 if reply is not None and bot.replies_stamped else window.lag_ns(end)
-            lag_ns = max(monitor_ns, _write_lag(turn, cpu_from))
-            before_read_ns = window.wait_before_read_ns()
-            before_write_ns = 0
-            if watch is not None and reply is not None:
-                # The host may stop the bot between the end of its own clock and its write (`ReadWatch`).
-                before_write_ns = watch.wait_before_write_ns(end, probe.cpu_wait_ns())
-        finally:
-            window.close()
-        charge = clock.charge(color, end - start, timed_out=reply is None)
-        if not charge.in_time:
-            self._late(
-                color,
-                charge,
-                Overrun(
-                    elapsed_ns=charge.elapsed_ns,
-                    overrun_ns=charge.overrun_ns,
-                    allowed_ns=charge.allowed_ns or 0,
-                    limit_ns=limit_ns or 0,
+            timer.begin(await bot.send_turn(line, timer.written))
+            reply = await self._await_reply(bot, timer)
+            measured = timer.stop(bot.last_line_ns if reply is not None else bot.now_ns(), answered=reply is not None)
+            charge = clock.charge(color, measured.elapsed_ns, timed_out=reply is None)
+            if not charge.in_time:
+                verdict = timer.judge(
+                    measured,
+                    charge,
                     margin_ns=clock.margin_ns,
-                    answered=reply is not None,
-                    lag_ns=lag_ns,
-                    before_read_ns=before_read_ns,
-                    before_write_ns=before_write_ns,
-                    bot_wait_ns=_host_kept_ns(bot, waited, cpu_from, end - start),
-                    held_ns=bot.now_ns() - held_since if held_since else 0,
-                ),
-            )
+                    who=f"{color} ({self._bot_names[color]})",
+                    opponent_cpu_ns=lambda: self._off_turn_cpu_ns(color.other),
+                )
+                assert verdict is not None
+                self._late(color, charge, verdict)
+        finally:
+            timer.close()
         assert reply is not None
-        text = reply.move
+        kept = self._apply(color, reply.move, charge, measured.lag_ns, cpu_before)
+        if self._node_limits[color] is not None or self.adjudicator is not None:
+            await self._after_move(color, kept)
+
+    def _apply(
+        self, color: Color, text: str, charge: Charge, lag_ns: int, cpu_before: int | None
+    ) -> list[dict[str, Any]]:
+        """Play a move in time on the board and record it (BotIllegalMove for one the rules refuse); the infos kept."""
         try:
-            move = Move.parse(text)
+            move = _parse_move(text)
         except InvalidMoveError:
             shown = text if len(text) <= 40 else f"{text[:40]}..."
             raise BotIllegalMove(
@@ -352,28 +345,31 @@ class _Game:
             self.position.push(move)
         except IllegalMoveError as error:
             raise BotIllegalMove(f"illegal move {error}") from None
-        self._history.append(b'"%s"' % text.encode())
-        cpu_after = bot.cpu_ns()
+        self._history += b',"%s"' % text.encode() if self._history else b'"%s"' % text.encode()
+        cpu_after = self.bots[color].cpu_ns()
         self._cpu_mark[color] = cpu_after
         cpu_ms = None if cpu_before is None or cpu_after is None else max(0, cpu_after - cpu_before) / NS_PER_MS
         remaining = charge.remaining_ns
+        infos = self._infos
         kept = self._keep_infos(color, infos) if infos else []
-        record = MoveRecord.model_construct(
-            color=color,
-            move=text,
-            elapsed_ms=charge.elapsed_ns / NS_PER_MS,
-            clock_ms=None if remaining is None else remaining // NS_PER_MS,
-            latency_ms=lag_ns / NS_PER_MS,
-            infos=kept,
-            infos_dropped=infos_seen - len(kept),
-            cpu_ms=cpu_ms,
-            opponent_cpu_ms=None,  # known at the opponent's next turn (`_off_turn`)
+        record = _move_record(
+            {
+                "color": color,
+                "move": text,
+                "elapsed_ms": charge.elapsed_ns / NS_PER_MS,
+                "clock_ms": None if remaining is None else remaining // NS_PER_MS,
+                "latency_ms": lag_ns / NS_PER_MS,
+                "infos": kept,
+                "infos_dropped": self._infos_seen - len(kept),
+                "cpu_ms": cpu_ms,
+                "opponent_cpu_ms": None,  # known at the opponent's next turn (`_off_turn`)
+            }
         )
         self.moves.append(record)
         self._unpublished = record
-        self._check_cpu_limit(color, cpu_ms)
-        if self._node_limits[color] is not None or self.adjudicator is not None:
-            await self._after_move(color, kept)
+        if cpu_ms is not None:
+            self._check_cpu_limit(color, cpu_ms)
+        return kept
 
     async def _after_move(self, color: Color, infos: list[dict[str, Any]]) -> None:
         """Note an info over the bot's node limit; end the game if adjudication says so (`_Adjudicated`).
@@ -412,7 +408,7 @@ class _Game:
         used = None if mark is None or cpu_now is None else max(0, cpu_now - mark) / NS_PER_MS
         last = self._unpublished
         if last is not None and last.color != color:
-            last.opponent_cpu_ms = used
+            last.__dict__["opponent_cpu_ms"] = used  # a field already set (`_move_record`): no pydantic on the way
         self.publish()
         self._check_cpu_limit(color, used)
 
@@ -433,12 +429,17 @@ class _Game:
                 last.opponent_cpu_ms = max(0, cpu_now - mark) / NS_PER_MS
         self.publish()
 
+    def _cpu_limit(self, side: Color) -> float | None:
+        limit_s = self.bots[side].cpu_limit_s()
+        return None if limit_s is None else limit_s * 1000
+
     def _check_cpu_limit(self, side: Color, ms: float | None) -> None:
         """Add CPU milliseconds to the side's game total; a bot past its CPU limit for the game (on its turns and
         off them) loses on time."""
         total = self._cpu_game_ms[side] = self._cpu_game_ms[side] + (ms or 0.0)
-        limit_s = self.bots[side].cpu_limit_s()
-        if limit_s is not None and total > limit_s * 1000:
+        limit_ms = self._cpu_limit_ms[side]
+        if limit_ms is not None and total > limit_ms:
+            limit_s = limit_ms / 1000
             own = sum(m.cpu_ms or 0.0 for m in self.moves if m.color == side)
             reason = (
                 f"lost on CPU time: its processes used {total / 1000:.2f} s of CPU in this game"
@@ -446,28 +447,25 @@ class _Game:
                 f" over its limit of {limit_s:g} s per game"
             )
             self.bots[side].give_up(reason)
-            raise _Forfeit(side, BotTimeout(reason, overrun_ms=total - limit_s * 1000))
+            raise _Forfeit(side, BotTimeout(reason, overrun_ms=total - limit_ms))
 
-    def _late(self, color: Color, charge: Charge, move: Overrun) -> NoReturn:
-        """A move past its deadline: a loss on time, or a void game if the host was later than the bot
-        (`referee.timing.rules.judge`, which says what counts as the host's)."""
-        waiting = self.bots[color.other]
-        mark, cpu_now = self._cpu_mark.get(color.other), waiting.cpu_ns()
-        hog = None if mark is None or cpu_now is None else max(0, cpu_now - mark)
-        verdict = judge(
-            replace(move, opponent_cpu_ns=hog),
-            who=f"{color} ({self._bot_names[color]})",
-            pressure=cpu_pressure() if move.answered else None,
-        )
-        bot = self.bots[color]
+    def _off_turn_cpu_ns(self, side: Color) -> int | None:
+        """The CPU time `side`'s processes used since the end of its last move (None: not known)."""
+        mark, cpu_now = self._cpu_mark.get(side), self.bots[side].cpu_ns()
+        return None if mark is None or cpu_now is None else max(0, cpu_now - mark)
+
+    def _late(self, color: Color, charge: Charge, verdict: Judgement) -> NoReturn:
+        """A move past its deadline, as the timer judged it: lost on time, void for the host, or lost by the
+        opponent whose processes kept the host busy (`referee.timing.rules.judge`)."""
         if verdict.give_up:
-            bot.give_up(verdict.reason)
+            self.bots[color].give_up(verdict.reason)
+        overrun_ms = charge.overrun_ns / NS_PER_MS
         if verdict.opponent_lost:
-            waiting.give_up(verdict.reason)
-            raise _Forfeit(color.other, BotTimeout(verdict.reason, overrun_ms=charge.overrun_ns / NS_PER_MS))
+            self.bots[color.other].give_up(verdict.reason)
+            raise _Forfeit(color.other, BotTimeout(verdict.reason, overrun_ms=overrun_ms))
         if verdict.void:
-            raise _HostLate(verdict.reason, overrun_ms=charge.overrun_ns / NS_PER_MS, lag_ms=verdict.host_ms)
-        raise BotTimeout(verdict.reason, overrun_ms=charge.overrun_ns / NS_PER_MS)
+            raise _HostLate(verdict.reason, overrun_ms=overrun_ms, lag_ms=verdict.host_ms)
+        raise BotTimeout(verdict.reason, overrun_ms=overrun_ms)
 
     def _keep_infos(self, color: Color, infos: deque[Info]) -> list[dict[str, Any]]:
         """The infos of a move for its record: the latest ones that fit in what is left of the side's budget."""
@@ -483,108 +481,74 @@ class _Game:
         kept.reverse()
         return kept
 
-    async def _await_move(
-        self,
-        bot: BotChannel,
-        turn: TurnWrite,
-        opened: int,
-        limit_ns: int | None,
-        window: LagWindow,
-        infos: deque[Info],
-        waited: int | None = None,
-        cpu_from: int | None = None,
-    ) -> tuple[MoveReply | None, int, int]:
-        """Read until the move (None: the deadline passed first) and count the infos that came before it; the
-        third value is when a bot given up on past its deadline was first seen held off a CPU (0: it was not held).
+    async def _await_reply(self, bot: BotChannel, timer: MoveTimer) -> MoveReply | None:
+        """Read until the move, or None once the timer gives up on it (`MoveTimer.expired`: past the deadline and
+        the host's measured delay); the infos that come before it go to `_infos` (the latest ones) and are counted.
 
-        Times are in the bot channel's clock (ns). Past the deadline, the referee keeps listening for as long
-        as the host's measured delay (the referee's lateness, plus the bot's wait for a CPU since the move began,
-        from its totals `waited` and `cpu_from`): a reply in that time is judged by `_late` (a void game, not a
-        loss). A bot ready to run that hardly runs is waited for a while longer: its current wait is added to
-        its total only once it runs again.
-        Pings the bot while it thinks. `infos` keeps only the latest infos (its maxlen): a bot may send as many
-        as it likes on its own clock, but the referee's memory must not grow with them.
+        Times are in the bot channel's clock (ns). Pings the bot while it thinks: one without a pong for
+        `ping_timeout_s` is unresponsive (hung, not slow).
         """
-        limits = self.limits
-        interval_ns = round(limits.ping_interval_s * 1e9)
-        start = turn.start_ns or opened
-        check_at = start + interval_ns
-        pending: int | None = None  # the id of the ping waiting for its pong
+        infos = self._infos
+        infos.clear()
         seen = 0
-        grace = 0
-        held_from: int | None = None  # the bot's CPU time when it was first found ready to run past its deadline
-        held_since = 0  # when it was first found held off a CPU past its deadline (0: not yet)
-        deadline = None if limit_ns is None else start + limit_ns
+        check_at = timer.start_ns + self._ping_interval_ns
+        pending: int | None = None  # the id of the ping waiting for its pong
         while True:
-            wake_at = check_at if deadline is None else min(check_at, deadline + grace)
-            # In a loop that plays only this game, a blocking poll waits for the reply at a fraction of the cost
-            # of a wait through trio; it returns to trio for anything else the loop has to do.
-            if not bot.has_news():
-                # A cancellation the loop applied since this task last yielded: before a poll that would not see it.
-                await trio.lowlevel.checkpoint_if_cancelled()
-            waited_here = None if bot.has_news() else bot.wait_output(wake_at)
-            if waited_here == "interrupted":
-                await trio.lowlevel.checkpoint()
-                continue
-            if waited_here == "ready":
-                bot.catch_up(to_a_line=True)
-                if not bot.has_news():
-                    continue  # part of a line: wait again
-            if waited_here is None:
-                # One cancel scope per wait, for whichever comes first: a scope costs about as much as a round trip.
-                with trio.move_on_at(bot.to_trio_time(wake_at)) as scope:
-                    message = await bot.receive()
-                timed_out = scope.cancelled_caught
-            else:
-                timed_out = waited_here == "timeout"
-                if not timed_out:
-                    message = await bot.receive()  # a line is there: no wait
-            if timed_out:
-                # What had arrived by now counts, even if the loop was too busy to take it in.
-                bot.catch_up()
-                if bot.has_lines():
+            message = bot.next_buffered()
+            if message is None:
+                due = timer.due_ns
+                wake_at = check_at if due is None or check_at < due else due
+                if bot.has_news():
+                    state = None  # the output's end, a bad line, or a pause due in a flood: through `receive`
+                else:
+                    # A cancellation the loop applied since this task last yielded: before a poll that would not see it.
+                    await trio.lowlevel.checkpoint_if_cancelled()
+                    # In a loop that plays only this game, a blocking poll waits for the reply at a fraction of the
+                    # cost of a wait through trio; it returns to trio for anything else the loop has to do.
+                    state = bot.wait_output(wake_at)
+                if state == "ready":
+                    bot.catch_up(to_a_line=True)  # the line is taken at the top (or part of it: wait again)
                     continue
-                now = bot.now_ns()
-                if deadline is not None and now >= deadline + grace:
-                    kept = max(_host_kept_ns(bot, waited, cpu_from, now - start), window.wait_before_read_ns())
-                    delay = max(window.lag_ns(now), _write_lag(turn, cpu_from)) + kept
-
-                    def held() -> bool:
-                        nonlocal held_from
-                        if held_from is None:
-                            held_from = bot.probe.cpu_clock_ns()
-                        return _held_off_cpu(bot, held_from)
-
-                    decision = past_deadline(
-                        now_ns=now, deadline_ns=deadline, start_ns=start, delay_ns=delay, held=held
-                    )
-                    if isinstance(decision, GiveUp):
-                        return None, seen, held_since if decision.held else 0
-                    if decision.held_since:
-                        held_since = held_since or now
-                    grace = decision.grace_ns  # the host was late: give the bot as long again
+                if state == "interrupted":
+                    await trio.lowlevel.checkpoint()
                     continue
-                if now < check_at:
+                if state is None:
+                    # One cancel scope per wait, for whichever comes first: a scope costs about as much as a round trip.
+                    with trio.move_on_at(bot.to_trio_time(wake_at)):
+                        message = await bot.receive()
+                if message is None:
+                    # Timed out. What had arrived by now counts, even if the loop was too busy to take it in.
+                    bot.catch_up()
+                    if bot.has_lines():
+                        continue
+                    now = bot.now_ns()
+                    if due is not None and now >= due:
+                        if timer.expired(now):
+                            self._infos_seen = seen
+                            return None
+                        continue
+                    if now < check_at:
+                        continue
+                    if pending is not None:
+                        reason = (
+                            f"stopped answering pings: no pong to ping {pending} within {self.limits.ping_timeout_s:g}"
+                            f" s while thinking ({(now - timer.start_ns) / 1e9:.1f} s into its move)"
+                        )
+                        bot.give_up(reason)
+                        raise BotUnresponsive(reason)
+                    pending = await bot.send_ping()
+                    check_at = now + self._ping_timeout_ns
                     continue
-                if pending is not None:
-                    reason = (
-                        f"stopped answering pings: no pong to ping {pending} within {limits.ping_timeout_s:g} s"
-                        f" while thinking ({(now - start) / 1e9:.1f} s into its move)"
-                    )
-                    bot.give_up(reason)
-                    raise BotUnresponsive(reason)
-                pending = await bot.send_ping()
-                check_at = now + round(limits.ping_timeout_s * 1e9)
-                continue
             # The session lets only move, info and pong through during a turn.
             if isinstance(message, MoveReply):
-                return message, seen, 0
+                self._infos_seen = seen
+                return message
             if isinstance(message, Info):
                 infos.append(message)
                 seen += 1
             elif isinstance(message, Pong) and message.id == pending:
                 pending = None
-                check_at = bot.last_line_ns + interval_ns
+                check_at = bot.last_line_ns + self._ping_interval_ns
 
     # -- the end -------------------------------------------------------------------------------------
 

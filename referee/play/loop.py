@@ -64,6 +64,7 @@ MAX_OPEN_PER_SLOT = 4
 """Bot processes a slot keeps open; with many bots the least recently used is closed to make room."""
 RELAY_INTERVAL_S = 0.05
 """Moves reach the coordinator in batches at most this often (a person watching sees no difference)."""
+RELAY_INTERVAL_NS = round(RELAY_INTERVAL_S * 1e9)
 CLOSE_WAIT_S = 10.0
 """How long closing a play loop waits for its bots to stop (each has its own quit grace and kill)."""
 
@@ -210,19 +211,30 @@ class MoveBatches:
 
     `push` is the game's `on_move`; `send(moves)` gets each batch as (move, ply number) pairs. Every move handed
     on is complete (`run_game` gives it to `on_move` once its opponent's CPU is known) and is not touched again.
+    A move held for the next batch is due `RELAY_INTERVAL_S` after the last one went (`due_ns`): a game played in a
+    sole game loop hands it on then (`referee.play.reader.held_moves`, `flush_due`), however long its next move takes.
     """
 
     def __init__(self, send: Callable[[list[tuple[MoveRecord, int]]], None]) -> None:
         self._send = send
         self._moves: list[tuple[MoveRecord, int]] = []
-        self._due = 0.0
+        self._due = 0
 
     def push(self, move: MoveRecord, position: Position) -> None:
         self._moves.append((move, len(position.history)))
-        now = time.monotonic()
+        now = time.monotonic_ns()
         if now >= self._due:
-            self._due = now + RELAY_INTERVAL_S
+            self._due = now + RELAY_INTERVAL_NS
             self.flush()
+
+    def due_ns(self) -> int | None:
+        """When the moves held for the next batch are due (monotonic ns); None if none is held."""
+        return self._due if self._moves else None
+
+    def flush_due(self) -> None:
+        """Hand on the held moves at their due time; the next batch is due an interval later."""
+        self._due = time.monotonic_ns() + RELAY_INTERVAL_NS
+        self.flush()
 
     def flush(self) -> None:
         if self._moves:

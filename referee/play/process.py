@@ -346,6 +346,16 @@ class BotChannel:
         line, self.last_line_ns = self._lines.popleft()
         return line
 
+    def next_buffered(self) -> BotMessage | None:
+        """The next message if its line is in already (`receive` with no read and no wait), else None: also when a
+        pause for the other tasks is due (`YIELD_EVERY_LINES`), which `receive` makes."""
+        lines = self._lines
+        if not lines or (self._served + 1) % YIELD_EVERY_LINES == 0:
+            return None
+        self._served += 1
+        line, self.last_line_ns = lines.popleft()
+        return self._parse(line)
+
     async def _read_chunk(self) -> None:
         if self._reader is not None:
             data, stamp = await self._reader.receive()
@@ -431,7 +441,7 @@ class BotChannel:
             fault = _invalid_message_fault(line, error)
             raise self._violation(fault.reason) from None
         try:
-            self.session.received(message, quote=_quote(line))
+            self.session.received(message, quote=lambda: _quote(line))
         except ProtocolViolation as violation:
             raise BotProtocolError(violation.reason) from None
         return message
@@ -671,8 +681,9 @@ class BotProcess(BotChannel):
         return False
 
     def begin_turn(self) -> None:
-        if self.tree is not None:
-            self.tree.thaw()
+        tree = self.tree
+        if tree is not None and tree.frozen:  # looked at first: the thaw takes the tree's lock, at every move
+            tree.thaw()
 
     def cpu_limit_s(self) -> float | None:
         return self.spec.cpu_limit_s

@@ -43,6 +43,7 @@ __all__ = [
     "OutputReader",
     "StderrCopier",
     "TurnWrite",
+    "held_moves",
     "sole_game_loop",
     "stamped_stdout",
     "stdout_pair",
@@ -58,6 +59,9 @@ _RECORD_BYTES = 1 << 21
 """The reader's buffer for one record: above any write the send buffer lets through, unless the bot raised it."""
 _SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux's value where Python does not name it
 _ANCILLARY_BYTES = socket.CMSG_SPACE(16) if hasattr(socket, "CMSG_SPACE") else 64
+_STAMP = struct.Struct("qq")  # a timespec: seconds, nanoseconds
+_MSG_TRUNC = int(socket.MSG_TRUNC)  # a plain int: the flag enum's `&` costs more than the rest of a record's read
+_SOL_SOCKET = int(socket.SOL_SOCKET)
 _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 _STOP_DRAIN_CHUNKS = 16
 """At most this many chunks are taken from a bot's stderr once its copy is stopped."""
@@ -138,14 +142,14 @@ def _receive_record(sock: socket.socket, buffer: memoryview) -> tuple[bytes, int
     size, ancillary, flags, _ = sock.recvmsg_into([buffer], _ANCILLARY_BYTES)
     sent = None
     for level, kind, payload in ancillary:
-        if level == socket.SOL_SOCKET and kind == _SO_TIMESTAMPNS and len(payload) >= 16:
-            seconds, nanoseconds = struct.unpack("qq", payload[:16])
+        if level == _SOL_SOCKET and kind == _SO_TIMESTAMPNS and len(payload) >= 16:
+            seconds, nanoseconds = _STAMP.unpack_from(payload)
             wall, monotonic = time.time_ns(), time.monotonic_ns()
             sent = seconds * 1_000_000_000 + nanoseconds - (wall - monotonic)
     if size == 0 and sent is not None:
         return None
     data = buffer[:size].tobytes()
-    if flags & socket.MSG_TRUNC:
+    if flags & _MSG_TRUNC:
         log.warning("a bot wrote more than %d bytes in one write to stdout: counted as an over-long line", size)
         data += b"x" * (MAX_LINE_BYTES + 1)
     return data, sent
@@ -252,6 +256,20 @@ def sole_game_loop(interrupt_fds: Sequence[int]) -> Iterator[None]:
         _sole.interrupts = None
 
 
+@contextlib.contextmanager
+def held_moves(due_ns: Callable[[], int | None], flush: Callable[[], None]) -> Iterator[None]:
+    """While a game plays in a sole game loop (`sole_game_loop`): the moves it holds back for a batch
+    (`referee.play.loop.MoveBatches`) are handed on (`flush()`) by its blocking wait for a reply once they are due
+    (`due_ns()`, monotonic ns; None: none held), not only at its next move: a move is never held longer than
+    the batch allows, however long the next one takes."""
+    previous = getattr(_sole, "held", None)
+    _sole.held = (due_ns, flush)
+    try:
+        yield
+    finally:
+        _sole.held = previous
+
+
 class OutputReader:
     """Reads a bot's stdout (a stamped socket or a pipe) in the event loop that plays its games.
 
@@ -313,10 +331,20 @@ class OutputReader:
             for fd in watched:
                 if fd >= 0:
                     poller.register(fd, select.POLLIN)
-        timeout_ms = max(0, -(-(until_ns - time.monotonic_ns()) // 1_000_000))  # rounded up: never early
-        ready = {fd for fd, _ in poller.poll(timeout_ms)}
-        if not ready:
-            return "timeout"
+        held: tuple[Callable[[], int | None], Callable[[], None]] | None = getattr(_sole, "held", None)
+        while True:
+            wake_ns = until_ns
+            due = None if held is None else held[0]()
+            if due is not None and due < wake_ns:
+                wake_ns = due  # moves held for a batch are due first
+            timeout_ms = max(0, -(-(wake_ns - time.monotonic_ns()) // 1_000_000))  # rounded up: never early
+            events = poller.poll(timeout_ms)
+            if events:
+                break
+            if wake_ns == until_ns or held is None:
+                return "timeout"
+            held[1]()  # hand on the held moves, then wait on
+        ready = {fd for fd, _ in events}
         if self._fd in ready:
             return "ready"
         # The bot exited (its tree is being ended, then its output ends): wait through the loop until then.

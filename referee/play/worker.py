@@ -35,7 +35,7 @@ from referee.host.containment import die_with_parent, host_support
 from referee.play.game import Limits
 from referee.play.loop import BotPool, MoveBatches, encode_move, frame, pin, play_in_pool, read_message
 from referee.play.process import BotStartError
-from referee.play.reader import sole_game_loop
+from referee.play.reader import held_moves, sole_game_loop
 from referee.record import GameSettings
 from referee.run.botspec import BotSpec
 
@@ -76,9 +76,16 @@ class _Worker:
         with trio.CancelScope() as scope:
             self.scopes[number] = scope
             try:
-                record = await play_in_pool(
-                    self.pool, job["game_id"], (black_key, black), (white_key, white), settings, batches.push, limits
-                )
+                with held_moves(batches.due_ns, batches.flush_due):
+                    record = await play_in_pool(
+                        self.pool,
+                        job["game_id"],
+                        (black_key, black),
+                        (white_key, white),
+                        settings,
+                        batches.push,
+                        limits,
+                    )
             except BotStartError as error:
                 self.send({"op": "failed", "id": number, "kind": "start", "error": str(error)})
                 return

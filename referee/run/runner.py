@@ -72,6 +72,7 @@ from referee.outputs.files import (
 from referee.play.controls import side_controls
 from referee.play.game import Limits
 from referee.play.loop import BotPool, MoveRelay, PlayLoop, ProcessPlayLoop, play_in_pool
+from referee.play.reader import held_moves
 from referee.record import BotInfo, GameRecord, GameSettings, PlayedMove, Termination
 from referee.run import backoff
 from referee.run.botspec import BotSpec
@@ -301,9 +302,11 @@ class GameSlot:
         relay: MoveRelay | None,
     ) -> tuple[GameRecord, set[str]]:
         try:
-            record = await play_in_pool(
-                self._pool, game_id, black, white, settings, None if relay is None else relay.push, self._limits
-            )
+            if relay is None:
+                record = await play_in_pool(self._pool, game_id, black, white, settings, None, self._limits)
+            else:
+                with held_moves(relay.due_ns, relay.flush_due):
+                    record = await play_in_pool(self._pool, game_id, black, white, settings, relay.push, self._limits)
         finally:
             if relay is not None:
                 relay.flush()

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 from protocol.messages import TimeControl, TurnClocks
 from protocol.rules import BLACK, WHITE, Color
@@ -173,9 +173,8 @@ def describe_time_control(control: TimeControl | TimeControlForm) -> str:
     return form_of(control).describe()
 
 
-@dataclass(frozen=True, slots=True)
-class Charge:
-    """What one move cost: the verdict of `GameClock.charge`."""
+class Charge(NamedTuple):
+    """What one move cost: the verdict of `GameClock.charge` (a tuple: made at every move)."""
 
     elapsed_ns: int
     allowed_ns: int | None  # the bot's allowance for this move, margin excluded (None: unlimited)
