@@ -202,8 +202,8 @@ class MoveTimer:
         opponent_cpu_ns: Callable[[], int | None],
     ) -> Judgement | None:
         """The verdict on the move as the clock charged it (`charge`): None in time; else lost on time or void for the
-        host, with the reason (`referee.timing.rules.judge`). Only here, past the deadline, is the host's share of the move
-        read: the bot's wait since the start, what the lag monitor saw, the opponent's CPU meanwhile
+        host, with the reason (`referee.timing.rules.judge`). Only here, past the deadline, is the host's share of
+        the move read: the bot's wait since the start, what the lag monitor saw, the opponent's CPU meanwhile
         (`opponent_cpu_ns`), the host's CPU pressure. `who` names the side ("black (alpha)")."""
         if charge.in_time:
             return None
