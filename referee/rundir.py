@@ -274,6 +274,37 @@ class RunDirectory:
         for row, record in self.games(start):
             yield row, line_text(record)
 
+    def page(
+        self,
+        offset: int,
+        limit: int,
+        *,
+        bot: str | None = None,
+        result: str | None = None,
+        termination: str | None = None,
+    ) -> tuple[int, list[tuple[int, str]]]:
+        """One page of the scored games in commit order, filtered (a bot in either colour, a result, a
+        termination: each when given): (how many match, [(its number in commit order, its viewer line)] from the
+        `offset`th match on, at most `limit`). From the database only the page's lines are read; a directory
+        without one is streamed."""
+        if self._store is not None:
+            total, rows = self._store.page_of_done(offset, limit, bot=bot, result=result, termination=termination)
+            return total, [
+                (seq, line if line is not None else line_text(self._parsed(data or "", None)))
+                for seq, _black, _white, _result, _termination, line, data in rows
+            ]
+        total, page = 0, []
+        for row, text in self.lines():
+            if (
+                (bot is None or bot in (row.black, row.white))
+                and (result is None or row.result == result)
+                and (termination is None or str(row.termination) == termination)
+            ):
+                total += 1
+                if offset < total <= offset + limit:
+                    page.append((row.number, text))
+        return total, page
+
     def line_at(self, seq: int) -> str | None:
         """The viewer line of the `seq`th scored game in commit order (from 1), or None."""
         if self._store is not None:

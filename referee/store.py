@@ -366,6 +366,51 @@ class _Reads:
         ).fetchone()
         return None if row is None else (row[0], row[1])
 
+    def page_of_done(
+        self,
+        offset: int,
+        limit: int,
+        *,
+        bot: str | None = None,
+        result: str | None = None,
+        termination: str | None = None,
+    ) -> tuple[int, list[tuple[int, str, str, str, str, str | None, str | None]]]:
+        """One page of the done games in commit order, those of `bot` (either colour), `result` and `termination`
+        only when given: (how many games match, [(seq, black, white, result, termination, viewer line or None,
+        the record's JSON where the line is missing or damaged)] from the `offset`th match, at most `limit`).
+
+        What it reads does not grow with the run but by the rows skipped: the matching games' small columns
+        (an index search by seq, no record) are counted and skipped, and only the page's lines are read."""
+        where, parameters = ["status = 'done'"], []
+        if bot is not None:
+            where.append("(black = ? OR white = ?)")
+            parameters += [bot, bot]
+        if result is not None:
+            where.append("result = ?")
+            parameters.append(result)
+        if termination is not None:
+            where.append("termination = ?")
+            parameters.append(termination)
+        condition = " AND ".join(where)
+        total = int(self._db.execute(f"SELECT COUNT(*) FROM games WHERE {condition}", parameters).fetchone()[0])
+        rows = self._db.execute(
+            f"SELECT number, seq, black, white, result, termination FROM games WHERE {condition}"
+            " ORDER BY seq LIMIT ? OFFSET ?",
+            [*parameters, max(0, limit), max(0, offset)],
+        ).fetchall()
+        checksum = "line_crc" if "line_crc" in _columns(self._db, "records") else "NULL"
+        page = []
+        for number, seq, black, white, won, how in rows:
+            found = self._db.execute(f"SELECT line, {checksum} FROM records WHERE number = ?", (number,)).fetchone()
+            line, saved = (None, None) if found is None else found
+            data = None
+            if line is None or (saved is not None and line_crc(line) != saved):  # damaged: made from the record
+                line = None
+                record = self._db.execute("SELECT record FROM records WHERE number = ?", (number,)).fetchone()
+                data = None if record is None else str(record[0])
+            page.append((int(seq), str(black), str(white), str(won), str(how), line, data))
+        return total, page
+
     def record_at(self, seq: int) -> str | None:
         """The JSON record of the `seq`th game committed (from 1), or None."""
         row = self._db.execute(
