@@ -36,7 +36,7 @@ from referee.files import append_line, write_text_atomic
 from referee.record import GameRecord, Termination
 from referee.rundir import RunReadError, line_game_ids, read_lines
 from referee.schedule import ScheduledGame
-from referee.store import DB_NAME, AuditRow, RunStore, StoreError, lock_directory
+from referee.store import DB_NAME, AuditRow, RunStore, StoreError, lock_directory, record_digest
 from referee.terminal import printable
 
 GAMES_FILE = "games.jsonl"
@@ -304,6 +304,7 @@ def _sync(out_dir: Path, store: RunStore, found: Reconciled) -> None:
         for number, broken in store.broken_rows():
             _repair_row(out_dir, store, number, broken, found)
         if _in_sync(path, store):
+            _check_digests(out_dir, store, found)
             return
         lines = _index_lines(path)
         by_id: dict[str, list[int]] = {}
@@ -332,6 +333,7 @@ def _sync(out_dir: Path, store: RunStore, found: Reconciled) -> None:
         found.rewritten = True
         if found.requeued:
             store.renumber()
+        _check_digests(out_dir, store, found)
     except (sqlite3.DatabaseError, UnicodeDecodeError) as error:
         raise StoreError(
             f"{out_dir / DB_NAME}: the tournament database is damaged ({error}); {path} was left as it is. Run the"
@@ -364,6 +366,28 @@ def _sync(out_dir: Path, store: RunStore, found: Reconciled) -> None:
             elif "not a scored one" not in audit:
                 found.notes.append(f"{path}: line {number} (game {game_id}) {audit}; set aside in {QUARANTINE_FILE}")
                 _quarantine(out_dir, f"{GAMES_FILE} line {number}", game_id, audit, raw)
+
+
+def _check_digests(out_dir: Path, store: RunStore, found: Reconciled) -> None:
+    """The digests of the records (which readers compare games.jsonl with, referee.rundir) as saved, checked by
+    their CRC in a few milliseconds; else made again from the records, which have just been found to be the
+    file's lines (a database from before the digests gets them here, once; a damaged digest is named)."""
+    if store.digests_intact():
+        return
+    fresh, damaged = [], []
+    for row in store.audit_rows():
+        if row.record is not None:
+            digest = record_digest(row.record)
+            fresh.append((row.number, digest))
+            if row.digest is not None and row.digest != digest:
+                damaged.append(row.game_id)
+    store.set_digests(fresh)
+    if damaged:
+        shown = ", ".join(damaged[:5]) + (f" and {len(damaged) - 5} more" if len(damaged) > 5 else "")
+        found.notes.append(
+            f"{out_dir / DB_NAME}: the digest of game {shown} was damaged; made again from its record, which is"
+            f" {GAMES_FILE}'s line"
+        )
 
 
 def _in_sync(path: Path, store: RunStore) -> bool:
@@ -471,13 +495,15 @@ def _reconcile_game(
             found.notes.append(f"{path}: game {row.game_id} was missing; written from {DB_NAME}, whose copy checks out")
         elif line != row.record:
             line_record, line_problem = audit_text(line, row.game_id)
+            what = "damaged"
             if line_problem is None and line_record != db_record:
                 # Both replay, but they differ (a time, a reason, a name): not the record the run wrote.
                 line_problem = f"it differs from {DB_NAME}'s copy ({_first_difference(line_record, db_record)})"
+                what = "damaged or forged (its moves replay to its result, but it is not the game the run saved)"
             if line_problem is not None:
                 found.notes.append(
-                    f"{where} (game {row.game_id}) is damaged ({line_problem}); rewritten from {DB_NAME}, whose copy"
-                    f" checks out (the damaged line is kept in {QUARANTINE_FILE})"
+                    f"{where} (game {row.game_id}) is {what} ({line_problem}); rewritten from {DB_NAME}, whose copy"
+                    f" checks out (the line is kept in {QUARANTINE_FILE}, and never counted)"
                 )
                 _quarantine(out_dir, f"{GAMES_FILE} line {number}", row.game_id, line_problem, line)
         return row.record

@@ -648,6 +648,7 @@ def report_pieces(run: RunDirectory) -> Iterator[str]:
             yield chunk if first else "\n" + chunk
             first = False
         yield "</script>\n"
+        run.check_games_file()  # games.jsonl against the database's digests: what disagrees is named on the page
         yield page_tail(figures.summary())
 
 

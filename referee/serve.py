@@ -111,6 +111,7 @@ class LiveState:
                 if self.run is not None and self.figures is not None:
                     for row, text in self.run.lines(self.figures.count):
                         self.figures.add_text(row, text)
+                    self.run.check_games_file()  # the lines appended since: each compared once
             except (ReportError, RunReadError, StoreError, sqlite3.Error) as error:
                 print(f"warning: {error}", file=sys.stderr)  # keep what is shown; the next look tries again
                 return

@@ -36,11 +36,12 @@ against these tables.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import sqlite3
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple, TextIO
@@ -79,7 +80,8 @@ CREATE TABLE IF NOT EXISTS {name} (
     seq INTEGER,                    -- commit order of done games, from 1
     game_id TEXT,                   -- of the done game's record
     black_cpu_ms REAL,              -- the record's black.off_turn_cpu_ms (the standings show it)
-    white_cpu_ms REAL
+    white_cpu_ms REAL,
+    digest BLOB                     -- of the done game's record (record_digest): its line of games.jsonl must match
 );
 """
 
@@ -145,6 +147,7 @@ class AuditRow(NamedTuple):
     line: bytes | None  # the viewer line
     line_crc: int | None  # its checksum as saved (None: saved before checksums)
     record_crc: int | None  # the record's checksum as saved (None: saved before checksums)
+    digest: bytes | None = None  # the record's digest as saved (record_digest; None: saved before digests)
 
     @property
     def line_intact(self) -> bool:
@@ -198,6 +201,7 @@ _EXPECTED_COLUMNS: dict[str, list[tuple[Any, ...]]] = {
         ("game_id", "TEXT", 0, None, 0),
         ("black_cpu_ms", "REAL", 0, None, 0),
         ("white_cpu_ms", "REAL", 0, None, 0),
+        ("digest", "BLOB", 0, None, 0),
     ],
     "records": [("number", "INTEGER", 0, None, 1), ("record", "TEXT", 1, None, 0), ("line", "TEXT", 0, None, 0)],
     "void_games": [
@@ -249,6 +253,26 @@ def check_integrity(db: sqlite3.Connection, path: Path) -> None:
 def line_crc(line: str | bytes) -> int:
     """The checksum kept beside a viewer line or a record (its UTF-8's CRC-32: ~1 us a line, ~3 us a record)."""
     return zlib.crc32(line.encode() if isinstance(line, str) else line)
+
+
+def record_digest(text: str | bytes) -> bytes:
+    """The digest kept beside each done game (`games.digest`): the first 16 bytes of the SHA-256 of its record's
+    UTF-8 (~15 us a record). games.jsonl's line of the game must have the same: a line that differs, damaged or
+    forged (consistent in itself, its moves replaying to its result), is found by hashing the file's lines and
+    looking each game up, without reading a record from the database; and a forger cannot make a line that
+    differs but matches, as one could a CRC."""
+    return hashlib.sha256(text.encode() if isinstance(text, str) else text).digest()[:16]
+
+
+def digests_crc(digests: Iterable[bytes | None], start: int = 0) -> int:
+    """The CRC-32 of the done games' digests in commit order, one after the other (a missing one counts as
+    none): kept in `meta` (`digests_crc`), extended at each save, so that a start checks every digest in a few
+    milliseconds (a byte changed in one no longer matches) without hashing a record."""
+    crc = start
+    for digest in digests:
+        if digest is not None:
+            crc = zlib.crc32(digest, crc)
+    return crc
 
 
 def _lenient_text(data: bytes) -> str:
@@ -411,6 +435,17 @@ class _Reads:
             page.append((int(seq), str(black), str(white), str(won), str(how), line, data))
         return total, page
 
+    def copy_of(self, game_id: str) -> tuple[int | None, str, bytes | None] | None:
+        """(seq, status, digest) of game `game_id` (an index search), or None when the database has no such game."""
+        row = self._db.execute(
+            "SELECT seq, status, digest FROM games WHERE game_id = ? ORDER BY status = 'done' DESC LIMIT 1", (game_id,)
+        ).fetchone()
+        return None if row is None else (row[0], str(row[1]), None if row[2] is None else bytes(row[2]))
+
+    def has_digests(self) -> bool:
+        """Whether the database keeps a digest of each record (an older one does not until a run resumes it)."""
+        return "digest" in _columns(self._db, "games")
+
     def record_at(self, seq: int) -> str | None:
         """The JSON record of the `seq`th game committed (from 1), or None."""
         row = self._db.execute(
@@ -442,12 +477,15 @@ class _Reads:
         rows = self._db.execute(
             "SELECT games.number, games.seq, games.game_id, games.result, games.termination, games.black_cpu_ms,"
             " games.white_cpu_ms, CAST(records.record AS BLOB), CAST(records.line AS BLOB), records.line_crc,"
-            " records.record_crc"
+            f" records.record_crc, {self._digest_column()}"
             " FROM games LEFT JOIN records ON records.number = games.number"
             " WHERE games.status = 'done' ORDER BY games.seq"
         )
         for row in rows:
             yield _audit_row(row)
+
+    def _digest_column(self) -> str:
+        return "games.digest" if self.has_digests() else "NULL"
 
     def done_numbers(self) -> list[tuple[int, str]]:
         """(number, game id) of every done game, in commit order (a few bytes a game)."""
@@ -459,7 +497,7 @@ class _Reads:
         row = self._db.execute(
             "SELECT games.number, games.seq, games.game_id, games.result, games.termination, games.black_cpu_ms,"
             " games.white_cpu_ms, CAST(records.record AS BLOB), CAST(records.line AS BLOB), records.line_crc,"
-            " records.record_crc"
+            f" records.record_crc, {self._digest_column()}"
             " FROM games LEFT JOIN records ON records.number = games.number"
             " WHERE games.status = 'done' AND games.number = ?",
             (number,),
@@ -556,6 +594,8 @@ class RunStore(_Reads):
             for checksum in ("line_crc", "record_crc"):  # a database from before the checksums
                 if checksum not in _columns(self._db, "records"):
                     self._db.execute(f"ALTER TABLE records ADD COLUMN {checksum} INTEGER")
+            if "digest" not in _columns(self._db, "games"):  # from before the digests: filled at the next comparison
+                self._db.execute("ALTER TABLE games ADD COLUMN digest BLOB")
         except (sqlite3.DatabaseError, UnicodeDecodeError) as error:  # the latter: SQLite's message quoting damage
             self._close_quietly()
             raise damaged_database(path, error) from None
@@ -750,6 +790,7 @@ class RunStore(_Reads):
         their records' JSON, one per game, when the caller has it already."""
         counted = 0
         with self._transaction():
+            chain = self._digests_crc()
             for index, (number, record) in enumerate(games):
                 if not record.termination.is_scored:
                     continue
@@ -770,12 +811,17 @@ class RunStore(_Reads):
                 if cursor.rowcount == 1:
                     line = line_text(record)
                     text = record.model_dump_json() if texts is None else texts[index]
+                    digest = record_digest(text)
+                    self._db.execute("UPDATE games SET digest = ? WHERE number = ?", (digest, number))
                     self._db.execute(
                         "INSERT OR REPLACE INTO records (number, record, line, line_crc, record_crc)"
                         " VALUES (?, ?, ?, ?, ?)",
                         (number, text, line, line_crc(line), line_crc(text)),
                     )
+                    chain = digests_crc([digest], chain)
                     counted += 1
+            if counted:
+                self._set_digests_crc(chain)
         return counted
 
     def restore_game(self, number: int, record: GameRecord, text: str) -> None:
@@ -797,10 +843,12 @@ class RunStore(_Reads):
                 ),
             )
             line = line_text(record)
+            self._db.execute("UPDATE games SET digest = ? WHERE number = ?", (record_digest(text), number))
             self._db.execute(
                 "INSERT OR REPLACE INTO records (number, record, line, line_crc, record_crc) VALUES (?, ?, ?, ?, ?)",
                 (number, text, line, line_crc(line), line_crc(text)),
             )
+            self._set_digests_crc(digests_crc(self._digests()))
 
     def requeue(self, number: int) -> None:
         """A done game none of whose copies can be trusted: pending again (played again), its record removed (the
@@ -808,10 +856,11 @@ class RunStore(_Reads):
         with self._transaction():
             self._db.execute(
                 "UPDATE games SET status = 'pending', result = NULL, termination = NULL, finished_at = NULL,"
-                " seq = NULL, game_id = NULL, black_cpu_ms = NULL, white_cpu_ms = NULL WHERE number = ?",
+                " seq = NULL, game_id = NULL, black_cpu_ms = NULL, white_cpu_ms = NULL, digest = NULL WHERE number = ?",
                 (number,),
             )
             self._db.execute("DELETE FROM records WHERE number = ?", (number,))
+            self._set_digests_crc(digests_crc(self._digests()))
 
     def renumber(self) -> None:
         """Commit order without gaps again (1, 2, 3, ...: readers page by it), order kept. Two steps: the unique
@@ -822,6 +871,32 @@ class RunStore(_Reads):
                 " FROM games WHERE seq IS NOT NULL) AS ranked WHERE games.number = ranked.number"
             )
             self._db.execute("UPDATE games SET seq = -seq WHERE seq < 0")
+
+    # -- the digests of the records ---------------------------------------------------------------------
+
+    def _digests(self) -> Iterator[bytes | None]:
+        for (digest,) in self._db.execute("SELECT digest FROM games WHERE status = 'done' ORDER BY seq"):
+            yield None if digest is None else bytes(digest)
+
+    def _digests_crc(self) -> int:
+        stored = self.get_meta("digests_crc")
+        return int(stored) if stored is not None and stored.isdigit() else digests_crc(self._digests())
+
+    def _set_digests_crc(self, crc: int) -> None:
+        self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('digests_crc', ?)", (str(crc),))
+
+    def digests_intact(self) -> bool:
+        """Whether every done game's digest is as saved, and every one is there: the digests read in commit order
+        (a few bytes a game, no record) against their CRC kept in `meta` (a few milliseconds at 50,000 games)."""
+        missing = self._db.execute("SELECT 1 FROM games WHERE status = 'done' AND digest IS NULL LIMIT 1").fetchone()
+        return missing is None and self.get_meta("digests_crc") == str(digests_crc(self._digests()))
+
+    def set_digests(self, digests: Iterable[tuple[int, bytes]]) -> None:
+        """Write the digests of done games ((number, digest), each from a record that was checked: a database from
+        before the digests, or one whose digests were damaged), then their CRC, in one transaction."""
+        with self._transaction():
+            self._db.executemany("UPDATE games SET digest = ? WHERE number = ?", [(d, n) for n, d in digests])
+            self._set_digests_crc(digests_crc(self._digests()))
 
     def release(self, number: int) -> None:
         """A game that did not finish (interrupted): pending again."""
@@ -874,8 +949,9 @@ def _settings(stored: str, path: Path) -> dict[str, Any]:
 def _audit_row(row: Sequence[Any]) -> AuditRow:
     record, line = (None if value is None else bytes(value) for value in row[7:9])
     number, seq, game_id, result, termination, black_cpu_ms, white_cpu_ms = row[:7]
+    digest = None if len(row) < 12 or row[11] is None else bytes(row[11])
     return AuditRow(
-        number, seq, game_id, result, termination, black_cpu_ms, white_cpu_ms, record, line, row[9], row[10]
+        number, seq, game_id, result, termination, black_cpu_ms, white_cpu_ms, record, line, row[9], row[10], digest
     )
 
 

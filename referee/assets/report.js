@@ -80,7 +80,7 @@ function renderHeader() {
     el("div", { class: "muted" }, `${settings} · ${count}${totals} · ${s.live ? "updated" : "generated"} ${s.generated}`),
     el("div", { class: "muted small" }, s.outDir),
     running && s.host ? el("div", { class: "warn", id: "hoststatus" }, s.host) : null,
-    ...(s.errors || []).map((e) => el("div", { class: "warn" }, `left out: ${e}`)));
+    ...(s.errors || []).map((e) => el("div", { class: "warn" }, e)));
 }
 
 function renderStandings() {
