@@ -408,9 +408,9 @@ class RunFigures:
         anchor = self.anchor
         band = [0, "field mean"] if anchor is None else [anchor.rating, f"{anchor.name} (anchor)"]
         if not self.keep_games:  # taken as the games came (at most twice as many points, the last one now)
-            score_at, score_series = self._score_marks.series(names, self._scored, self._score_now)
-            elo_at, elo_series = self._elo_marks.series(names, self._scored, self._elo_now)
-            return {"scoreAt": score_at, "score": score_series, "eloAt": elo_at, "elo": elo_series, "eloBand": band}
+            taken_at, score_series = self._score_marks.series(names, self._scored, self._score_now)
+            fitted_at, elo_series = self._elo_marks.series(names, self._scored, self._elo_now)
+            return {"scoreAt": taken_at, "score": score_series, "eloAt": fitted_at, "elo": elo_series, "eloBand": band}
         n = len(self.results)
         score_marks = set(_marks(n, SCORE_POINTS))
         points = dict.fromkeys(names, 0.0)

@@ -13,7 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -249,7 +249,7 @@ def served(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     yield from serving(out)
 
 
-def serving(out: Path) -> Iterator[tuple[str, Path]]:
+def serving(out: Path) -> Generator[tuple[str, Path]]:
     """A real `alternator serve` process on `out`: its address, while it runs."""
     port = free_port()
     process = subprocess.Popen(
