@@ -636,9 +636,11 @@ def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def report_pieces(run: RunDirectory) -> Iterator[str]:
+def report_pieces(run: RunDirectory, *, compare: bool = True) -> Iterator[str]:
     """The report page of a run, in pieces: the games' chunks are written as they are read, so the page of any
-    number of games is built in bounded memory. The summary comes last (it needs every game)."""
+    number of games is built in bounded memory. The summary comes last (it needs every game). `compare`: check
+    games.jsonl against the database's digests first (`RunDirectory.check_games_file`; the end of a run, which
+    has just compared the two copies whole, does not again)."""
     figures = RunFigures(run)
     with gc_paused():
         yield page_head(title_of(run), live=False)
@@ -648,7 +650,8 @@ def report_pieces(run: RunDirectory) -> Iterator[str]:
             yield chunk if first else "\n" + chunk
             first = False
         yield "</script>\n"
-        run.check_games_file()  # games.jsonl against the database's digests: what disagrees is named on the page
+        if compare:
+            run.check_games_file()  # games.jsonl against the database's digests: what disagrees is named on the page
         yield page_tail(figures.summary())
 
 
@@ -666,14 +669,17 @@ def build_report(run: RunDirectory) -> str:
     return "".join(report_pieces(run))
 
 
-def write_report(out_dir: Path, path: Path | None = None, *, run: RunDirectory | None = None) -> Path:
-    """Write the report of `out_dir` (to `out_dir/report.html` unless `path`), atomically; its path."""
+def write_report(
+    out_dir: Path, path: Path | None = None, *, run: RunDirectory | None = None, compare: bool = True
+) -> Path:
+    """Write the report of `out_dir` (to `out_dir/report.html` unless `path`), atomically; its path. `compare`:
+    games.jsonl is compared with the database first (see `report_pieces`)."""
     from referee.files import write_text_atomic
 
     target = path if path is not None else out_dir / REPORT_FILE
     opened = run if run is not None else load_run(out_dir)
     try:
-        write_text_atomic(target, report_pieces(opened))
+        write_text_atomic(target, report_pieces(opened, compare=compare))
     except OSError as error:
         raise ReportError(
             f"{target}: cannot write the report ({error.strerror}); choose another file with -o"
@@ -692,6 +698,6 @@ def write_report_or_warn(out_dir: Path) -> str:
     Never raises: the games are recorded whatever happens here, and `alternator report` can try again.
     """
     try:
-        return f"report: {write_report(out_dir)}"
+        return f"report: {write_report(out_dir, compare=False)}"  # the run has just compared the two copies
     except Exception as error:  # a report bug must not turn a finished run into a failed one
         return f"warning: no report ({first_line(error)}); the games are kept: run alternator report {out_dir}"

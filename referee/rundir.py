@@ -138,6 +138,8 @@ class CopyCheck:
         self.line = 0
         self.identity: tuple[int, int] | None = None
         self.found = 0
+        self._ahead: list[tuple[int, str, bytes | None]] = []  # the next games in commit order: (seq, id, digest)
+        self._next = 1  # the seq of the game the next line should hold
 
     def advance(self) -> list[str]:
         """The problems of the lines completed since the last look (from the start when the file was replaced)."""
@@ -148,6 +150,7 @@ class CopyCheck:
         identity = (stat.st_ino, stat.st_dev)
         if identity != self.identity or stat.st_size < self.offset:
             self.identity, self.offset, self.line = identity, 0, 0
+            self._ahead, self._next = [], 1
         if stat.st_size == self.offset or not self.store.has_digests():
             return []
         problems = []
@@ -186,7 +189,7 @@ class CopyCheck:
             game_id = data.get("game_id") if isinstance(data, dict) else None
             if not isinstance(game_id, str):
                 return f"{where} is not a game record; it is not counted"
-        found = self.store.copy_of(game_id)
+        found = self._expected(game_id) or self.store.copy_of(game_id)
         if found is None or found[1] != "done":
             try:
                 termination = Termination(json.loads(line).get("termination"))
@@ -211,6 +214,17 @@ class CopyCheck:
             f"{where} (game {game_id}) differs from {DB_NAME}'s copy: damaged or forged. {DB_NAME}'s copy is the one"
             " counted and shown; run the same match or tournament command to set the line aside"
         )
+
+    def _expected(self, game_id: str) -> tuple[int | None, str, bytes | None] | None:
+        """The game the line should hold, in commit order, when it is `game_id` (the usual case: the digests are
+        read a thousand at a time, not looked up line by line); None otherwise (then looked up by id)."""
+        if not self._ahead:
+            self._ahead = self.store.digests_from(self._next, 1000)[::-1]
+        if self._ahead and self._ahead[-1][1] == game_id:
+            seq, _, digest = self._ahead.pop()
+            self._next = seq + 1
+            return seq, "done", digest
+        return None
 
 
 def _id_at_start(raw: bytes) -> str | None:

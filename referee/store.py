@@ -442,6 +442,13 @@ class _Reads:
         ).fetchone()
         return None if row is None else (row[0], str(row[1]), None if row[2] is None else bytes(row[2]))
 
+    def digests_from(self, seq: int, count: int) -> list[tuple[int, str, bytes | None]]:
+        """(seq, game id, digest) of up to `count` done games from the `seq`th committed on, in commit order."""
+        rows = self._db.execute(
+            "SELECT seq, game_id, digest FROM games WHERE seq >= ? ORDER BY seq LIMIT ?", (seq, count)
+        ).fetchall()
+        return [(int(row[0]), str(row[1]), None if row[2] is None else bytes(row[2])) for row in rows]
+
     def has_digests(self) -> bool:
         """Whether the database keeps a digest of each record (an older one does not until a run resumes it)."""
         return "digest" in _columns(self._db, "games")
@@ -471,15 +478,16 @@ class _Reads:
     def void_count(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM void_games").fetchone()[0])
 
-    def audit_rows(self) -> Iterator[AuditRow]:
-        """Every done game in commit order with its small columns and its record's bytes (None: no record row),
-        for the comparison with games.jsonl (referee.recovery)."""
+    def audit_rows(self, start: int = 0) -> Iterator[AuditRow]:
+        """Every done game from the `start`th committed on (0: all), in commit order, with its small columns and
+        its record's bytes (None: no record row), for the comparison with games.jsonl (referee.recovery)."""
         rows = self._db.execute(
             "SELECT games.number, games.seq, games.game_id, games.result, games.termination, games.black_cpu_ms,"
             " games.white_cpu_ms, CAST(records.record AS BLOB), CAST(records.line AS BLOB), records.line_crc,"
             f" records.record_crc, {self._digest_column()}"
             " FROM games LEFT JOIN records ON records.number = games.number"
-            " WHERE games.status = 'done' ORDER BY games.seq"
+            " WHERE games.status = 'done' AND games.seq > ? ORDER BY games.seq",
+            (start,),
         )
         for row in rows:
             yield _audit_row(row)
@@ -571,6 +579,9 @@ class RunStore(_Reads):
         """`lock`: the directory's lock, already taken (`lock_directory`) by a caller that must hold it before the
         database is opened (a rebuild, which moves the old database aside first); the store releases it."""
         self.path = path
+        self.verified: tuple[tuple[int, int], int, int] | None = None
+        """games.jsonl's (inode, device), how many of its bytes and how many done games were last found to agree
+        (referee.recovery): the next comparison in this run starts there."""
         self.agreed: tuple[int, ...] | None = None
         """games.jsonl's identity (inode, size, mtime) and `changes()` when it was last found to hold exactly the
         database's games (referee.recovery): not compared again while neither changed."""
