@@ -196,15 +196,16 @@ def main() -> None:
             except (RuntimeError, OSError) as error:
                 print(f"{name:6}: failed: {error}")
                 continue
-            idle, clients = figures["idle"], figures["clients"]
-            assert isinstance(idle, dict) and isinstance(clients, dict)
+            idle, clients, paged = figures["idle"], figures["clients"], figures["after_pages"]
+            assert isinstance(idle, dict) and isinstance(clients, dict) and isinstance(paged, dict)
+            page_bytes = figures["page_bytes"]
+            assert isinstance(page_bytes, int)
             print(f"{name:6}: ready in {figures['ready_s']:.1f} s, RSS idle {idle['VmRSS']} MB;"
                   f" {args.clients} streams opened in {figures['open_s']:.1f} s: RSS {clients['VmRSS']} MB,"
                   f" peak {clients['VmHWM']} MB; /api/game/N {figures['detail_ms']:.1f} ms"
                   f" (statuses {figures['statuses']}); /api/games {figures['page_ms']:.1f} ms a page,"
                   f" {figures['filtered_ms']:.1f} ms filtered (statuses {figures['page_statuses']}), RSS then"
-                  f" {figures['after_pages']['VmRSS']} MB, peak {figures['after_pages']['VmHWM']} MB;"
-                  f" the page / {figures['page_bytes'] / 1e6:.2f} MB")  # fmt: skip
+                  f" {paged['VmRSS']} MB, peak {paged['VmHWM']} MB; the page / {page_bytes / 1e6:.2f} MB")  # fmt: skip
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
