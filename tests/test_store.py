@@ -7,6 +7,7 @@ import os
 import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -342,3 +343,37 @@ def test_the_anchor_is_kept_beside_the_title_and_may_change_on_a_resume(tmp_path
     with RunStore(tmp_path / DB_NAME) as store:
         store.start(FINGERPRINT, games)  # and none: the ratings go back to the field mean
         assert "anchor" not in (store.fingerprint() or {})
+
+
+def test_within_a_run_games_jsonl_is_compared_from_where_the_last_comparison_ended(tmp_path: Path) -> None:
+    from referee.recovery import sync_games_file
+    from tests.report_games import synthesize_stored_tournament
+
+    records = synthesize_stored_tournament(tmp_path, 60, seed=2, done=50)
+    with RunStore(tmp_path / DB_NAME) as store:
+        starts: list[int] = []
+        read_rows = store.audit_rows
+
+        def counted(start: int = 0) -> Any:
+            starts.append(start)
+            return read_rows(start)
+
+        store.audit_rows = counted  # type: ignore[method-assign]
+        assert sync_games_file(tmp_path, store, quiet=True).notes == []  # the start: the whole run compared
+        assert starts == [0] and store.verified is not None and store.verified[2] == 50
+        for number in (51, 52):  # the runner commits each game, then appends its line
+            assert store.record_game(number, records[number - 1]) is True
+            with (tmp_path / "games.jsonl").open("a", encoding="utf-8") as file:
+                file.write(records[number - 1].model_dump_json() + "\n")
+        assert sync_games_file(tmp_path, store, quiet=True).notes == []  # the end: only the two new games
+        assert starts == [0, 50] and store.verified[2] == 52
+        assert store.digests_intact()
+    # A new run compares the whole file again (it may have been changed between runs), and finds a forgery.
+    lines = (tmp_path / "games.jsonl").read_bytes().splitlines()
+    forged = json.loads(lines[10])
+    forged["moves"][0]["elapsed_ms"] += 1.0
+    lines[10] = json.dumps(forged, separators=(",", ":")).encode()
+    (tmp_path / "games.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    with RunStore(tmp_path / DB_NAME) as store:
+        notes = sync_games_file(tmp_path, store, quiet=True).notes
+        assert len(notes) == 1 and "line 11 (game g0011) is damaged or forged" in notes[0]
