@@ -579,6 +579,7 @@ class RunStore(_Reads):
         """`lock`: the directory's lock, already taken (`lock_directory`) by a caller that must hold it before the
         database is opened (a rebuild, which moves the old database aside first); the store releases it."""
         self.path = path
+        self._chain: int | None = None  # the digests' CRC, as last committed (None: read it from meta)
         self.verified: tuple[tuple[int, int], int, int] | None = None
         """games.jsonl's (inode, device), how many of its bytes and how many done games were last found to agree
         (referee.recovery): the next comparison in this run starts there."""
@@ -805,10 +806,12 @@ class RunStore(_Reads):
             for index, (number, record) in enumerate(games):
                 if not record.termination.is_scored:
                     continue
+                text = record.model_dump_json() if texts is None else texts[index]
+                digest = record_digest(text)
                 cursor = self._db.execute(
                     "UPDATE games SET status = 'done', result = ?, termination = ?, finished_at = ?, game_id = ?,"
-                    " black_cpu_ms = ?, white_cpu_ms = ?, seq = (SELECT COALESCE(MAX(seq), 0) + 1 FROM games)"
-                    " WHERE number = ? AND status != 'done'",
+                    " black_cpu_ms = ?, white_cpu_ms = ?, digest = ?,"
+                    " seq = (SELECT COALESCE(MAX(seq), 0) + 1 FROM games) WHERE number = ? AND status != 'done'",
                     (
                         record.result,
                         str(record.termination),
@@ -816,14 +819,12 @@ class RunStore(_Reads):
                         record.game_id,
                         record.black.off_turn_cpu_ms,
                         record.white.off_turn_cpu_ms,
+                        digest,
                         number,
                     ),
                 )
                 if cursor.rowcount == 1:
                     line = line_text(record)
-                    text = record.model_dump_json() if texts is None else texts[index]
-                    digest = record_digest(text)
-                    self._db.execute("UPDATE games SET digest = ? WHERE number = ?", (digest, number))
                     self._db.execute(
                         "INSERT OR REPLACE INTO records (number, record, line, line_crc, record_crc)"
                         " VALUES (?, ?, ?, ?, ?)",
@@ -833,6 +834,8 @@ class RunStore(_Reads):
                     counted += 1
             if counted:
                 self._set_digests_crc(chain)
+        if counted:
+            self._chain = chain  # committed
         return counted
 
     def restore_game(self, number: int, record: GameRecord, text: str) -> None:
@@ -890,10 +893,15 @@ class RunStore(_Reads):
             yield None if digest is None else bytes(digest)
 
     def _digests_crc(self) -> int:
-        stored = self.get_meta("digests_crc")
-        return int(stored) if stored is not None and stored.isdigit() else digests_crc(self._digests())
+        """The CRC of the digests as this store last wrote it (read from `meta` once: this process is the one
+        writer, under the directory's lock)."""
+        if self._chain is None:
+            stored = self.get_meta("digests_crc")
+            self._chain = int(stored) if stored is not None and stored.isdigit() else digests_crc(self._digests())
+        return self._chain
 
     def _set_digests_crc(self, crc: int) -> None:
+        self._chain = None  # read again should the transaction roll back
         self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('digests_crc', ?)", (str(crc),))
 
     def digests_intact(self) -> bool:
