@@ -193,3 +193,32 @@ def test_the_games_are_paged_from_the_store_and_bad_queries_are_400(tmp_path: Pa
         assert summary["games"] == [] and summary["gameCount"] == 230
     finally:
         stop_server(process)
+
+
+def test_the_live_view_names_a_forged_line_once_as_it_is_appended(tmp_path: Path) -> None:
+    import json
+
+    from referee.serve import LiveState
+    from referee.store import DB_NAME, RunStore
+
+    out = tmp_path / "run"
+    records = synthesize_stored_tournament(out, 12, seed=3, done=10)
+    state = LiveState(out)
+    state.load()
+    assert state.summary["gameCount"] == 10 and state.summary["errors"] == []
+    # The run commits game 11; its line, as appended, is not the game the database holds.
+    with RunStore(out / DB_NAME) as store:
+        assert store.record_game(11, records[10]) is True
+    forged = json.loads(records[10].model_dump_json())
+    forged["moves"][0]["elapsed_ms"] += 1.0
+    with (out / "games.jsonl").open("a", encoding="utf-8") as file:
+        file.write(json.dumps(forged, separators=(",", ":")) + "\n")
+    state.load()
+    assert state.summary["gameCount"] == 11
+    assert state.summary["errors"] == [
+        f"games.jsonl line 11 (game {records[10].game_id}) differs from tournament.db's copy: damaged or forged."
+        " tournament.db's copy is the one counted and shown; run the same match or tournament command to set the"
+        " line aside"
+    ]
+    state.load()  # each line is compared once: nothing named twice
+    assert len(state.summary["errors"]) == 1
