@@ -416,6 +416,12 @@ def _compare(path: Path, store: RunStore) -> bool:
         stat = path.stat()
         identity = (stat.st_ino, stat.st_dev)
         offset, count = 0, 0
+        trusted = store.trusted
+        if trusted is not None and store.verified is None:
+            store.trusted = None  # once: what the run writes next is compared as usual
+            if trusted == store.done_count():  # the last run compared them, and neither file changed since
+                store.mark_verified(identity, stat.st_size, trusted)
+                return True
         if store.verified is not None and store.verified[0] == identity and stat.st_size >= store.verified[1]:
             offset, count = store.verified[1], store.verified[2]
         with path.open("rb") as file:
@@ -435,7 +441,7 @@ def _compare(path: Path, store: RunStore) -> bool:
                 return False
     except OSError:  # no file (it is written, if empty), or none that can be read
         return False
-    store.verified = (identity, end, count)
+    store.mark_verified(identity, end, count)
     return True
 
 

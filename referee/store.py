@@ -587,7 +587,14 @@ class RunStore(_Reads):
         """games.jsonl's identity (inode, size, mtime) and `changes()` when it was last found to hold exactly the
         database's games (referee.recovery): not compared again while neither changed."""
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = lock if lock is not None else lock_directory(path.parent)
+        before = ""
+        if lock is None:
+            lock, before = _lock_directory(path.parent)
+        self._lock = lock
+        self.trusted: int | None = _stamped(before, path)
+        """The done games of a run that closed having found both copies in agreement, when neither file has been
+        written since (their identity and change times as it stamped them): their comparison is not needed."""
+        self._verified_at: tuple[int, list[int] | None] | None = None  # changes() and games.jsonl's identity then
         try:
             # autocommit mode (isolation_level=None): every transaction is an explicit BEGIN ... COMMIT
             # check_same_thread=False: the tournament writes from worker threads, one at a time (its lock).
@@ -596,7 +603,8 @@ class RunStore(_Reads):
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA busy_timeout=5000")
-            check_integrity(self._db, path)
+            if self.trusted is None:  # unchanged since a run checked it, compared both copies and closed it
+                check_integrity(self._db, path)
             self._db.executescript(_META)
             if _layout(self._db) == 1:
                 self._migrate()
@@ -652,9 +660,29 @@ class RunStore(_Reads):
                 "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
             )
 
+    def mark_verified(self, identity: tuple[int, int], end: int, count: int) -> None:
+        """games.jsonl (`identity`, its first `end` bytes) was found to hold exactly the first `count` done games
+        (referee.recovery): the next comparison in this run starts there, and if nothing changes before the
+        store closes, the next run need not compare them again (`close`)."""
+        self.verified = (identity, end, count)
+        self._verified_at = (self.changes(), _identity(self.path.with_name("games.jsonl")))
+
     def close(self) -> None:
+        """Close the database; then, when the last comparison of the two copies found them in agreement and
+        neither has changed since, stamp the lock file with both files' identities (`_stamped` reads it)."""
+        verified, at = self.verified, self._verified_at
+        unchanged = verified is not None and at is not None and at[0] == self.changes()
         self._db.close()
-        self._lock.close()  # releases the lock
+        try:
+            games = self.path.with_name("games.jsonl")
+            if unchanged and verified is not None and at is not None and _identity(games) == at[1]:
+                stamp = {**_files_now(self.path), "count": verified[2]}
+                self._lock.write(_STAMP + json.dumps(stamp) + "\n")
+                self._lock.flush()
+        except OSError:
+            pass  # no stamp: the next run compares the copies whole
+        finally:
+            self._lock.close()  # releases the lock
 
     def __enter__(self) -> RunStore:
         return self
@@ -928,6 +956,22 @@ class RunStore(_Reads):
         return _Transaction(self._db)
 
 
+def _stamped(before: str, path: Path) -> int | None:
+    """The done games a stamp of the lock file vouches for, when the database (with its WAL) and games.jsonl are
+    exactly as the run that wrote it left them; else None (compare the copies)."""
+    for line in before.splitlines()[1:]:
+        if line.startswith(_STAMP):
+            try:
+                stamp = json.loads(line[len(_STAMP) :])
+                count = stamp.pop("count")
+            except (ValueError, KeyError, TypeError, AttributeError):
+                return None
+            now = _files_now(path)
+            if isinstance(count, int) and stamp == now and now["db"] is not None and now["games"] is not None:
+                return count
+    return None
+
+
 def _pool_change(old: dict[str, Any], new: dict[str, Any], where: Path) -> tuple[PoolChange, dict[str, Any]]:
     """Compare a tournament's bots by name: (the change, the fingerprint to store and compare: `new` with the
     retired bots kept after the current ones). A bot in both must be the same (StoreError names the change)."""
@@ -989,6 +1033,11 @@ def lock_directory(out_dir: Path) -> TextIO:
     The kernel drops the lock when the process dies, even by kill -9, so a stale lock cannot block a resume.
     The lock file is opened without following a symlink (one planted there would have its target truncated).
     """
+    return _lock_directory(out_dir)[0]
+
+
+def _lock_directory(out_dir: Path) -> tuple[TextIO, str]:
+    """`lock_directory`, and what the lock file held before (the last run's stamp, `RunStore.close`)."""
     path = out_dir / LOCK_NAME
     try:
         for name in (DB_NAME, DB_NAME + "-wal", DB_NAME + "-shm", "logs"):
@@ -999,7 +1048,7 @@ def lock_directory(out_dir: Path) -> TextIO:
     try:
         import fcntl
     except ImportError:  # not POSIX: no lock, the user must not run two referees in one directory
-        return handle
+        return handle, ""
     try:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -1011,10 +1060,31 @@ def lock_directory(out_dir: Path) -> TextIO:
             " wait for it to finish or stop it, or choose another output directory (--out DIR)"
         ) from None
     handle.seek(0)
+    before = handle.read(4096)
+    handle.seek(0)
     handle.truncate()
     handle.write(f"{os.getpid()}\n")
     handle.flush()
-    return handle
+    return handle, before
+
+
+_STAMP = "verified "
+
+
+def _identity(path: Path) -> list[int] | None:
+    """A file's identity and last change as the kernel keeps them: (device, inode, size, mtime, ctime in ns); the
+    change time cannot be set back by a program, so a file written in any way since has another."""
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
+
+
+def _files_now(db_path: Path) -> dict[str, Any]:
+    games = db_path.with_name("games.jsonl")
+    wal = db_path.with_name(db_path.name + "-wal")
+    return {"db": _identity(db_path), "wal": _identity(wal), "games": _identity(games)}
 
 
 class _Transaction:

@@ -377,3 +377,57 @@ def test_within_a_run_games_jsonl_is_compared_from_where_the_last_comparison_end
     with RunStore(tmp_path / DB_NAME) as store:
         notes = sync_games_file(tmp_path, store, quiet=True).notes
         assert len(notes) == 1 and "line 11 (game g0011) is damaged or forged" in notes[0]
+
+
+def test_a_run_closed_with_both_copies_in_agreement_is_not_compared_again_until_a_file_changes(
+    tmp_path: Path,
+) -> None:
+    from referee.recovery import sync_games_file
+    from tests.report_games import synthesize_stored_tournament
+
+    synthesize_stored_tournament(tmp_path, 20, seed=4)
+
+    def opened() -> tuple[RunStore, list[int]]:
+        store = RunStore(tmp_path / DB_NAME)
+        starts: list[int] = []
+        read_rows = store.audit_rows
+
+        def counted(start: int = 0) -> Any:
+            starts.append(start)
+            return read_rows(start)
+
+        store.audit_rows = counted  # type: ignore[method-assign]
+        return store, starts
+
+    store, starts = opened()
+    assert store.trusted is None  # closed without a comparison (a run killed, a copy): compared whole
+    assert sync_games_file(tmp_path, store, quiet=True).notes == [] and starts == [0]
+    store.close()  # both copies found in agreement: the lock file is stamped with their identities
+    for _ in range(2):
+        store, starts = opened()
+        assert store.trusted == 20
+        assert sync_games_file(tmp_path, store, quiet=True).notes == [] and starts == []  # no record read
+        store.close()
+    # A byte changed in games.jsonl, its size and times kept as a careful forger would: the change time is not.
+    path = tmp_path / "games.jsonl"
+    data = bytearray(path.read_bytes())
+    at = data.index(b'"elapsed_ms":', len(data) // 2) + len(b'"elapsed_ms":')
+    data[at] = ord("7") if data[at] != ord("7") else ord("8")
+    times = path.stat()
+    path.write_bytes(bytes(data))
+    os.utime(path, ns=(times.st_atime_ns, times.st_mtime_ns))
+    store, starts = opened()
+    assert store.trusted is None
+    notes = sync_games_file(tmp_path, store, quiet=True).notes
+    assert starts == [0] and len(notes) == 1 and "is damaged or forged" in notes[0]
+    assert sync_games_file(tmp_path, store, quiet=True).notes == []  # the rewritten file compared whole (the end)
+    store.close()
+    # The database written by another program: compared whole again.
+    store, starts = opened()
+    assert store.trusted == 20
+    store.close()
+    with sqlite3.connect(tmp_path / DB_NAME) as db:
+        db.execute("UPDATE records SET record = record WHERE number = 1")
+    store, starts = opened()
+    assert store.trusted is None
+    store.close()
