@@ -17,6 +17,10 @@ the checkout), on directories of synthetic games:
                 directory (`killed`: the two copies compared whole at the start), and as a run stopped cleanly
                 leaves it (`stopped`: the last comparison found them in agreement and the files are unchanged
                 since, so a checkout that stamps that need not compare them again)
+    store       the store's side of that start-up alone, in one process, in CPU seconds (steadier than the wall
+                time on a shared machine): the database opened, the check that nothing is lost (the two copies
+                compared), a write (as the start's), the sync before any result is read, the finished games and the
+                schedule read; killed and stopped as above
     migrate     (after only) the first open of the baseline's database by this checkout, which migrates it
     report      `alternator report` of the finished 50k-game match: wall time and peak RSS
     standings   the standings and head-to-head of the 50k games, read through the checkout's reader: wall time
@@ -202,6 +206,19 @@ def child(argv: list[str]) -> None:
 
         with RunStore(Path(out) / DB_NAME) as store:
             result = {"notes": len(sync_games_file(Path(out), store, quiet=True).notes)}
+    elif what == "startup":  # the store's side of a resume's start-up
+        from referee import recovery
+        from referee.store import DB_NAME, RunStore
+
+        cpu, start = time.process_time(), time.perf_counter()
+        store = RunStore(Path(out) / DB_NAME)
+        recovery.check_nothing_lost(Path(out), store, rebuild_hint="-")
+        store.set_meta("bench", "1")  # as the start writes
+        recovery.sync_games_file(Path(out), store, quiet=True)
+        done = sum(1 for _ in store.finished())
+        store.scheduled()
+        store.close()
+        result = {"cpu_s": time.process_time() - cpu, "wall_s": time.perf_counter() - start, "done": done}
     elif what == "open":
         from referee.store import DB_NAME, RunStore
 
@@ -302,6 +319,17 @@ def main() -> None:
             stopped = work / f"{name}-stopped"
             shutil.copytree(out, stopped)
             step(root, work, "stop", str(stopped))
+            for how, source in (("killed", out), ("stopped", stopped)):
+                copy = work / f"{name}-{how}-copy"
+                shutil.copytree(source, copy, copy_function=shutil.copy2)
+                if how == "stopped":  # a copy has other inodes: stamped as the stopped run would have left it
+                    step(root, work, "stop", str(copy))
+                figure = step(root, work, "startup", str(copy))
+                print(
+                    f"  {name:6} {how:7}: the store's start-up {figure['cpu_s']:5.2f} s CPU,"
+                    f" {figure['wall_s']:5.2f} s wall ({figure['done']:,} games)"
+                )
+                shutil.rmtree(copy)
             for how, where in (("killed", out), ("stopped", stopped)):
                 started = time.time()
                 events = work / f"{name}-{how}-events.jsonl"
