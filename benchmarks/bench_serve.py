@@ -12,6 +12,11 @@ process) and measured:
                 many machines; the server allows 16 per address) and each read up to its whole first summary;
                 resident memory then, and the peak (VmHWM) over the whole process's life
     detail      the time of 200 requests for a finished game's detail (/api/game/N), one at a time
+    page        the time of 50 requests for a page of 100 games of the list (/api/games?offset=...), at offsets
+                spread over the run, and of 20 filtered by a bot (a baseline without the paged list answers 404)
+    page size   the bytes of the page (`/`) itself: the baseline embeds the list of every game in it
+
+Run it at two sizes (`--games 10000`, `--games 100000`) to see whether the memory grows with the games.
 """
 
 from __future__ import annotations
@@ -91,6 +96,16 @@ def open_stream(port: int, source: str) -> socket.socket:
     return sock
 
 
+def fetch(port: int, path: str) -> bytes:
+    """The body of a GET (the response whole: headers and body, as the socket gives it)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
+        sock.sendall(f"GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n".encode())
+        data = b""
+        while chunk := sock.recv(1 << 16):
+            data += chunk
+    return data.split(b"\r\n\r\n", 1)[-1]
+
+
 def get(port: int, path: str) -> int:
     with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
         sock.sendall(f"GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n".encode())
@@ -126,6 +141,14 @@ def measure(root: Path, out: Path, clients: int, games: int) -> dict[str, object
         detail = time.perf_counter()
         statuses = {get(port, f"/api/game/{random.randrange(1, games + 1)}") for _ in range(200)}
         detail = time.perf_counter() - detail
+        paged = time.perf_counter()
+        pages = {get(port, f"/api/games?offset={games * k // 50}&limit=100") for k in range(50)}
+        paged = time.perf_counter() - paged
+        filtered = time.perf_counter()
+        pages |= {get(port, f"/api/games?offset={games // 6 * k // 20}&limit=100&bot=beta") for k in range(20)}
+        filtered = time.perf_counter() - filtered
+        after_pages = memory(process.pid)
+        page_bytes = len(fetch(port, "/"))
         for stream in streams:
             stream.close()
         return {
@@ -135,6 +158,11 @@ def measure(root: Path, out: Path, clients: int, games: int) -> dict[str, object
             "open_s": opened,
             "detail_ms": detail / 200 * 1000,
             "statuses": sorted(statuses),
+            "page_ms": paged / 50 * 1000,
+            "filtered_ms": filtered / 20 * 1000,
+            "page_statuses": sorted(pages),
+            "after_pages": after_pages,
+            "page_bytes": page_bytes,
         }
     finally:
         process.terminate()
@@ -168,12 +196,16 @@ def main() -> None:
             except (RuntimeError, OSError) as error:
                 print(f"{name:6}: failed: {error}")
                 continue
-            idle, clients = figures["idle"], figures["clients"]
-            assert isinstance(idle, dict) and isinstance(clients, dict)
+            idle, clients, paged = figures["idle"], figures["clients"], figures["after_pages"]
+            assert isinstance(idle, dict) and isinstance(clients, dict) and isinstance(paged, dict)
+            page_bytes = figures["page_bytes"]
+            assert isinstance(page_bytes, int)
             print(f"{name:6}: ready in {figures['ready_s']:.1f} s, RSS idle {idle['VmRSS']} MB;"
                   f" {args.clients} streams opened in {figures['open_s']:.1f} s: RSS {clients['VmRSS']} MB,"
                   f" peak {clients['VmHWM']} MB; /api/game/N {figures['detail_ms']:.1f} ms"
-                  f" (statuses {figures['statuses']})")  # fmt: skip
+                  f" (statuses {figures['statuses']}); /api/games {figures['page_ms']:.1f} ms a page,"
+                  f" {figures['filtered_ms']:.1f} ms filtered (statuses {figures['page_statuses']}), RSS then"
+                  f" {paged['VmRSS']} MB, peak {paged['VmHWM']} MB; the page / {page_bytes / 1e6:.2f} MB")  # fmt: skip
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -1,6 +1,6 @@
 """The run database as it fills: the cost of a save, a resume, the report and the standings, before and after.
 
-    python benchmarks/bench_store.py [--sizes 1000 10000 50000] [--before /tmp/store-before] [--no-before]
+    python benchmarks/bench_store.py [--sizes 1000 10000 50000] [--save-sizes ...] [--before DIR] [--no-before]
 
 `--before` is a checkout of the baseline (commit f081fd7: `git worktree add /tmp/store-before f081fd7`); each
 figure is measured for it and for this checkout in the same run, each in its own process (PYTHONPATH set to
@@ -13,7 +13,14 @@ the checkout), on directories of synthetic games:
                 start-up (from the command's start to its first game, read from its --events file: opening the
                 database, reading what resume needs, checking games.jsonl) and the peak RSS of the whole command;
                 then the whole command's wall time (it plays the 40 games and writes the standings, match.json
-                and the report, which the `report` row measures on its own)
+                and the report, which the `report` row measures on its own). Twice: as a killed run leaves the
+                directory (`killed`: the two copies compared whole at the start), and as a run stopped cleanly
+                leaves it (`stopped`: the last comparison found them in agreement and the files are unchanged
+                since, so a checkout that stamps that need not compare them again)
+    store       the store's side of that start-up alone, in one process, in CPU seconds (steadier than the wall
+                time on a shared machine): the database opened, the check that nothing is lost (the two copies
+                compared), a write (as the start's), the sync before any result is read, the finished games and the
+                schedule read; killed and stopped as above
     migrate     (after only) the first open of the baseline's database by this checkout, which migrates it
     report      `alternator report` of the finished 50k-game match: wall time and peak RSS
     standings   the standings and head-to-head of the 50k games, read through the checkout's reader: wall time
@@ -193,6 +200,25 @@ def child(argv: list[str]) -> None:
         result = save_cost(Path(out))
     elif what == "standings":
         result = standings(Path(out))
+    elif what == "stop":  # as a run stopped cleanly leaves it: both copies compared, then the store closed
+        from referee.run.recovery import sync_games_file
+        from referee.run.store import DB_NAME, RunStore
+
+        with RunStore(Path(out) / DB_NAME) as store:
+            result = {"notes": len(sync_games_file(Path(out), store, quiet=True).notes)}
+    elif what == "startup":  # the store's side of a resume's start-up
+        from referee.run import recovery
+        from referee.run.store import DB_NAME, RunStore
+
+        cpu, start = time.process_time(), time.perf_counter()
+        store = RunStore(Path(out) / DB_NAME)
+        recovery.check_nothing_lost(Path(out), store, rebuild_hint="-")
+        store.set_meta("bench", "1")  # as the start writes
+        recovery.sync_games_file(Path(out), store, quiet=True)
+        done = sum(1 for _ in store.finished())
+        store.scheduled()
+        store.close()
+        result = {"cpu_s": time.process_time() - cpu, "wall_s": time.perf_counter() - start, "done": done}
     elif what == "open":
         from referee.run.store import DB_NAME, RunStore
 
@@ -255,6 +281,7 @@ def step(root: Path, cwd: Path, *args: str) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000, 50_000])
+    parser.add_argument("--save-sizes", type=int, nargs="+", help="the sizes of the save figure (default: --sizes)")
     parser.add_argument("--before", type=Path, default=Path("/tmp/store-before"))
     parser.add_argument("--no-before", action="store_true")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
@@ -272,7 +299,7 @@ def main() -> None:
     print(f"python {sys.version.split()[0]}, sqlite {__import__('sqlite3').sqlite_version}, in {work}")
     try:
         print("\nsave: one game committed into a database holding N done games (median of 20; VM steps of one)")
-        for n in args.sizes:
+        for n in args.save_sizes or args.sizes:
             cells = []
             for name, root in roots.items():
                 out = work / f"{name}-save-{n}"
@@ -289,12 +316,29 @@ def main() -> None:
             step(root, work, "build", str(out), str(largest), str(largest - LEFT))
             if name == "before":  # a copy to migrate with this checkout
                 shutil.copytree(out, work / "migrate")
-            started = time.time()
-            events = work / f"{name}-events.jsonl"
-            wall, rss, _ = run_in(root, ["-m", "referee", *match_args(out, largest), "--events", str(events)], cwd=work)
+            stopped = work / f"{name}-stopped"
+            shutil.copytree(out, stopped)
+            step(root, work, "stop", str(stopped))
+            for how, source in (("killed", out), ("stopped", stopped)):
+                copy = work / f"{name}-{how}-copy"
+                shutil.copytree(source, copy, copy_function=shutil.copy2)
+                if how == "stopped":  # a copy has other inodes: stamped as the stopped run would have left it
+                    step(root, work, "stop", str(copy))
+                figure = step(root, work, "startup", str(copy))
+                print(
+                    f"  {name:6} {how:7}: the store's start-up {figure['cpu_s']:5.2f} s CPU,"
+                    f" {figure['wall_s']:5.2f} s wall ({figure['done']:,} games)"
+                )
+                shutil.rmtree(copy)
+            for how, where in (("killed", out), ("stopped", stopped)):
+                started = time.time()
+                events = work / f"{name}-{how}-events.jsonl"
+                argv = ["-m", "referee", *match_args(where, largest), "--events", str(events)]
+                wall, rss, _ = run_in(root, argv, cwd=work)
+                print(f"  {name:6} {how:7}: start-up {first_game(events) - started:5.2f} s, peak RSS {rss:7.0f} MB;"
+                      f" the whole command {wall:6.2f} s (CPU {CPU['last']:6.2f} s)")  # fmt: skip
+            shutil.rmtree(stopped)
             dirs[name] = out
-            print(f"  {name:6}: start-up {first_game(events) - started:5.2f} s, peak RSS {rss:7.0f} MB;"
-                  f" the whole command {wall:6.2f} s (CPU {CPU['last']:6.2f} s)")  # fmt: skip
         if "before" in roots:
             opened = step(HERE, work, "open", str(work / "migrate"))
             print(

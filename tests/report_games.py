@@ -101,3 +101,34 @@ def synthesize_tournament(
         for record in records:
             file.write(record.model_dump_json() + "\n")
     return records
+
+
+def synthesize_stored_tournament(
+    out_dir: Path, games: int, *, seed: int = 1, bots: tuple[str, ...] = BOTS, done: int | None = None
+) -> list[GameRecord]:
+    """A round robin of `bots` with `games` random games scheduled, the first `done` (default: all) done, as a run
+    leaves it: the database (the schedule, each game saved through `RunStore`) and games.jsonl beside it; every
+    scheduled game's record, in schedule order (the done ones in commit order)."""
+    from referee.run.config import parse_config, resolve_plan
+    from referee.run.schedule import make_schedule
+    from referee.run.store import DB_NAME, RunStore
+
+    pairings = len(bots) * (len(bots) - 1) // 2
+    data = {"bots": [{"name": name, "command": "random"} for name in bots], "games": -(-games // pairings)}
+    data |= {"size": "8x8", "time_control": "10+0.1"}
+    plan = resolve_plan(parse_config(data, source="test"), base_dir=out_dir, source="test", default_out=out_dir)
+    schedule = make_schedule(plan.bot_names, plan.format, plan.games_per_pairing, plan.openings)[:games]
+    rng = random.Random(seed)
+    records = [
+        random_game(game.number, game.black, game.white, rng).model_copy(update={"game_id": game.game_id})
+        for game in schedule
+    ]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with RunStore(out_dir / DB_NAME) as store:
+        store.start(plan.fingerprint, schedule)
+        texts = [record.model_dump_json() for record in records[:done]]
+        store.record_games(
+            [(game.number, record) for game, record in zip(schedule, records[:done], strict=False)], texts
+        )
+    (out_dir / "games.jsonl").write_text("".join(text + "\n" for text in texts), encoding="utf-8")
+    return records

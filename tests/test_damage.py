@@ -237,3 +237,89 @@ def test_a_symlink_planted_in_the_output_directory_is_never_written_through(
     assert victim.read_text() == "precious\n"
     assert f"{out / name} is a symbolic link, a hard link or not a regular file" in err or name == GAMES_FILE
     assert "Traceback" not in err
+
+
+def forge(text: bytes) -> bytes:
+    """The record with a move's time changed: consistent in itself (its moves replay to its result), and not the
+    game the run saved: what a careful forger writes."""
+    record = json.loads(text)
+    record["moves"][0]["elapsed_ms"] += 1.0
+    return json.dumps(record, separators=(",", ":")).encode()
+
+
+def test_a_consistent_forgery_in_games_jsonl_is_named_on_open_and_set_aside_on_resume(
+    finished: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from referee.record import GameRecord
+    from referee.run.audit import check_record
+    from referee.run.rundir import RunDirectory
+
+    out = copy_of(finished, tmp_path)
+    before = lines(out)
+    forged = [*before]
+    forged[1] = forge(before[1])
+    check_record(GameRecord.model_validate_json(forged[1]))  # it replays to its result: no audit refuses it
+    extra = json.loads(before[3])
+    extra["game_id"] = "g0005"  # a game this run never played, whole and consistent
+    (out / GAMES_FILE).write_bytes(b"\n".join([*forged, json.dumps(extra).encode()]) + b"\n")
+    # A reader (report, serve) names both at once, without reading a record from the database.
+    with RunDirectory.open(out) as run:
+        run.check_games_file()
+        assert run.errors == [
+            f"{GAMES_FILE} line 2 (game g0002) differs from {DB_NAME}'s copy: damaged or forged. {DB_NAME}'s copy is"
+            " the one counted and shown; run the same match or tournament command to set the line aside",
+            f"{GAMES_FILE} line 5 holds game g0005, which {DB_NAME} does not count (a line damaged, forged or copied"
+            " from another run): it is not counted; run the same match or tournament command to have it set aside",
+        ]
+        assert run.count() == 4
+    capsys.readouterr()
+    assert main(["report", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "warning: games.jsonl line 2 (game g0002) differs from tournament.db's copy: damaged or forged" in err
+    page = (out / "report.html").read_text()
+    assert "line 2 (game g0002) differs from" in page and "line 5 holds game g0005" in page
+    # The resume names the forgery, keeps it aside and never counts it; the file holds the run's games again.
+    (out / GAMES_FILE).write_bytes(b"\n".join(forged) + b"\n")
+    assert tournament(out, games=4) == 0
+    err = capsys.readouterr().err
+    assert f"{out / GAMES_FILE} line 2 (game g0002) is damaged or forged (its moves replay to its result" in err
+    assert "differs from tournament.db's copy (moves.0.elapsed_ms)" in err and "never counted" in err
+    assert lines(out) == before
+    assert [entry["source"] for entry in quarantined(out)] == [f"{GAMES_FILE} line 2"]
+    with RunDirectory.open(out) as run:
+        run.check_games_file()
+        assert run.errors == []
+
+
+def test_damaged_or_missing_digests_are_named_and_made_again_on_resume(
+    finished: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from referee.run.rundir import RunDirectory
+
+    out = copy_of(finished, tmp_path)
+    with sqlite3.connect(out / DB_NAME) as db:  # a changed byte in one digest
+        digest = db.execute("SELECT digest FROM games WHERE number = 3").fetchone()[0]
+        db.execute("UPDATE games SET digest = ? WHERE number = 3", (bytes([digest[0] ^ 1]) + digest[1:],))
+    with RunDirectory.open(out) as run:  # the reader sees the database's copy does not match its own digest
+        run.check_games_file()
+        assert run.errors == [
+            f"{DB_NAME}: the copy of game g0003 does not match its digest (damaged); run the same match or tournament"
+            f" command to repair it from {GAMES_FILE} line 3"
+        ]
+    capsys.readouterr()
+    assert tournament(out, games=4) == 0
+    err = capsys.readouterr().err
+    assert f"{out / DB_NAME}: the digest of game g0003 was damaged; made again from its record" in err
+    with RunStore(out / DB_NAME) as store:
+        assert store.digests_intact()
+    # A database from before the digests: they are made at its next start, silently, and then checked.
+    with sqlite3.connect(out / DB_NAME) as db:
+        db.execute("UPDATE games SET digest = NULL")
+        db.execute("DELETE FROM meta WHERE key = 'digests_crc'")
+    with RunDirectory.open(out) as run:
+        run.check_games_file()
+        assert run.errors == []  # nothing to compare with yet
+    assert tournament(out, games=4) == 0
+    assert "warning" not in capsys.readouterr().err
+    with RunStore(out / DB_NAME) as store:
+        assert store.digests_intact()

@@ -380,3 +380,41 @@ def test_the_feed_writes_a_move_line_as_json_would_and_in_batches(tmp_path: Path
         "count": 2,
     }
     feed.close()
+
+
+def test_the_live_figures_keep_nothing_per_game_and_agree_with_the_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import referee.outputs.report as report_module
+    from referee.outputs.report import RunFigures
+
+    monkeypatch.setattr(report_module, "SCORE_POINTS", 10)  # few points, so that 300 games drop some
+    monkeypatch.setattr(report_module, "PROGRESS_POINTS", 4)
+    synthesize_tournament(tmp_path, 300, seed=4)
+    figures = {}
+    for keep in (True, False):
+        with load_run(tmp_path) as run:
+            counted = RunFigures(run, keep_games=keep)
+            for row, text in run.lines():
+                counted.add_text(row, text)
+            figures[keep] = (counted, counted.summary(live=not keep))
+    (live, live_summary), (_, report_summary) = figures[False], figures[True]
+    assert live.rows == [] and live.results == []  # nothing kept per game
+    assert live_summary["games"] == [] and live_summary["gameCount"] == report_summary["gameCount"] == 300
+    assert len(report_summary["games"]) == 300
+    assert live_summary["standings"] == report_summary["standings"]  # the same tables, times per move included
+    assert live_summary["terminationsUsed"] == sorted(
+        {report_summary["terminations"][g[4]] for g in report_summary["games"]}
+    )
+    progress = live_summary["progress"]
+    marks = progress["scoreAt"]
+    assert len(marks) <= 2 * 10 + 1 and marks == sorted(set(marks)) and marks[-1] == 300
+    assert len(progress["eloAt"]) <= 2 * 4 + 1 and progress["eloAt"][-1] == 300
+    full = report_summary["progress"]
+    for name in report_summary["standings"]["order"]:
+        assert progress["score"][name][-1] == full["score"][name][-1]  # the last point: the whole run
+        assert progress["elo"][name][-1] == pytest.approx(full["elo"][name][-1], abs=0.2)
+        at_marks = dict(zip(full["scoreAt"], full["score"][name], strict=True))
+        for mark, value in zip(marks, progress["score"][name], strict=True):
+            if mark in at_marks:  # a point both took: the same score
+                assert value == at_marks[mark]

@@ -13,7 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ import pytest
 from protocol.rules import Position
 from referee.outputs.report import load_run, write_report
 from referee.record import GameRecord
-from tests.report_games import random_game, synthesize_tournament
+from tests.report_games import random_game, synthesize_stored_tournament, synthesize_tournament
 
 CHROMIUM = os.environ.get("ALTERNATOR_CHROMIUM", "/usr/bin/chromium")
 playwright_sync = pytest.importorskip(
@@ -32,6 +32,7 @@ if not Path(CHROMIUM).exists():
     pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
 
 DESKTOP = {"width": 1280, "height": 900}
+NEXT = "next \u203a"  # the pager's button
 PHONE = {"width": 390, "height": 844}
 
 
@@ -245,6 +246,11 @@ def served(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """A real `alternator serve` process on a tournament directory with 4 finished games."""
     out = tmp_path / "live"
     synthesize_tournament(out, 4, seed=21)
+    yield from serving(out)
+
+
+def serving(out: Path) -> Generator[tuple[str, Path]]:
+    """A real `alternator serve` process on `out`: its address, while it runs."""
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "referee", "serve", str(out), "--port", str(port)],
@@ -355,6 +361,64 @@ def test_the_live_page_follows_games_in_progress_and_finished(page: Any, served:
     assert shown_ply(page) == len(record.moves)
     assert float(page.text_content('#viewer [data-score="black"]')) == record.black_score
     assert load_run(out).count() == 5
+
+
+def listed(page: Any) -> list[int]:
+    return [int(n) for n in page.eval_on_selector_all("tr.game", "els => els.map(e => e.dataset.game)")]
+
+
+def test_the_live_view_pages_the_games_from_the_server(page: Any, tmp_path: Path) -> None:
+    from referee.run.store import DB_NAME, RunStore
+
+    out = tmp_path / "paged"
+    records = synthesize_stored_tournament(out, 240, seed=13, done=230)
+    server = serving(out)
+    url, _ = next(server)
+    try:
+        asked: list[str] = []
+        page.on("request", lambda request: asked.append(request.url))
+        page.goto(url)
+        page.wait_for_selector("body[data-ready]")
+        page.wait_for_selector('#gamelist [data-page="1"][data-total="230"]')
+        assert listed(page) == list(range(1, 101))
+        assert "230 of 240 games" in page.text_content("main")
+        # The page holds no list of games: each page comes from the server, read from the run's database.
+        assert page.evaluate("state.summary.games.length") == 0
+        assert f"{url}api/games?offset=0&limit=100" in asked
+        page.get_by_role("button", name=NEXT).click()
+        page.wait_for_selector('#gamelist [data-page="2"]')
+        assert listed(page) == list(range(101, 201))
+        page.get_by_role("button", name=NEXT).click()
+        page.wait_for_selector('#gamelist [data-page="3"]')
+        assert listed(page) == list(range(201, 231))
+        assert f"{url}api/games?offset=200&limit=100" in asked
+        # Filters are applied by the server, over the whole run, from the first page again.
+        page.select_option('select[data-filter="bot"]', "beta")
+        page.select_option('select[data-filter="result"]', "0-1")
+        wanted = [
+            n for n, r in enumerate(records[:230], 1) if r.result == "0-1" and "beta" in (r.black.name, r.white.name)
+        ]
+        page.wait_for_selector(f'#gamelist [data-page="1"][data-total="{len(wanted)}"]')
+        assert listed(page) == wanted[:100]
+        assert any("bot=beta" in address and "result=0-1" in address for address in asked)
+        # A game opened from the list comes from the server, whole.
+        open_game(page, wanted[-1])
+        assert shown_ply(page) == len(records[wanted[-1] - 1].moves)
+        page.keyboard.press("Escape")
+        # A game committed meanwhile: the count and the list follow it, still a page at a time.
+        page.select_option('select[data-filter="bot"]', "")
+        page.select_option('select[data-filter="result"]', "")
+        page.wait_for_selector('#gamelist [data-page="1"][data-total="230"]')
+        with RunStore(out / DB_NAME) as store:
+            assert store.record_game(231, records[230]) is True
+        page.wait_for_selector('#gamelist [data-total="231"]', timeout=60_000)
+        assert "231 of 240 games" in page.text_content("main")
+        page.get_by_role("button", name=NEXT).click()
+        page.get_by_role("button", name=NEXT).click()
+        page.wait_for_selector('#gamelist [data-page="3"][data-total="231"]')
+        assert listed(page) == list(range(201, 232))
+    finally:
+        server.close()
 
 
 def test_boards_of_other_sizes(page: Any, tmp_path: Path) -> None:

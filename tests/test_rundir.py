@@ -165,7 +165,7 @@ def test_the_live_state_shows_the_sprt_while_the_run_goes_on(tmp_path: Path) -> 
         for record in records[4:6]:
             store.record_game(int(record.game_id[1:]), record)
         state.load()  # only the new games are read
-        assert state.summary["headToHead"]["games"] == 6 and len(state.summary["games"]) == 6
+        assert state.summary["headToHead"]["games"] == 6 and state.summary["gameCount"] == 6
         detail = state.detail(5)
         assert detail is not None
         line = json.loads(detail)

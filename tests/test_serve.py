@@ -14,14 +14,44 @@ from pathlib import Path
 
 import pytest
 
-from referee.outputs.httpsafety import MAX_STREAMS_PER_CLIENT, ClientLimit, HostCheck, host_name, parse_number
-from tests.report_games import synthesize_tournament
+from referee.outputs.httpsafety import (
+    MAX_PAGE,
+    MAX_STREAMS_PER_CLIENT,
+    ClientLimit,
+    HostCheck,
+    host_name,
+    parse_number,
+    parse_query,
+)
+from referee.outputs.report import GamesPage
+from tests.report_games import synthesize_stored_tournament, synthesize_tournament
 
 
 def test_numbers_in_paths_are_ascii_digits_of_bounded_length() -> None:
     assert parse_number("7") == 7 and parse_number("000123") == 123
     for bad in ("", "²", "٣", "1e3", "-1", " 1", "1 ", "9" * 10, "9" * 5000, "0x1"):
         assert parse_number(bad) is None, bad
+
+
+def test_a_page_query_takes_known_keys_once_and_bounded_numbers() -> None:
+    assert parse_query(b"") == {"offset": 0, "limit": 100}
+    assert parse_query(b"offset=200&limit=50&bot=al%20pha", ("bot",)) == {"offset": 200, "limit": 50, "bot": "al pha"}
+    assert parse_query("bot=", ("bot",)) == {"offset": 0, "limit": 100}  # an empty filter: none
+    for bad in (
+        "limit=0",
+        f"limit={MAX_PAGE + 1}",
+        "offset=%C2%B2",
+        "offset=-1",
+        "offset=" + "9" * 5000,
+        "limit=1&limit=2",
+        "colour=black",
+        "bot=%FF",
+        "bot=a%0Ab",
+        "&&",
+        "x" * 3000,
+    ):
+        with pytest.raises(ValueError):
+            parse_query(bad, ("bot",))
 
 
 def test_the_host_check_allows_loopback_names_and_those_given() -> None:
@@ -45,31 +75,41 @@ def test_a_client_holds_a_bounded_number_of_streams() -> None:
     assert limit.acquire("a") and not limit.acquire("a")
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[int]:
-    """A real `alternator serve` process on a tournament directory with 3 finished games; its port."""
+def start_server(out: Path) -> tuple[subprocess.Popen[str], int]:
+    """A real `alternator serve` process on `out`, once it serves; and its port."""
     import socket
 
-    synthesize_tournament(tmp_path / "run", 3, seed=5)
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = int(probe.getsockname()[1])
     process = subprocess.Popen(
-        [sys.executable, "-m", "referee", "serve", str(tmp_path / "run"), "--port", str(port), "--allow-host", "arena"],
+        [sys.executable, "-m", "referee", "serve", str(out), "--port", str(port), "--allow-host", "arena"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    assert f"127.0.0.1:{port}" in line, line + (process.stderr.read() if process.stderr else "")
+    return process, port
+
+
+def stop_server(process: subprocess.Popen[str]) -> None:
+    process.send_signal(signal.SIGINT)
+    process.wait(timeout=20)
+    assert process.stderr is not None
+    assert "Traceback" not in process.stderr.read()
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[int]:
+    """A real `alternator serve` process on a tournament directory with 3 finished games; its port."""
+    synthesize_tournament(tmp_path / "run", 3, seed=5)
+    process, port = start_server(tmp_path / "run")
     try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        assert f"127.0.0.1:{port}" in line, line + (process.stderr.read() if process.stderr else "")
         yield port
     finally:
-        process.send_signal(signal.SIGINT)
-        process.wait(timeout=20)
-        assert process.stderr is not None
-        assert "Traceback" not in process.stderr.read()
+        stop_server(process)
 
 
 def get(port: int, path: str, host: str | None = None) -> tuple[int, bytes]:
@@ -117,3 +157,68 @@ def test_one_client_holds_a_bounded_number_of_event_streams(server: int) -> None
     finally:
         for connection in streams:
             connection.close()
+
+
+def test_the_games_are_paged_from_the_store_and_bad_queries_are_400(tmp_path: Path) -> None:
+    import json
+
+    records = synthesize_stored_tournament(tmp_path / "run", 230, seed=9)
+    process, port = start_server(tmp_path / "run")
+    try:
+        status, body = get(port, "/api/games")
+        assert status == 200
+        page = GamesPage.model_validate_json(body)  # the published schema's model
+        assert (page.offset, page.limit, page.total) == (0, 100, 230)
+        assert [game.n for game in page.games] == list(range(1, 101))
+        status, body = get(port, "/api/games?offset=200&limit=100")
+        page = GamesPage.model_validate_json(body)
+        assert [game.n for game in page.games] == list(range(201, 231))
+        assert [game.black for game in page.games] == [record.black.name for record in records[200:]]
+        assert [game.result for game in page.games] == [record.result for record in records[200:]]
+        # Filtered: a bot in either colour, a result, a termination; counted over the whole run.
+        status, body = get(port, "/api/games?bot=alpha&result=1-0&limit=500")
+        page = GamesPage.model_validate_json(body)
+        wanted = [n for n, r in enumerate(records, 1) if r.result == "1-0" and "alpha" in (r.black.name, r.white.name)]
+        assert page.total == len(wanted) and [game.n for game in page.games] == wanted
+        status, body = get(port, "/api/games?termination=time")
+        page = GamesPage.model_validate_json(body)
+        assert [game.n for game in page.games] == [n for n, r in enumerate(records, 1) if r.termination == "time"]
+        assert GamesPage.model_validate_json(get(port, "/api/games?offset=999")[1]).games == []
+        for query in ("limit=0", f"limit={MAX_PAGE + 1}", "offset=%C2%B2", "result=2-0", "termination=x", "sort=n"):
+            status, body = get(port, f"/api/games?{query}")
+            assert status == 400 and b"/api/games?offset=0&limit=100" in body, query
+        # The page itself carries no list of games: only their number.
+        status, body = get(port, "/")
+        summary = json.loads(body.split(b'id="summary">', 1)[1].split(b"</script>", 1)[0])
+        assert summary["games"] == [] and summary["gameCount"] == 230
+    finally:
+        stop_server(process)
+
+
+def test_the_live_view_names_a_forged_line_once_as_it_is_appended(tmp_path: Path) -> None:
+    import json
+
+    from referee.outputs.serve import LiveState
+    from referee.run.store import DB_NAME, RunStore
+
+    out = tmp_path / "run"
+    records = synthesize_stored_tournament(out, 12, seed=3, done=10)
+    state = LiveState(out)
+    state.load()
+    assert state.summary["gameCount"] == 10 and state.summary["errors"] == []
+    # The run commits game 11; its line, as appended, is not the game the database holds.
+    with RunStore(out / DB_NAME) as store:
+        assert store.record_game(11, records[10]) is True
+    forged = json.loads(records[10].model_dump_json())
+    forged["moves"][0]["elapsed_ms"] += 1.0
+    with (out / "games.jsonl").open("a", encoding="utf-8") as file:
+        file.write(json.dumps(forged, separators=(",", ":")) + "\n")
+    state.load()
+    assert state.summary["gameCount"] == 11
+    assert state.summary["errors"] == [
+        f"games.jsonl line 11 (game {records[10].game_id}) differs from tournament.db's copy: damaged or forged."
+        " tournament.db's copy is the one counted and shown; run the same match or tournament command to set the"
+        " line aside"
+    ]
+    state.load()  # each line is compared once: nothing named twice
+    assert len(state.summary["errors"]) == 1

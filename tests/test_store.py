@@ -7,6 +7,7 @@ import os
 import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -342,3 +343,91 @@ def test_the_anchor_is_kept_beside_the_title_and_may_change_on_a_resume(tmp_path
     with RunStore(tmp_path / DB_NAME) as store:
         store.start(FINGERPRINT, games)  # and none: the ratings go back to the field mean
         assert "anchor" not in (store.fingerprint() or {})
+
+
+def test_within_a_run_games_jsonl_is_compared_from_where_the_last_comparison_ended(tmp_path: Path) -> None:
+    from referee.run.recovery import sync_games_file
+    from tests.report_games import synthesize_stored_tournament
+
+    records = synthesize_stored_tournament(tmp_path, 60, seed=2, done=50)
+    with RunStore(tmp_path / DB_NAME) as store:
+        starts: list[int] = []
+        read_rows = store.audit_rows
+
+        def counted(start: int = 0) -> Any:
+            starts.append(start)
+            return read_rows(start)
+
+        store.audit_rows = counted  # type: ignore[method-assign]
+        assert sync_games_file(tmp_path, store, quiet=True).notes == []  # the start: the whole run compared
+        assert starts == [0] and store.verified is not None and store.verified[2] == 50
+        for number in (51, 52):  # the runner commits each game, then appends its line
+            assert store.record_game(number, records[number - 1]) is True
+            with (tmp_path / "games.jsonl").open("a", encoding="utf-8") as file:
+                file.write(records[number - 1].model_dump_json() + "\n")
+        assert sync_games_file(tmp_path, store, quiet=True).notes == []  # the end: only the two new games
+        assert starts == [0, 50] and store.verified[2] == 52
+        assert store.digests_intact()
+    # A new run compares the whole file again (it may have been changed between runs), and finds a forgery.
+    lines = (tmp_path / "games.jsonl").read_bytes().splitlines()
+    forged = json.loads(lines[10])
+    forged["moves"][0]["elapsed_ms"] += 1.0
+    lines[10] = json.dumps(forged, separators=(",", ":")).encode()
+    (tmp_path / "games.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    with RunStore(tmp_path / DB_NAME) as store:
+        notes = sync_games_file(tmp_path, store, quiet=True).notes
+        assert len(notes) == 1 and "line 11 (game g0011) is damaged or forged" in notes[0]
+
+
+def test_a_run_closed_with_both_copies_in_agreement_is_not_compared_again_until_a_file_changes(
+    tmp_path: Path,
+) -> None:
+    from referee.run.recovery import sync_games_file
+    from tests.report_games import synthesize_stored_tournament
+
+    synthesize_stored_tournament(tmp_path, 20, seed=4)
+
+    def opened() -> tuple[RunStore, list[int]]:
+        store = RunStore(tmp_path / DB_NAME)
+        starts: list[int] = []
+        read_rows = store.audit_rows
+
+        def counted(start: int = 0) -> Any:
+            starts.append(start)
+            return read_rows(start)
+
+        store.audit_rows = counted  # type: ignore[method-assign]
+        return store, starts
+
+    store, starts = opened()
+    assert store.trusted is None  # closed without a comparison (a run killed, a copy): compared whole
+    assert sync_games_file(tmp_path, store, quiet=True).notes == [] and starts == [0]
+    store.close()  # both copies found in agreement: the lock file is stamped with their identities
+    for _ in range(2):
+        store, starts = opened()
+        assert store.trusted == 20
+        assert sync_games_file(tmp_path, store, quiet=True).notes == [] and starts == []  # no record read
+        store.close()
+    # A byte changed in games.jsonl, its size and times kept as a careful forger would: the change time is not.
+    path = tmp_path / "games.jsonl"
+    data = bytearray(path.read_bytes())
+    at = data.index(b'"elapsed_ms":', len(data) // 2) + len(b'"elapsed_ms":')
+    data[at] = ord("7") if data[at] != ord("7") else ord("8")
+    times = path.stat()
+    path.write_bytes(bytes(data))
+    os.utime(path, ns=(times.st_atime_ns, times.st_mtime_ns))
+    store, starts = opened()
+    assert store.trusted is None
+    notes = sync_games_file(tmp_path, store, quiet=True).notes
+    assert starts == [0] and len(notes) == 1 and "is damaged or forged" in notes[0]
+    assert sync_games_file(tmp_path, store, quiet=True).notes == []  # the rewritten file compared whole (the end)
+    store.close()
+    # The database written by another program: compared whole again.
+    store, starts = opened()
+    assert store.trusted == 20
+    store.close()
+    with sqlite3.connect(tmp_path / DB_NAME) as db:
+        db.execute("UPDATE records SET record = record WHERE number = 1")
+    store, starts = opened()
+    assert store.trusted is None
+    store.close()

@@ -1,6 +1,8 @@
 "use strict";
 /* The report page: standings, crosstable, LOS, progress and SPRT charts, the list of games, the viewer.
-   The same page is the live view (`alternator serve`): then the summary and the games come from the server. */
+   The same page is the live view (`alternator serve`): then the summary and the games come from the server, the
+   list of games a page at a time (api/games, referee/schema/games_page.json), so the page stays small however
+   many games the run holds. */
 
 const PALETTE = ["#2f6fb0", "#d1495b", "#3a9d5d", "#e0a526", "#7b4fb3", "#1b998b", "#c05f2a", "#5d6d7e", "#b5446e", "#6a8d1f"];
 const RESULTS = ["1-0", "0-1", "1/2-1/2", "*"];
@@ -12,6 +14,8 @@ const state = {
   filter: { bot: "", result: "", termination: "" },
   page: 0,
   live: new Map(), // live view: game id -> detail of a game in progress
+  pageTicket: 0, // live view: the last page of games asked for (an older answer arriving late is dropped)
+  shownList: null, // live view: the list drawn last, kept on screen while the next page is fetched
   viewerGame: null,
 };
 
@@ -44,6 +48,11 @@ async function gameDetail(n) {
   return JSON.parse(line);
 }
 
+/* How many games are finished: the live view's summary says, the report's lists them all. */
+function gameCount(s) {
+  return s.gameCount ?? s.games.length;
+}
+
 function pct(x) {
   return x === null || x === undefined ? "–" : `${x.toFixed(1)}%`;
 }
@@ -61,7 +70,8 @@ function renderHeader() {
   const settings = s.settings ? `${s.settings.size}, komi ${fmtNum(s.settings.komi)}, ${s.settings.tc}` : "";
   const t = s.standings.totals;
   const running = s.live && !s.finished;
-  const count = s.total ? `${s.games.length} of ${s.total} games` : `${s.games.length} games`;
+  const done = gameCount(s);
+  const count = s.total ? `${done} of ${s.total} games` : `${done} games`;
   const totals = t.games === undefined ? "" : ` (${t.black_wins} Black wins, ${t.white_wins} White wins, ${t.draws} draws, ${t.forfeits} forfeits)`;
   return el("header", {},
     el("h1", {}, running ? el("span", { class: "livedot", title: "live" }, "● ") : null, `Alternator ${s.kind}: ${s.title}`,
@@ -70,7 +80,7 @@ function renderHeader() {
     el("div", { class: "muted" }, `${settings} · ${count}${totals} · ${s.live ? "updated" : "generated"} ${s.generated}`),
     el("div", { class: "muted small" }, s.outDir),
     running && s.host ? el("div", { class: "warn", id: "hoststatus" }, s.host) : null,
-    ...(s.errors || []).map((e) => el("div", { class: "warn" }, `left out: ${e}`)));
+    ...(s.errors || []).map((e) => el("div", { class: "warn" }, e)));
 }
 
 function renderStandings() {
@@ -210,7 +220,7 @@ function lineChart(series, xs, opts) {
 function renderProgress() {
   const p = state.summary.progress;
   const bots = state.summary.standings.order;
-  if (!state.summary.games.length) return null;
+  if (!gameCount(state.summary)) return null;
   const score = lineChart(bots.map((b) => ({ name: b, ys: p.score[b] })), p.scoreAt, { xlabel: "games", min: 0, max: 100 });
   const [bandY, bandLabel] = p.eloBand || [0, "field mean"];
   const elo = lineChart(bots.map((b) => ({ name: b, ys: p.elo[b] })), p.eloAt, { xlabel: "games", bands: [{ y: bandY, label: bandLabel }] });
@@ -250,6 +260,14 @@ function renderHeadToHead() {
   return el("section", { id: "head-to-head", class: "h2h" }, el("h2", {}, `${h.first} vs ${h.second}`), ...parts);
 }
 
+/* A game of the report's list ([number, black, white, result, termination, moves, scores], the bots and
+   terminations by index) as the live view's api/games gives it. */
+function entryOf(g) {
+  const s = state.summary;
+  const [n, b, w, r, t, moves, bs, ws] = g;
+  return { n, black: s.bots[b], white: s.bots[w], result: RESULTS[r], termination: s.terminations[t], moves, blackScore: bs, whiteScore: ws };
+}
+
 function filteredGames() {
   const s = state.summary;
   const f = state.filter;
@@ -263,31 +281,63 @@ function renderGames() {
   const s = state.summary;
   const select = (key, label, values) => el("label", {}, `${label} `, el("select", { "data-filter": key, onchange: (e) => { state.filter[key] = e.target.value; state.page = 0; refreshGames(); } },
     el("option", { value: "" }, "all"), ...values.map((v) => el("option", { value: v, selected: state.filter[key] === v }, v))));
-  const used = new Set(s.games.map((g) => s.terminations[g[4]]));
-  const filters = el("div", { class: "filters" }, select("bot", "bot", s.bots), select("result", "result", RESULTS), select("termination", "termination", s.terminations.filter((t) => used.has(t))));
-  return section("games-list", "Games", filters, el("div", { id: "gamelist" }));
+  const used = new Set(s.terminationsUsed ?? s.games.map((g) => s.terminations[g[4]]));
+  const filters = el("div", { class: "filters" }, select("bot", "bot", s.bots), select("result", "result", RESULTS.slice(0, 3)), select("termination", "termination", s.terminations.filter((t) => used.has(t))));
+  return section("games-list", "Games", filters, el("div", { id: "gamelist" }, ...(s.live && state.shownList ? [state.shownList] : [])));
+}
+
+/* The live view's page of games, from the server: only that page is read from the run's database. */
+async function fetchPage() {
+  const f = state.filter;
+  const query = new URLSearchParams({ offset: String(state.page * PAGE_SIZE), limit: String(PAGE_SIZE) });
+  for (const key of ["bot", "result", "termination"]) if (f[key] !== "") query.set(key, f[key]);
+  const response = await fetch(`api/games?${query}`);
+  if (!response.ok) throw new Error(`the list of games: ${response.status} ${await response.text()}`);
+  return response.json();
 }
 
 function refreshGames() {
-  const s = state.summary;
+  if (state.summary.live) {
+    const ticket = ++state.pageTicket;
+    fetchPage().then((page) => {
+      if (ticket !== state.pageTicket) return; // the user (or a newer summary) asked for another page meanwhile
+      const pages = Math.max(1, Math.ceil(page.total / PAGE_SIZE));
+      if (state.page > pages - 1) { // fewer games match than the page shown (a new run, other filters)
+        state.page = pages - 1;
+        refreshGames();
+        return;
+      }
+      drawGames(page.games, page.total);
+    }).catch((e) => {
+      if (ticket !== state.pageTicket) return;
+      document.getElementById("gamelist")?.replaceChildren(el("p", { class: "muted", "data-error": "" }, e.message));
+    });
+    return;
+  }
   const list = filteredGames();
   const pages = Math.max(1, Math.ceil(list.length / PAGE_SIZE));
   state.page = Math.min(state.page, pages - 1);
-  const shown = list.slice(state.page * PAGE_SIZE, (state.page + 1) * PAGE_SIZE);
+  drawGames(list.slice(state.page * PAGE_SIZE, (state.page + 1) * PAGE_SIZE).map(entryOf), list.length);
+}
+
+/* One page of the list: `shown` the page's games (api/games entries), `total` how many match the filters. */
+function drawGames(shown, total) {
+  const pages = Math.max(1, Math.ceil(total / PAGE_SIZE));
   const rows = shown.map((g) => {
-    const [n, b, w, r, t, moves, bs, ws] = g;
-    const term = s.terminations[t];
+    const n = g.n;
     return el("tr", { class: "game", "data-game": n, tabindex: 0, onclick: () => openGame(n), onkeydown: (e) => { if (e.key === "Enter") openGame(n); } },
-      el("td", {}, n), el("td", { class: r === 0 ? "win" : "" }, s.bots[b]), el("td", { class: r === 1 ? "win" : "" }, s.bots[w]),
-      el("td", {}, RESULTS[r]), el("td", {}, el("span", { class: `term t-${term}` }, termLabel(term))), el("td", {}, moves),
-      el("td", {}, bs === null ? "" : `${fmtNum(bs)} – ${fmtNum(ws)}`));
+      el("td", {}, n), el("td", { class: g.result === "1-0" ? "win" : "" }, g.black), el("td", { class: g.result === "0-1" ? "win" : "" }, g.white),
+      el("td", {}, g.result), el("td", {}, el("span", { class: `term t-${g.termination}` }, termLabel(g.termination))), el("td", {}, g.moves),
+      el("td", {}, g.blackScore === null ? "" : `${fmtNum(g.blackScore)} – ${fmtNum(g.whiteScore)}`));
   });
   const pager = el("div", { class: "pager" },
     el("button", { type: "button", disabled: state.page === 0, onclick: () => { state.page -= 1; refreshGames(); } }, "‹ previous"),
-    ` ${list.length} games · page ${state.page + 1} of ${pages} `,
+    ` ${total} games · page ${state.page + 1} of ${pages} `,
     el("button", { type: "button", disabled: state.page >= pages - 1, onclick: () => { state.page += 1; refreshGames(); } }, "next ›"));
   const head = el("tr", {}, ...["#", "Black", "White", "result", "how it ended", "moves", "score"].map((h) => el("th", {}, h)));
-  document.getElementById("gamelist").replaceChildren(pager, el("div", { class: "scroll" }, el("table", { class: "games" }, el("thead", {}, head), el("tbody", {}, ...rows))));
+  const list = el("div", { "data-page": state.page + 1, "data-total": total }, pager, el("div", { class: "scroll" }, el("table", { class: "games" }, el("thead", {}, head), el("tbody", {}, ...rows))));
+  state.shownList = list;
+  document.getElementById("gamelist")?.replaceChildren(list);
 }
 
 const viewerBox = el("div", { id: "viewer", hidden: true });

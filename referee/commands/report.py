@@ -59,6 +59,6 @@ def run(args: argparse.Namespace) -> int:
     except ReportError as error:
         raise UsageError(str(error)) from None
     for line in run.errors:
-        print(f"alternator report: warning: left out {line}", file=sys.stderr)
+        print(f"alternator report: warning: {line}", file=sys.stderr)
     print(f"report: {path} ({games} games, {path.stat().st_size / 1e6:.2f} MB)")
     return 0

@@ -27,7 +27,15 @@ REFEREE_DIR = Path(referee.__file__).resolve().parent / "schema"
 # protocol.messages.SCHEMA_DIRECTIONS, written out: importing it would load pydantic for `--help`.
 PROTOCOL_NAMES = ("referee_to_bot", "bot_to_referee")
 # Every schema, in the order they are printed.
-NAMES = (*PROTOCOL_NAMES, "game_record", "standings", "events", "match_summary", "ladder_leaderboard")
+NAMES = (
+    *PROTOCOL_NAMES,
+    "game_record",
+    "standings",
+    "events",
+    "match_summary",
+    "ladder_leaderboard",
+    "games_page",
+)
 ALIASES = {"protocol": PROTOCOL_NAMES, "all": NAMES}
 
 
@@ -49,6 +57,10 @@ def _source(name: str) -> Callable[[], dict[str, Any]]:
         from referee.stats.head_to_head import match_summary_schema
 
         return match_summary_schema
+    if name == "games_page":
+        from referee.outputs.report import games_page_schema
+
+        return games_page_schema
     if name == "ladder_leaderboard":
         from referee.ladder.api import leaderboard_schema
 

@@ -7,6 +7,8 @@ small objects over ASGI scopes: no server, no trio, tested with dictionaries.
 - `parse_number`: a number in a path (`/api/game/7`), ASCII digits only and a bounded length: `"²".isdigit()`
   is True and `int("²")` raises, and a 5,000-digit number costs `int()` time and fails later checks.
 - `ClientLimit`: how many long-lived connections (event streams) one client address holds at once.
+- `parse_query`: the query string of a paged list (`?offset=100&limit=100&bot=alpha`): known keys only, each once,
+  numbers as `parse_number` takes them, a limit of at most MAX_PAGE; a ValueError says what is wrong.
 """
 
 from __future__ import annotations
@@ -20,6 +22,10 @@ MAX_NUMBER_DIGITS = 9
 MAX_STREAMS_PER_CLIENT = 16
 """Event streams one client address may hold at once: a browser keeps one per open tab (browsers themselves
 allow 6 connections per host over HTTP/1.1), so 16 is many tabs; more is a misbehaving or hostile client."""
+MAX_PAGE = 500
+"""The most items one page of a list holds: a page's cost is bounded whatever the run's size."""
+MAX_QUERY = 2048
+"""The longest query string a server reads (a bot's name, a few numbers: far less)."""
 
 
 def parse_number(text: str) -> int | None:
@@ -54,6 +60,43 @@ def host_name(host: str) -> str:
         end = host.find("]")
         return host[: end + 1] if end > 0 else host
     return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def parse_query(query: bytes | str, text_keys: Iterable[str] = ()) -> dict[str, Any]:
+    """The parameters of a paged list: {"offset": int, "limit": int, and each of `text_keys` given, as text}.
+
+    `offset` (default 0) and `limit` (default 100, at most MAX_PAGE) are ASCII digits (`parse_number`); a text
+    value is percent-decoded UTF-8 of at most 200 characters. ValueError, its message for a 400 answer, on an
+    unknown or repeated key, a bad number or a query longer than MAX_QUERY."""
+    from urllib.parse import parse_qsl
+
+    text = query.decode("latin-1") if isinstance(query, bytes) else query
+    if len(text) > MAX_QUERY:
+        raise ValueError(f"the query is longer than {MAX_QUERY} characters")
+    allowed = {"offset", "limit", *text_keys}
+    found: dict[str, Any] = {"offset": 0, "limit": 100}
+    seen: set[str] = set()
+    try:
+        pairs = parse_qsl(text, keep_blank_values=True, strict_parsing=bool(text), errors="strict")
+    except (ValueError, UnicodeDecodeError):
+        raise ValueError("the query is not key=value pairs joined by &") from None
+    for key, value in pairs:
+        if key not in allowed:
+            raise ValueError(f"unknown parameter {key[:40]!r} (known: {', '.join(sorted(allowed))})")
+        if key in seen:
+            raise ValueError(f"parameter {key!r} is given twice")
+        seen.add(key)
+        if key in ("offset", "limit"):
+            number = parse_number(value)
+            if number is None or (key == "limit" and not 1 <= number <= MAX_PAGE):
+                bound = f"1 to {MAX_PAGE}" if key == "limit" else "0 or more"
+                raise ValueError(f"{key} is a whole number, {bound}, in ASCII digits")
+            found[key] = number
+        elif value:
+            if len(value) > 200 or not value.isprintable():
+                raise ValueError(f"{key} is not a name (printable, at most 200 characters)")
+            found[key] = value
+    return found
 
 
 def header(scope: Mapping[str, Any], name: bytes) -> str | None:

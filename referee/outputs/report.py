@@ -26,14 +26,16 @@ import gc
 import json
 import math
 import zlib
-from array import array
-from collections.abc import Iterable, Iterator
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from importlib import resources
 from itertools import compress
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from referee.outputs.display import format_statistics, format_verdict
 from referee.outputs.viewerline import game_line, numbered
@@ -41,7 +43,7 @@ from referee.record import GameRecord, Termination
 from referee.run.rundir import RunDirectory, RunReadError, ScoredRow, counted_game, first_line, format_summary_of
 from referee.stats.head_to_head import head_to_head
 from referee.stats.sprt import PairCounter
-from referee.stats.standings import ColourRecord, ScoredGame, StandingsTally, compute_standings, elo_notes
+from referee.stats.standings import ColourRecord, ScoredGame, StandingsTally, elo_notes
 from referee.timing.clock import describe_time_control
 
 REPORT_FILE = "report.html"
@@ -107,41 +109,102 @@ def _marks(n: int, count: int) -> list[int]:
 
 
 class _Timing:
-    """One bot's time per move, CPU and the referee's lateness, summed as games come."""
+    """One bot's time per move, CPU and the referee's lateness, summed as games come.
+
+    The times per move are counted by value (tenths of a millisecond, as the viewer lines have them): the mean,
+    the 95th percentile and the maximum come out exact, and the memory grows with the distinct times, not with
+    the moves (a 100,000-game run holds millions of moves, but a few thousand distinct times)."""
 
     def __init__(self) -> None:
-        self.elapsed = array("q")  # tenths of a millisecond, as the viewer lines have them
+        self.elapsed: Counter[int] = Counter()
         self.cpu_on: float | None = None
         self.cpu_off: float | None = None
         self.lag_sum = 0.0
         self.lag_count = 0
 
     def row(self) -> dict[str, Any]:
-        times = sorted(self.elapsed)
-        n = len(times)
+        n = self.elapsed.total()
+        values = sorted(self.elapsed.items())
+        p95 = None
+        if n:
+            wanted, seen = min(n - 1, int(0.95 * n)), 0
+            for value, count in values:
+                seen += count
+                if seen > wanted:
+                    p95 = value
+                    break
+        total = sum(value * count for value, count in values)
         return {
             "moves": n,
-            "msMean": _round(sum(times) / n / 10, 2) if n else None,
-            "msP95": _round(times[min(n - 1, int(0.95 * n))] / 10, 1) if n else None,
-            "msMax": _round(times[-1] / 10, 1) if n else None,
+            "msMean": _round(total / n / 10, 2) if n else None,
+            "msP95": _round(p95 / 10, 1) if p95 is not None else None,
+            "msMax": _round(values[-1][0] / 10, 1) if n else None,
             "cpuS": _seconds(self.cpu_on),
             "offCpuS": _seconds(self.cpu_off),
             "lagMs": _round(self.lag_sum / self.lag_count, 3) if self.lag_count else None,
         }
 
 
+class _Checkpoints:
+    """Figures taken every `step` games, at most `2 * points` of them kept: past that, every other one is dropped
+    and the step doubled. So a run of any length is drawn from a bounded number of points, taken as it goes."""
+
+    def __init__(self, points: int) -> None:
+        self.points = points
+        self.step = 1
+        self.at: list[int] = []
+        self.values: list[dict[str, float | None]] = []
+
+    def due(self, n: int) -> bool:
+        return n % self.step == 0
+
+    def take(self, n: int, values: dict[str, float | None]) -> None:
+        self.at.append(n)
+        self.values.append(values)
+        if len(self.at) > 2 * self.points:
+            self.step *= 2
+            kept = [i for i, mark in enumerate(self.at) if mark % self.step == 0]
+            self.at = [self.at[i] for i in kept]
+            self.values = [self.values[i] for i in kept]
+
+    def series(
+        self, names: list[str], n: int, last: Callable[[], dict[str, float | None]]
+    ) -> tuple[list[int], dict[str, list[float | None]]]:
+        """The marks and each bot's value at them, the last mark the current count `n` (its values from `last`)."""
+        at, values = list(self.at), list(self.values)
+        if n and (not at or at[-1] != n):
+            at.append(n)
+            values.append(last())
+        return at, {name: [point.get(name) for point in values] for name in names}
+
+
 class RunFigures:
     """Everything the page shows but the games' details, built one game at a time in commit order (`add`).
 
-    Holds a few bytes per game (the list's row, the standings' key) and per move (its time), never a record.
+    Holds per bot and per pair of bots what the tables need (counts, the times per move by value), never a
+    record. `keep_games` (the report): also the list of games (a few bytes each), which the page embeds, and
+    each game's result, from which the progress charts are drawn at evenly spread points. Without it (the live
+    view, which pages the list from the database: `/api/games`), nothing is kept per game: the progress is
+    taken as the games come, at a bounded number of points, so the memory stays flat however long the run.
     """
 
-    def __init__(self, run: RunDirectory) -> None:
+    def __init__(self, run: RunDirectory, *, keep_games: bool = True) -> None:
         self.run = run
+        self.keep_games = keep_games
         self.bots: list[str] = list(run.bots)
         self._index = {name: i for i, name in enumerate(self.bots)}
         self.rows: list[list[Any]] = []
         self.results: list[ScoredGame] = []
+        self._count = 0
+        self._scored = 0  # games between two bots (a bot never plays itself: those are not in the standings)
+        self._tally = StandingsTally()
+        self._pairs: dict[tuple[str, str], list[int]] = {}  # (bot, opponent) -> [wins, draws, losses]
+        self._points: dict[str, float] = {}
+        self._games: dict[str, int] = {}
+        self._score_marks = _Checkpoints(SCORE_POINTS)
+        self._elo_marks = _Checkpoints(PROGRESS_POINTS)
+        self._elo_tally = StandingsTally(warm_start=True)
+        self.terminations: Counter[str] = Counter()
         self._timing: dict[str, _Timing] = {}
         self.counter = PairCounter(run.sprt) if run.two_bots else None
         self.settings: dict[str, Any] | None = None
@@ -153,23 +216,55 @@ class RunFigures:
 
     @property
     def count(self) -> int:
-        return len(self.rows)
+        return self._count
 
     def add(self, row: ScoredRow, line: dict[str, Any]) -> None:
         """Count one game (the next in commit order), from its viewer line (referee.outputs.viewerline)."""
-        number = len(self.rows) + 1
+        self._count += 1
         for name in (row.black, row.white):
             if name not in self._index:
                 self._index[name] = len(self.bots)
                 self.bots.append(name)
-        self.rows.append(game_row(number, line, self._index))
+        self.terminations[str(line["x"])] += 1
+        if self.keep_games:
+            self.rows.append(game_row(self._count, line, self._index))
         if row.black != row.white:
-            self.results.append(ScoredGame(row.black, row.white, row.result, row.termination))
+            self._add_result(ScoredGame(row.black, row.white, row.result, row.termination))
         if self.counter is not None and self.bots[:2] == self.run.bots[:2]:
             self.counter.add(counted_game(row, self.run.bots[0]))
         if self.settings is None:
             self.settings = {"size": f"{line['W']}x{line['H']}", "komi": line["k"], "tc": line["tc"]}
         self._add_timing(line)
+
+    def _add_result(self, result: ScoredGame) -> None:
+        self._scored += 1
+        self._tally.add(result)
+        loser = result.loser
+        for me, other in ((result.black, result.white), (result.white, result.black)):
+            cell = self._pairs.setdefault((me, other), [0, 0, 0])
+            cell[0 if loser == other else 2 if loser == me else 1] += 1
+        if self.keep_games:  # the report draws its progress from these, at evenly spread points
+            self.results.append(result)
+            return
+        black_points = result.black_points
+        for name, points in ((result.black, black_points), (result.white, 1.0 - black_points)):
+            self._points[name] = self._points.get(name, 0.0) + points
+            self._games[name] = self._games.get(name, 0) + 1
+        self._elo_tally.add(result)
+        n = self._scored
+        if self._score_marks.due(n):
+            self._score_marks.take(n, self._score_now())
+        if self._elo_marks.due(n):
+            self._elo_marks.take(n, self._elo_now())
+
+    def _score_now(self) -> dict[str, float | None]:
+        return {name: round(100 * self._points[name] / games, 1) for name, games in self._games.items() if games}
+
+    def _elo_now(self) -> dict[str, float | None]:
+        fitted = self._elo_tally.standings(self.bots, anchor=self.anchor)
+        # Before the anchor has played, the ratings are on another scale (the field mean's): no point then.
+        on_scale = self.anchor is None or fitted.anchor is not None
+        return {bot.name: _round(bot.elo, 1) if on_scale else None for bot in fitted.bots}
 
     def add_text(self, row: ScoredRow, text: str) -> str:
         """Count one game from its stored viewer line; the line with its number, for the page."""
@@ -189,7 +284,7 @@ class RunFigures:
         blacks = list(map("b".__eq__, line["c"]))  # which moves are Black's; the rest are White's
         whites = [not black for black in blacks]
         for color, mask in (("b", blacks), ("w", whites)):
-            side[color].elapsed.extend(compress(line["t"], mask))  # in C: no Python step per move
+            side[color].elapsed.update(compress(line["t"], mask))  # in C: no Python step per move
             lags = [lag for lag in compress(line.get("lt") or (), mask) if lag is not None]
             if lags:
                 side[color].lag_sum += sum(lags) / 1000
@@ -214,7 +309,9 @@ class RunFigures:
             "standings": self.standings(),
             "format": format_summary_of(self.run.out_dir),
             "progress": self.progress(),
-            "games": self.rows,
+            "games": self.rows,  # the report's list; the live view pages it from /api/games instead
+            "gameCount": self.count,
+            "terminationsUsed": sorted(self.terminations),
             "total": self.run.total(),
             "errors": self.run.errors,
         }
@@ -267,13 +364,8 @@ class RunFigures:
     def standings(self) -> dict[str, Any]:
         """Standings, per-pair W-D-L, LOS and per-bot timing figures: the tables of the page."""
         names = self.bots
-        standings = compute_standings(self.results, names, anchor=self.anchor)
-        pair: dict[str, dict[str, list[int]]] = {a: {b: [0, 0, 0] for b in names if b != a} for a in names}
-        for result in self.results:
-            loser = result.loser
-            for me, other in ((result.black, result.white), (result.white, result.black)):
-                cell = pair[me][other]
-                cell[0 if loser == other else 2 if loser == me else 1] += 1
+        standings = self._tally.standings(names, anchor=self.anchor)
+        pair = {a: {b: self._pairs.get((a, b), [0, 0, 0]) for b in names if b != a} for a in names}
         rows = []
         for bot in standings.bots:
             rows.append(
@@ -313,6 +405,12 @@ class RunFigures:
     def progress(self) -> dict[str, Any]:
         """Each bot's score % over the run (at up to SCORE_POINTS points) and its Elo (at up to PROGRESS_POINTS)."""
         names = self.bots
+        anchor = self.anchor
+        band = [0, "field mean"] if anchor is None else [anchor.rating, f"{anchor.name} (anchor)"]
+        if not self.keep_games:  # taken as the games came (at most twice as many points, the last one now)
+            taken_at, score_series = self._score_marks.series(names, self._scored, self._score_now)
+            fitted_at, elo_series = self._elo_marks.series(names, self._scored, self._elo_now)
+            return {"scoreAt": taken_at, "score": score_series, "eloAt": fitted_at, "elo": elo_series, "eloBand": band}
         n = len(self.results)
         score_marks = set(_marks(n, SCORE_POINTS))
         points = dict.fromkeys(names, 0.0)
@@ -341,15 +439,8 @@ class RunFigures:
             by_name = {bot.name: bot.elo if on_scale else None for bot in fitted.bots}
             for name in names:
                 elo[name].append(_round(by_name.get(name), 1))
-        anchor = self.anchor
-        return {
-            "scoreAt": score_at,
-            "score": score,
-            "eloAt": elo_at,
-            "elo": elo,
-            # Where the Elo chart draws its reference line: the field mean (0), or the anchor's rating.
-            "eloBand": [0, "field mean"] if anchor is None else [anchor.rating, f"{anchor.name} (anchor)"],
-        }
+        # eloBand: where the Elo chart draws its reference line: the field mean (0), or the anchor's rating.
+        return {"scoreAt": score_at, "score": score, "eloAt": elo_at, "elo": elo, "eloBand": band}
 
 
 def _colour(record: ColourRecord | None) -> list[int] | None:
@@ -385,6 +476,74 @@ def game_row(number: int, line: dict[str, Any], bot_index: dict[str, int]) -> li
         line["bs"],
         line["ws"],
     ]
+
+
+class GameListEntry(BaseModel):
+    """One finished game in the list of games."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    n: int = Field(description="Its number in commit order (from 1): /api/game/N gives its moves.")
+    black: str = Field(description="The bot that played Black.")
+    white: str = Field(description="The bot that played White.")
+    result: Literal["1-0", "0-1", "1/2-1/2"] = Field(description="1-0: Black won; 0-1: White won.")
+    termination: str = Field(description="How it ended (normal, or the forfeit's kind: time, illegal_move, ...).")
+    moves: int = Field(description="Moves played, the opening's included.")
+    blackScore: float | None = Field(description="Black's score on the board (null: not scored).")
+    whiteScore: float | None = Field(description="White's score on the board, komi included.")
+
+
+class GamesPage(BaseModel):
+    """One page of the finished games in commit order, filtered."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    offset: int = Field(description="How many matching games come before this page.")
+    limit: int = Field(description="The most games a page holds (as asked, 100 by default).")
+    total: int = Field(description="How many finished games match the filters.")
+    games: list[GameListEntry] = Field(description="The page's games, in commit order.")
+
+
+def games_page_schema() -> dict[str, Any]:
+    """The published JSON Schema of `GET /api/games` of `alternator serve`."""
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "Alternator live view: a page of the games v1",
+        "description": "GET /api/games?offset=0&limit=100[&bot=NAME][&result=1-0|0-1|1/2-1/2][&termination=KIND] of"
+        " `alternator serve`: the finished games matching the filters, in commit order, a page at a time (at most"
+        " 500 a page).",
+        **{k: v for k, v in GamesPage.model_json_schema().items() if k not in ("title", "description")},
+    }
+
+
+def games_page(
+    run: RunDirectory,
+    offset: int,
+    limit: int,
+    *,
+    bot: str | None = None,
+    result: str | None = None,
+    termination: str | None = None,
+) -> GamesPage:
+    """One page of `run`'s finished games (referee.run.rundir.RunDirectory.page): only the page's lines are read."""
+    total, rows = run.page(offset, limit, bot=bot, result=result, termination=termination)
+    games = []
+    for number, text in rows:
+        line = json.loads(text)
+        moves = (len(line["o"].split()) if line["o"] else 0) + (len(line["m"].split()) if line["m"] else 0)
+        games.append(
+            GameListEntry(
+                n=number,
+                black=line["b"],
+                white=line["w"],
+                result=line["r"],
+                termination=line["x"],
+                moves=moves,
+                blackScore=line["bs"],
+                whiteScore=line["ws"],
+            )
+        )
+    return GamesPage(offset=offset, limit=limit, total=total, games=games)
 
 
 def game_detail(number: int, record: GameRecord) -> dict[str, Any]:
@@ -477,9 +636,11 @@ def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def report_pieces(run: RunDirectory) -> Iterator[str]:
+def report_pieces(run: RunDirectory, *, compare: bool = True) -> Iterator[str]:
     """The report page of a run, in pieces: the games' chunks are written as they are read, so the page of any
-    number of games is built in bounded memory. The summary comes last (it needs every game)."""
+    number of games is built in bounded memory. The summary comes last (it needs every game). `compare`: check
+    games.jsonl against the database's digests first (`RunDirectory.check_games_file`; the end of a run, which
+    has just compared the two copies whole, does not again)."""
     figures = RunFigures(run)
     with gc_paused():
         yield page_head(title_of(run), live=False)
@@ -489,6 +650,8 @@ def report_pieces(run: RunDirectory) -> Iterator[str]:
             yield chunk if first else "\n" + chunk
             first = False
         yield "</script>\n"
+        if compare:
+            run.check_games_file()  # games.jsonl against the database's digests: what disagrees is named on the page
         yield page_tail(figures.summary())
 
 
@@ -506,14 +669,17 @@ def build_report(run: RunDirectory) -> str:
     return "".join(report_pieces(run))
 
 
-def write_report(out_dir: Path, path: Path | None = None, *, run: RunDirectory | None = None) -> Path:
-    """Write the report of `out_dir` (to `out_dir/report.html` unless `path`), atomically; its path."""
+def write_report(
+    out_dir: Path, path: Path | None = None, *, run: RunDirectory | None = None, compare: bool = True
+) -> Path:
+    """Write the report of `out_dir` (to `out_dir/report.html` unless `path`), atomically; its path. `compare`:
+    games.jsonl is compared with the database first (see `report_pieces`)."""
     from referee.outputs.files import write_text_atomic
 
     target = path if path is not None else out_dir / REPORT_FILE
     opened = run if run is not None else load_run(out_dir)
     try:
-        write_text_atomic(target, report_pieces(opened))
+        write_text_atomic(target, report_pieces(opened, compare=compare))
     except OSError as error:
         raise ReportError(
             f"{target}: cannot write the report ({error.strerror}); choose another file with -o"
@@ -532,6 +698,6 @@ def write_report_or_warn(out_dir: Path) -> str:
     Never raises: the games are recorded whatever happens here, and `alternator report` can try again.
     """
     try:
-        return f"report: {write_report(out_dir)}"
+        return f"report: {write_report(out_dir, compare=False)}"  # the run has just compared the two copies
     except Exception as error:  # a report bug must not turn a finished run into a failed one
         return f"warning: no report ({first_line(error)}); the games are kept: run alternator report {out_dir}"

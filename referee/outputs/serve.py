@@ -2,13 +2,15 @@
 
 `alternator serve OUT_DIR` runs beside the referee, as a separate process, and follows its output
 directory through the one reader (referee/run/rundir.py): the games committed to the database since its last
-look (read one at a time, counted into a `RunFigures` and dropped: a finished game is read again from the
-database when a browser opens it), and the live feed (live.jsonl, referee/outputs/livefeed.py: every move of the
-games in progress). Browsers get the report page in live mode (referee/outputs/report.py, the same viewer) and a
-stream of server-sent events: `summary` (the head-to-head with its LLR, the standings and the list of games,
-after every finished game), `game` (a game started), `move`, `done` (a game ended, with its result and
-reason), `host` (a busy host made the run play fewer games at once or pause: its status line, "" when calm
-again) and `finished` (the run is over).
+look (read one at a time, counted into a `RunFigures` and dropped: nothing is kept per game, so the memory
+stays flat however many games the run holds; the page asks for the list of games a page at a time,
+`/api/games`, and a finished game is read again from the database when a browser opens it), and the live
+feed (live.jsonl, referee/outputs/livefeed.py: every move of the games in progress). Browsers get the report page in
+live mode (referee/outputs/report.py, the same viewer) and a stream of server-sent events: `summary` (the
+head-to-head with its LLR, the standings, the progress charts and the number of games, after every finished
+game), `game` (a game started), `move`, `done` (a game ended, with its result and reason), `host` (a busy
+host made the run play fewer games at once or pause: its status line, "" when calm again) and `finished`
+(the run is over).
 
 Every request is checked first (referee.outputs.httpsafety): its `Host` header against the names the server answers to
 (loopback names, the address it listens on, `--allow-host`), so a page elsewhere cannot read it through DNS
@@ -32,9 +34,9 @@ from typing import Any
 
 import trio
 
-from referee.outputs.httpsafety import ClientLimit, HostCheck, client_address, lifespan, parse_number
+from referee.outputs.httpsafety import ClientLimit, HostCheck, client_address, lifespan, parse_number, parse_query
 from referee.outputs.livefeed import LIVE_FILE
-from referee.outputs.report import ReportError, RunFigures, gc_paused, load_run, render_page
+from referee.outputs.report import TERMINATIONS, ReportError, RunFigures, games_page, gc_paused, load_run, render_page
 from referee.outputs.viewerline import numbered
 from referee.run.rundir import GAMES_FILE, MATCH_FILE, RunDirectory, RunReadError
 from referee.run.store import DB_NAME, StoreError
@@ -109,6 +111,7 @@ class LiveState:
                 if self.run is not None and self.figures is not None:
                     for row, text in self.run.lines(self.figures.count):
                         self.figures.add_text(row, text)
+                    self.run.check_games_file()  # the lines appended since: each compared once
             except (ReportError, RunReadError, StoreError, sqlite3.Error) as error:
                 print(f"warning: {error}", file=sys.stderr)  # keep what is shown; the next look tries again
                 return
@@ -135,7 +138,7 @@ class LiveState:
             return  # nothing finished yet
         if self.anchor is not None:
             self.run.anchor = self.anchor
-        self.figures = RunFigures(self.run)
+        self.figures = RunFigures(self.run, keep_games=False)  # the list is paged from the store
 
     def detail(self, number: int) -> str | None:
         """The viewer line of the `number`th finished game (commit order), read from the database when asked."""
@@ -144,6 +147,21 @@ class LiveState:
                 return None
             line = self.run.line_at(number)
         return None if line is None else numbered(number, line)
+
+    def page(self, query: dict[str, Any]) -> bytes:
+        """A page of the finished games (`/api/games`) as JSON, read from the store: only the page's lines."""
+        with self.lock:
+            if self.run is None or self.figures is None:
+                return b'{"offset":0,"limit":%d,"total":0,"games":[]}' % query["limit"]
+            found = games_page(
+                self.run,
+                query["offset"],
+                query["limit"],
+                bot=query.get("bot"),
+                result=query.get("result"),
+                termination=query.get("termination"),
+            )
+        return found.model_dump_json().encode()
 
     # -- the feed ---------------------------------------------------------------------------------
 
@@ -262,6 +280,8 @@ def _empty_summary(out_dir: Path, kind: str | None, *, finished: bool) -> dict[s
         "standings": {"rows": [], "order": [], "pairs": {}, "los": {}, "totals": {}},
         "progress": {"scoreAt": [], "score": {}, "eloAt": [], "elo": {}},
         "games": [],
+        "gameCount": 0,
+        "terminationsUsed": [],
         "total": None,
         "errors": [],
     }
@@ -290,7 +310,8 @@ async def follow_games(state: LiveState) -> None:
 def make_app(
     state: LiveState, hosts: HostCheck | None = None, streams: ClientLimit | None = None
 ) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
-    """The ASGI app: `/` the page, `/api/events` the event stream, `/api/game/N` a finished game."""
+    """The ASGI app: `/` the page, `/api/events` the event stream, `/api/games?offset=&limit=` a page of the
+    finished games (referee/schema/games_page.json), `/api/game/N` a finished game."""
     hosts = hosts or HostCheck()
     streams = streams or ClientLimit()
 
@@ -325,6 +346,19 @@ def make_app(
                 await _stream(state, receive, send)
             finally:
                 streams.release(address)
+        elif path == "/api/games":
+            try:
+                query = parse_query(scope.get("query_string", b""), ("bot", "result", "termination"))
+                if query.get("result") not in (None, "1-0", "0-1", "1/2-1/2"):
+                    raise ValueError("result is 1-0, 0-1 or 1/2-1/2")
+                if query.get("termination") not in (None, *TERMINATIONS):
+                    raise ValueError(f"termination is one of {', '.join(TERMINATIONS)}")
+            except ValueError as error:
+                message = f"{error}; a page of the games is asked for as /api/games?offset=0&limit=100\n"
+                await _respond(send, 400, "text/plain", message.encode())
+                return
+            body = await trio.to_thread.run_sync(state.page, query)
+            await _respond(send, 200, "application/json", body)
         elif path.startswith("/api/game/"):
             number = parse_number(path.removeprefix("/api/game/"))
             if number is None:

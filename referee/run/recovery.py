@@ -37,7 +37,7 @@ from referee.record import GameRecord, Termination
 from referee.run.audit import RecordCheckError, check_record
 from referee.run.rundir import RunReadError, line_game_ids, read_lines
 from referee.run.schedule import ScheduledGame
-from referee.run.store import DB_NAME, AuditRow, RunStore, StoreError, lock_directory
+from referee.run.store import DB_NAME, AuditRow, RunStore, StoreError, lock_directory, record_digest
 
 GAMES_FILE = "games.jsonl"
 QUARANTINE_FILE = "quarantine.jsonl"
@@ -304,6 +304,7 @@ def _sync(out_dir: Path, store: RunStore, found: Reconciled) -> None:
         for number, broken in store.broken_rows():
             _repair_row(out_dir, store, number, broken, found)
         if _in_sync(path, store):
+            _check_digests(out_dir, store, found)
             return
         lines = _index_lines(path)
         by_id: dict[str, list[int]] = {}
@@ -328,10 +329,12 @@ def _sync(out_dir: Path, store: RunStore, found: Reconciled) -> None:
                 if text is not None:
                     yield text.decode("utf-8", "replace") + "\n"
 
+        store.verified = None  # compared whole again next time
         write_text_atomic(path, texts())
         found.rewritten = True
         if found.requeued:
             store.renumber()
+        _check_digests(out_dir, store, found)
     except (sqlite3.DatabaseError, UnicodeDecodeError) as error:
         raise StoreError(
             f"{out_dir / DB_NAME}: the tournament database is damaged ({error}); {path} was left as it is. Run the"
@@ -366,6 +369,28 @@ def _sync(out_dir: Path, store: RunStore, found: Reconciled) -> None:
                 _quarantine(out_dir, f"{GAMES_FILE} line {number}", game_id, audit, raw)
 
 
+def _check_digests(out_dir: Path, store: RunStore, found: Reconciled) -> None:
+    """The digests of the records (which readers compare games.jsonl with, referee.run.rundir) as saved, checked by
+    their CRC in a few milliseconds; else made again from the records, which have just been found to be the
+    file's lines (a database from before the digests gets them here, once; a damaged digest is named)."""
+    if store.digests_intact():
+        return
+    fresh, damaged = [], []
+    for row in store.audit_rows():
+        if row.record is not None:
+            digest = record_digest(row.record)
+            fresh.append((row.number, digest))
+            if row.digest is not None and row.digest != digest:
+                damaged.append(row.game_id)
+    store.set_digests(fresh)
+    if damaged:
+        shown = ", ".join(damaged[:5]) + (f" and {len(damaged) - 5} more" if len(damaged) > 5 else "")
+        found.notes.append(
+            f"{out_dir / DB_NAME}: the digest of game {shown} was damaged; made again from its record, which is"
+            f" {GAMES_FILE}'s line"
+        )
+
+
 def _in_sync(path: Path, store: RunStore) -> bool:
     """The fast path: every done game's record is byte for byte the file's line at its place, its small columns
     agree with it, and the file holds nothing else (no torn, damaged or extra line). One pass over both (1.3 s at
@@ -384,9 +409,24 @@ def _in_sync(path: Path, store: RunStore) -> bool:
 
 
 def _compare(path: Path, store: RunStore) -> bool:
+    """Whether games.jsonl holds exactly the database's games, byte for byte. Within one run (the lock held, the
+    runner only appending), a file compared whole before is compared from where that comparison ended: the
+    games committed since, not the whole run again (the end of a run costs what its new games cost)."""
     try:
+        stat = path.stat()
+        identity = (stat.st_ino, stat.st_dev)
+        offset, count = 0, 0
+        trusted = store.trusted
+        if trusted is not None and store.verified is None:
+            store.trusted = None  # once: what the run writes next is compared as usual
+            if trusted == store.done_count():  # the last run compared them, and neither file changed since
+                store.mark_verified(identity, stat.st_size, trusted)
+                return True
+        if store.verified is not None and store.verified[0] == identity and stat.st_size >= store.verified[1]:
+            offset, count = store.verified[1], store.verified[2]
         with path.open("rb") as file:
-            for row in store.audit_rows():
+            file.seek(offset)
+            for row in store.audit_rows(count):
                 raw = file.readline()
                 record = row.record
                 if record is None or len(raw) != len(record) + 1 or not raw.endswith(b"\n"):
@@ -395,9 +435,14 @@ def _compare(path: Path, store: RunStore) -> bool:
                     return False
                 if not _columns_agree(row, record) or not row.line_intact:
                     return False
-            return all(not extra.strip() for extra in file)
+                count += 1
+            end = file.tell()
+            if not all(not extra.strip() for extra in file):
+                return False
     except OSError:  # no file (it is written, if empty), or none that can be read
         return False
+    store.mark_verified(identity, end, count)
+    return True
 
 
 def _index_lines(path: Path) -> dict[int, tuple[str | None, int, bool, str | None]]:
@@ -471,13 +516,15 @@ def _reconcile_game(
             found.notes.append(f"{path}: game {row.game_id} was missing; written from {DB_NAME}, whose copy checks out")
         elif line != row.record:
             line_record, line_problem = audit_text(line, row.game_id)
+            what = "damaged"
             if line_problem is None and line_record != db_record:
                 # Both replay, but they differ (a time, a reason, a name): not the record the run wrote.
                 line_problem = f"it differs from {DB_NAME}'s copy ({_first_difference(line_record, db_record)})"
+                what = "damaged or forged (its moves replay to its result, but it is not the game the run saved)"
             if line_problem is not None:
                 found.notes.append(
-                    f"{where} (game {row.game_id}) is damaged ({line_problem}); rewritten from {DB_NAME}, whose copy"
-                    f" checks out (the damaged line is kept in {QUARANTINE_FILE})"
+                    f"{where} (game {row.game_id}) is {what} ({line_problem}); rewritten from {DB_NAME}, whose copy"
+                    f" checks out (the line is kept in {QUARANTINE_FILE}, and never counted)"
                 )
                 _quarantine(out_dir, f"{GAMES_FILE} line {number}", row.game_id, line_problem, line)
         return row.record

@@ -27,7 +27,7 @@ from pydantic import ValidationError
 from protocol.rules import Result, result_points
 from referee.outputs.viewerline import line_text
 from referee.record import GameRecord, Termination
-from referee.run.store import DB_NAME, DoneGame, StoreError, StoreReader
+from referee.run.store import DB_NAME, DoneGame, StoreError, StoreReader, record_digest
 from referee.stats.sprt import CountedGame, MatchStatistics, SprtParameters, count_in_order
 from referee.stats.standings import Anchor, parse_anchor
 
@@ -115,6 +115,127 @@ def line_game_ids(path: Path) -> Iterator[tuple[int, str | None, bytes]]:
             yield number, game_id, raw
 
 
+MAX_NAMED = 20
+"""Lines of games.jsonl named one by one when they disagree with the database; beyond, they are counted."""
+
+
+class CopyCheck:
+    """games.jsonl, the second copy of the games, against the database's digest of each record
+    (referee.run.store.record_digest), a line at a time from where the last look left off (`advance`).
+
+    Each complete line is hashed and its game looked up by id (an index search): no record is read from the
+    database, and nothing is kept per line, so a follower (`serve`) checks each line once as the run appends it,
+    and the report checks 50,000 lines in about a second. A line that differs from the database's copy (damaged,
+    or forged: consistent in itself, its moves replaying to its result) or holds a game the database does not
+    count is named; the database's copy is the one counted and shown, and the next start of the run sets the line
+    aside (referee.run.recovery). The database commits a game before the line is appended, so a line read is always
+    one the database can answer for."""
+
+    def __init__(self, out_dir: Path, store: StoreReader) -> None:
+        self.path = out_dir / GAMES_FILE
+        self.store = store
+        self.offset = 0
+        self.line = 0
+        self.identity: tuple[int, int] | None = None
+        self.found = 0
+        self._ahead: list[tuple[int, str, bytes | None]] = []  # the next games in commit order: (seq, id, digest)
+        self._next = 1  # the seq of the game the next line should hold
+
+    def advance(self) -> list[str]:
+        """The problems of the lines completed since the last look (from the start when the file was replaced)."""
+        try:
+            stat = self.path.stat()
+        except OSError:
+            return []
+        identity = (stat.st_ino, stat.st_dev)
+        if identity != self.identity or stat.st_size < self.offset:
+            self.identity, self.offset, self.line = identity, 0, 0
+            self._ahead, self._next = [], 1
+        if stat.st_size == self.offset or not self.store.has_digests():
+            return []
+        problems = []
+        try:
+            with self.path.open("rb") as file:
+                file.seek(self.offset)
+                for raw in file:
+                    if not raw.endswith(b"\n"):
+                        break  # being written (or torn): the next look
+                    self.offset += len(raw)
+                    self.line += 1
+                    problem = self._check(self.line, raw[:-1])
+                    if problem is not None:
+                        self.found += 1
+                        if self.found <= MAX_NAMED:
+                            problems.append(problem)
+        except OSError as error:
+            return [f"{self.path}: cannot be read to compare it with {DB_NAME} ({error.strerror})"]
+        if self.found > MAX_NAMED:
+            problems.append(
+                f"{GAMES_FILE}: {self.found} lines disagree with {DB_NAME} in all ({MAX_NAMED} named); run the same"
+                " match or tournament command to compare the two copies and set the bad lines aside"
+            )
+        return problems
+
+    def _check(self, number: int, line: bytes) -> str | None:
+        if not line.strip():
+            return None
+        where = f"{GAMES_FILE} line {number}"
+        game_id = _id_at_start(line)
+        if game_id is None:  # written by something else than the arena (another JSON layout)?
+            try:
+                data = json.loads(line)
+            except ValueError:
+                data = None
+            game_id = data.get("game_id") if isinstance(data, dict) else None
+            if not isinstance(game_id, str):
+                return f"{where} is not a game record; it is not counted"
+        found = self._expected(game_id) or self.store.copy_of(game_id)
+        if found is None or found[1] != "done":
+            try:
+                termination = Termination(json.loads(line).get("termination"))
+            except (ValueError, TypeError, AttributeError):
+                return f"{where} is not a game record; it is not counted"
+            if not termination.is_scored:
+                return None  # a void game's line (older versions wrote them): the database keeps it aside
+            return (
+                f"{where} holds game {game_id}, which {DB_NAME} does not count (a line damaged, forged or copied from"
+                " another run): it is not counted; run the same match or tournament command to have it set aside"
+            )
+        seq, _, digest = found
+        if digest is None or record_digest(line) == digest:
+            return None
+        kept = self.store.record_at(seq) if seq is not None else None
+        if kept is None or record_digest(kept) != digest:
+            return (
+                f"{DB_NAME}: the copy of game {game_id} does not match its digest (damaged); run the same match or"
+                f" tournament command to repair it from {where}"
+            )
+        return (
+            f"{where} (game {game_id}) differs from {DB_NAME}'s copy: damaged or forged. {DB_NAME}'s copy is the one"
+            " counted and shown; run the same match or tournament command to set the line aside"
+        )
+
+    def _expected(self, game_id: str) -> tuple[int | None, str, bytes | None] | None:
+        """The game the line should hold, in commit order, when it is `game_id` (the usual case: the digests are
+        read a thousand at a time, not looked up line by line); None otherwise (then looked up by id)."""
+        if not self._ahead:
+            self._ahead = self.store.digests_from(self._next, 1000)[::-1]
+        if self._ahead and self._ahead[-1][1] == game_id:
+            seq, _, digest = self._ahead.pop()
+            self._next = seq + 1
+            return seq, "done", digest
+        return None
+
+
+def _id_at_start(raw: bytes) -> str | None:
+    prefix = b'{"record_version":1,"game_id":"'
+    if raw.startswith(prefix):
+        end = raw.find(b'"', len(prefix))
+        if end > 0:
+            return raw[len(prefix) : end].decode("utf-8", "replace")
+    return None
+
+
 @dataclass(frozen=True)
 class ScoredRow:
     """A scored game as the standings and the head-to-head count it (no moves)."""
@@ -144,6 +265,7 @@ class RunDirectory:
     errors: list[str] = field(default_factory=list)  # lines or files left out, for the reader to show
     _store: StoreReader | None = None
     _files: list[Path] | None = None  # an old match's game-NNN.json files
+    _copy_check: CopyCheck | None = None
 
     @classmethod
     def open(cls, out_dir: Path, *, kind: str | None = None) -> RunDirectory:
@@ -274,6 +396,49 @@ class RunDirectory:
         for row, record in self.games(start):
             yield row, line_text(record)
 
+    def page(
+        self,
+        offset: int,
+        limit: int,
+        *,
+        bot: str | None = None,
+        result: str | None = None,
+        termination: str | None = None,
+    ) -> tuple[int, list[tuple[int, str]]]:
+        """One page of the scored games in commit order, filtered (a bot in either colour, a result, a
+        termination: each when given): (how many match, [(its number in commit order, its viewer line)] from the
+        `offset`th match on, at most `limit`). From the database only the page's lines are read; a directory
+        without one is streamed."""
+        if self._store is not None:
+            total, rows = self._store.page_of_done(offset, limit, bot=bot, result=result, termination=termination)
+            return total, [
+                (seq, line if line is not None else line_text(self._parsed(data or "", None)))
+                for seq, _black, _white, _result, _termination, line, data in rows
+            ]
+        total, page = 0, []
+        for row, text in self.lines():
+            if (
+                (bot is None or bot in (row.black, row.white))
+                and (result is None or row.result == result)
+                and (termination is None or str(row.termination) == termination)
+            ):
+                total += 1
+                if offset < total <= offset + limit:
+                    page.append((row.number, text))
+        return total, page
+
+    def check_games_file(self) -> None:
+        """Compare games.jsonl with the database (`CopyCheck`), from where the last call left off; what disagrees
+        is named in `errors`. Nothing to do when the games are read from games.jsonl itself."""
+        if self._store is None:
+            return
+        if self._copy_check is None:
+            self._copy_check = CopyCheck(self.out_dir, self._store)
+        for problem in self._copy_check.advance():
+            if problem.startswith(f"{GAMES_FILE}: ") and " lines disagree with " in problem:
+                self.errors[:] = [error for error in self.errors if " lines disagree with " not in error]
+            self._note(problem)
+
     def line_at(self, seq: int) -> str | None:
         """The viewer line of the `seq`th scored game in commit order (from 1), or None."""
         if self._store is not None:
@@ -326,13 +491,13 @@ class RunDirectory:
                 try:
                     yield GameRecord.model_validate_json(path.read_bytes())
                 except (OSError, ValidationError, ValueError) as error:
-                    self._note(f"{path.name}: {first_line(error)}")
+                    self._note(f"{path.name}: {first_line(error)}; left out")
             return
         for line in read_lines(self.out_dir / GAMES_FILE):
             if line.torn:
                 continue
             if line.record is None:
-                self._note(f"{GAMES_FILE} line {line.number}: not a game record ({line.problem})")
+                self._note(f"{GAMES_FILE} line {line.number}: not a game record ({line.problem}); left out")
             else:
                 yield line.record
 

@@ -36,11 +36,12 @@ against these tables.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import sqlite3
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple, TextIO
@@ -79,7 +80,8 @@ CREATE TABLE IF NOT EXISTS {name} (
     seq INTEGER,                    -- commit order of done games, from 1
     game_id TEXT,                   -- of the done game's record
     black_cpu_ms REAL,              -- the record's black.off_turn_cpu_ms (the standings show it)
-    white_cpu_ms REAL
+    white_cpu_ms REAL,
+    digest BLOB                     -- of the done game's record (record_digest): its line of games.jsonl must match
 );
 """
 
@@ -145,6 +147,7 @@ class AuditRow(NamedTuple):
     line: bytes | None  # the viewer line
     line_crc: int | None  # its checksum as saved (None: saved before checksums)
     record_crc: int | None  # the record's checksum as saved (None: saved before checksums)
+    digest: bytes | None = None  # the record's digest as saved (record_digest; None: saved before digests)
 
     @property
     def line_intact(self) -> bool:
@@ -198,6 +201,7 @@ _EXPECTED_COLUMNS: dict[str, list[tuple[Any, ...]]] = {
         ("game_id", "TEXT", 0, None, 0),
         ("black_cpu_ms", "REAL", 0, None, 0),
         ("white_cpu_ms", "REAL", 0, None, 0),
+        ("digest", "BLOB", 0, None, 0),
     ],
     "records": [("number", "INTEGER", 0, None, 1), ("record", "TEXT", 1, None, 0), ("line", "TEXT", 0, None, 0)],
     "void_games": [
@@ -249,6 +253,26 @@ def check_integrity(db: sqlite3.Connection, path: Path) -> None:
 def line_crc(line: str | bytes) -> int:
     """The checksum kept beside a viewer line or a record (its UTF-8's CRC-32: ~1 us a line, ~3 us a record)."""
     return zlib.crc32(line.encode() if isinstance(line, str) else line)
+
+
+def record_digest(text: str | bytes) -> bytes:
+    """The digest kept beside each done game (`games.digest`): the first 16 bytes of the SHA-256 of its record's
+    UTF-8 (~15 us a record). games.jsonl's line of the game must have the same: a line that differs, damaged or
+    forged (consistent in itself, its moves replaying to its result), is found by hashing the file's lines and
+    looking each game up, without reading a record from the database; and a forger cannot make a line that
+    differs but matches, as one could a CRC."""
+    return hashlib.sha256(text.encode() if isinstance(text, str) else text).digest()[:16]
+
+
+def digests_crc(digests: Iterable[bytes | None], start: int = 0) -> int:
+    """The CRC-32 of the done games' digests in commit order, one after the other (a missing one counts as
+    none): kept in `meta` (`digests_crc`), extended at each save, so that a start checks every digest in a few
+    milliseconds (a byte changed in one no longer matches) without hashing a record."""
+    crc = start
+    for digest in digests:
+        if digest is not None:
+            crc = zlib.crc32(digest, crc)
+    return crc
 
 
 def _lenient_text(data: bytes) -> str:
@@ -366,6 +390,69 @@ class _Reads:
         ).fetchone()
         return None if row is None else (row[0], row[1])
 
+    def page_of_done(
+        self,
+        offset: int,
+        limit: int,
+        *,
+        bot: str | None = None,
+        result: str | None = None,
+        termination: str | None = None,
+    ) -> tuple[int, list[tuple[int, str, str, str, str, str | None, str | None]]]:
+        """One page of the done games in commit order, those of `bot` (either colour), `result` and `termination`
+        only when given: (how many games match, [(seq, black, white, result, termination, viewer line or None,
+        the record's JSON where the line is missing or damaged)] from the `offset`th match, at most `limit`).
+
+        What it reads does not grow with the run but by the rows skipped: the matching games' small columns
+        (an index search by seq, no record) are counted and skipped, and only the page's lines are read."""
+        where, parameters = ["status = 'done'"], []
+        if bot is not None:
+            where.append("(black = ? OR white = ?)")
+            parameters += [bot, bot]
+        if result is not None:
+            where.append("result = ?")
+            parameters.append(result)
+        if termination is not None:
+            where.append("termination = ?")
+            parameters.append(termination)
+        condition = " AND ".join(where)
+        total = int(self._db.execute(f"SELECT COUNT(*) FROM games WHERE {condition}", parameters).fetchone()[0])
+        rows = self._db.execute(
+            f"SELECT number, seq, black, white, result, termination FROM games WHERE {condition}"
+            " ORDER BY seq LIMIT ? OFFSET ?",
+            [*parameters, max(0, limit), max(0, offset)],
+        ).fetchall()
+        checksum = "line_crc" if "line_crc" in _columns(self._db, "records") else "NULL"
+        page = []
+        for number, seq, black, white, won, how in rows:
+            found = self._db.execute(f"SELECT line, {checksum} FROM records WHERE number = ?", (number,)).fetchone()
+            line, saved = (None, None) if found is None else found
+            data = None
+            if line is None or (saved is not None and line_crc(line) != saved):  # damaged: made from the record
+                line = None
+                record = self._db.execute("SELECT record FROM records WHERE number = ?", (number,)).fetchone()
+                data = None if record is None else str(record[0])
+            page.append((int(seq), str(black), str(white), str(won), str(how), line, data))
+        return total, page
+
+    def copy_of(self, game_id: str) -> tuple[int | None, str, bytes | None] | None:
+        """(seq, status, digest) of game `game_id` (an index search), or None when the database has no such game."""
+        row = self._db.execute(
+            "SELECT seq, status, digest FROM games WHERE game_id = ? ORDER BY status = 'done' DESC LIMIT 1", (game_id,)
+        ).fetchone()
+        return None if row is None else (row[0], str(row[1]), None if row[2] is None else bytes(row[2]))
+
+    def digests_from(self, seq: int, count: int) -> list[tuple[int, str, bytes | None]]:
+        """(seq, game id, digest) of up to `count` done games from the `seq`th committed on, in commit order."""
+        rows = self._db.execute(
+            "SELECT seq, game_id, digest FROM games WHERE seq >= ? ORDER BY seq LIMIT ?", (seq, count)
+        ).fetchall()
+        return [(int(row[0]), str(row[1]), None if row[2] is None else bytes(row[2])) for row in rows]
+
+    def has_digests(self) -> bool:
+        """Whether the database keeps a digest of each record (an older one does not until a run resumes it)."""
+        return "digest" in _columns(self._db, "games")
+
     def record_at(self, seq: int) -> str | None:
         """The JSON record of the `seq`th game committed (from 1), or None."""
         row = self._db.execute(
@@ -391,18 +478,22 @@ class _Reads:
     def void_count(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM void_games").fetchone()[0])
 
-    def audit_rows(self) -> Iterator[AuditRow]:
-        """Every done game in commit order with its small columns and its record's bytes (None: no record row),
-        for the comparison with games.jsonl (referee.run.recovery)."""
+    def audit_rows(self, start: int = 0) -> Iterator[AuditRow]:
+        """Every done game from the `start`th committed on (0: all), in commit order, with its small columns and
+        its record's bytes (None: no record row), for the comparison with games.jsonl (referee.run.recovery)."""
         rows = self._db.execute(
             "SELECT games.number, games.seq, games.game_id, games.result, games.termination, games.black_cpu_ms,"
             " games.white_cpu_ms, CAST(records.record AS BLOB), CAST(records.line AS BLOB), records.line_crc,"
-            " records.record_crc"
+            f" records.record_crc, {self._digest_column()}"
             " FROM games LEFT JOIN records ON records.number = games.number"
-            " WHERE games.status = 'done' ORDER BY games.seq"
+            " WHERE games.status = 'done' AND games.seq > ? ORDER BY games.seq",
+            (start,),
         )
         for row in rows:
             yield _audit_row(row)
+
+    def _digest_column(self) -> str:
+        return "games.digest" if self.has_digests() else "NULL"
 
     def done_numbers(self) -> list[tuple[int, str]]:
         """(number, game id) of every done game, in commit order (a few bytes a game)."""
@@ -414,7 +505,7 @@ class _Reads:
         row = self._db.execute(
             "SELECT games.number, games.seq, games.game_id, games.result, games.termination, games.black_cpu_ms,"
             " games.white_cpu_ms, CAST(records.record AS BLOB), CAST(records.line AS BLOB), records.line_crc,"
-            " records.record_crc"
+            f" records.record_crc, {self._digest_column()}"
             " FROM games LEFT JOIN records ON records.number = games.number"
             " WHERE games.status = 'done' AND games.number = ?",
             (number,),
@@ -488,11 +579,22 @@ class RunStore(_Reads):
         """`lock`: the directory's lock, already taken (`lock_directory`) by a caller that must hold it before the
         database is opened (a rebuild, which moves the old database aside first); the store releases it."""
         self.path = path
+        self._chain: int | None = None  # the digests' CRC, as last committed (None: read it from meta)
+        self.verified: tuple[tuple[int, int], int, int] | None = None
+        """games.jsonl's (inode, device), how many of its bytes and how many done games were last found to agree
+        (referee.run.recovery): the next comparison in this run starts there."""
         self.agreed: tuple[int, ...] | None = None
         """games.jsonl's identity (inode, size, mtime) and `changes()` when it was last found to hold exactly the
         database's games (referee.run.recovery): not compared again while neither changed."""
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = lock if lock is not None else lock_directory(path.parent)
+        before = ""
+        if lock is None:
+            lock, before = _lock_directory(path.parent)
+        self._lock = lock
+        self.trusted: int | None = _stamped(before, path)
+        """The done games of a run that closed having found both copies in agreement, when neither file has been
+        written since (their identity and change times as it stamped them): their comparison is not needed."""
+        self._verified_at: tuple[int, list[int] | None] | None = None  # changes() and games.jsonl's identity then
         try:
             # autocommit mode (isolation_level=None): every transaction is an explicit BEGIN ... COMMIT
             # check_same_thread=False: the tournament writes from worker threads, one at a time (its lock).
@@ -501,7 +603,8 @@ class RunStore(_Reads):
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA busy_timeout=5000")
-            check_integrity(self._db, path)
+            if self.trusted is None:  # unchanged since a run checked it, compared both copies and closed it
+                check_integrity(self._db, path)
             self._db.executescript(_META)
             if _layout(self._db) == 1:
                 self._migrate()
@@ -511,6 +614,8 @@ class RunStore(_Reads):
             for checksum in ("line_crc", "record_crc"):  # a database from before the checksums
                 if checksum not in _columns(self._db, "records"):
                     self._db.execute(f"ALTER TABLE records ADD COLUMN {checksum} INTEGER")
+            if "digest" not in _columns(self._db, "games"):  # from before the digests: filled at the next comparison
+                self._db.execute("ALTER TABLE games ADD COLUMN digest BLOB")
         except (sqlite3.DatabaseError, UnicodeDecodeError) as error:  # the latter: SQLite's message quoting damage
             self._close_quietly()
             raise damaged_database(path, error) from None
@@ -555,9 +660,29 @@ class RunStore(_Reads):
                 "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
             )
 
+    def mark_verified(self, identity: tuple[int, int], end: int, count: int) -> None:
+        """games.jsonl (`identity`, its first `end` bytes) was found to hold exactly the first `count` done games
+        (referee.run.recovery): the next comparison in this run starts there, and if nothing changes before the
+        store closes, the next run need not compare them again (`close`)."""
+        self.verified = (identity, end, count)
+        self._verified_at = (self.changes(), _identity(self.path.with_name("games.jsonl")))
+
     def close(self) -> None:
+        """Close the database; then, when the last comparison of the two copies found them in agreement and
+        neither has changed since, stamp the lock file with both files' identities (`_stamped` reads it)."""
+        verified, at = self.verified, self._verified_at
+        unchanged = verified is not None and at is not None and at[0] == self.changes()
         self._db.close()
-        self._lock.close()  # releases the lock
+        try:
+            games = self.path.with_name("games.jsonl")
+            if unchanged and verified is not None and at is not None and _identity(games) == at[1]:
+                stamp = {**_files_now(self.path), "count": verified[2]}
+                self._lock.write(_STAMP + json.dumps(stamp) + "\n")
+                self._lock.flush()
+        except OSError:
+            pass  # no stamp: the next run compares the copies whole
+        finally:
+            self._lock.close()  # releases the lock
 
     def __enter__(self) -> RunStore:
         return self
@@ -705,13 +830,16 @@ class RunStore(_Reads):
         their records' JSON, one per game, when the caller has it already."""
         counted = 0
         with self._transaction():
+            chain = self._digests_crc()
             for index, (number, record) in enumerate(games):
                 if not record.termination.is_scored:
                     continue
+                text = record.model_dump_json() if texts is None else texts[index]
+                digest = record_digest(text)
                 cursor = self._db.execute(
                     "UPDATE games SET status = 'done', result = ?, termination = ?, finished_at = ?, game_id = ?,"
-                    " black_cpu_ms = ?, white_cpu_ms = ?, seq = (SELECT COALESCE(MAX(seq), 0) + 1 FROM games)"
-                    " WHERE number = ? AND status != 'done'",
+                    " black_cpu_ms = ?, white_cpu_ms = ?, digest = ?,"
+                    " seq = (SELECT COALESCE(MAX(seq), 0) + 1 FROM games) WHERE number = ? AND status != 'done'",
                     (
                         record.result,
                         str(record.termination),
@@ -719,18 +847,23 @@ class RunStore(_Reads):
                         record.game_id,
                         record.black.off_turn_cpu_ms,
                         record.white.off_turn_cpu_ms,
+                        digest,
                         number,
                     ),
                 )
                 if cursor.rowcount == 1:
                     line = line_text(record)
-                    text = record.model_dump_json() if texts is None else texts[index]
                     self._db.execute(
                         "INSERT OR REPLACE INTO records (number, record, line, line_crc, record_crc)"
                         " VALUES (?, ?, ?, ?, ?)",
                         (number, text, line, line_crc(line), line_crc(text)),
                     )
+                    chain = digests_crc([digest], chain)
                     counted += 1
+            if counted:
+                self._set_digests_crc(chain)
+        if counted:
+            self._chain = chain  # committed
         return counted
 
     def restore_game(self, number: int, record: GameRecord, text: str) -> None:
@@ -752,10 +885,12 @@ class RunStore(_Reads):
                 ),
             )
             line = line_text(record)
+            self._db.execute("UPDATE games SET digest = ? WHERE number = ?", (record_digest(text), number))
             self._db.execute(
                 "INSERT OR REPLACE INTO records (number, record, line, line_crc, record_crc) VALUES (?, ?, ?, ?, ?)",
                 (number, text, line, line_crc(line), line_crc(text)),
             )
+            self._set_digests_crc(digests_crc(self._digests()))
 
     def requeue(self, number: int) -> None:
         """A done game none of whose copies can be trusted: pending again (played again), its record removed (the
@@ -763,10 +898,11 @@ class RunStore(_Reads):
         with self._transaction():
             self._db.execute(
                 "UPDATE games SET status = 'pending', result = NULL, termination = NULL, finished_at = NULL,"
-                " seq = NULL, game_id = NULL, black_cpu_ms = NULL, white_cpu_ms = NULL WHERE number = ?",
+                " seq = NULL, game_id = NULL, black_cpu_ms = NULL, white_cpu_ms = NULL, digest = NULL WHERE number = ?",
                 (number,),
             )
             self._db.execute("DELETE FROM records WHERE number = ?", (number,))
+            self._set_digests_crc(digests_crc(self._digests()))
 
     def renumber(self) -> None:
         """Commit order without gaps again (1, 2, 3, ...: readers page by it), order kept. Two steps: the unique
@@ -778,6 +914,37 @@ class RunStore(_Reads):
             )
             self._db.execute("UPDATE games SET seq = -seq WHERE seq < 0")
 
+    # -- the digests of the records ---------------------------------------------------------------------
+
+    def _digests(self) -> Iterator[bytes | None]:
+        for (digest,) in self._db.execute("SELECT digest FROM games WHERE status = 'done' ORDER BY seq"):
+            yield None if digest is None else bytes(digest)
+
+    def _digests_crc(self) -> int:
+        """The CRC of the digests as this store last wrote it (read from `meta` once: this process is the one
+        writer, under the directory's lock)."""
+        if self._chain is None:
+            stored = self.get_meta("digests_crc")
+            self._chain = int(stored) if stored is not None and stored.isdigit() else digests_crc(self._digests())
+        return self._chain
+
+    def _set_digests_crc(self, crc: int) -> None:
+        self._chain = None  # read again should the transaction roll back
+        self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('digests_crc', ?)", (str(crc),))
+
+    def digests_intact(self) -> bool:
+        """Whether every done game's digest is as saved, and every one is there: the digests read in commit order
+        (a few bytes a game, no record) against their CRC kept in `meta` (a few milliseconds at 50,000 games)."""
+        missing = self._db.execute("SELECT 1 FROM games WHERE status = 'done' AND digest IS NULL LIMIT 1").fetchone()
+        return missing is None and self.get_meta("digests_crc") == str(digests_crc(self._digests()))
+
+    def set_digests(self, digests: Iterable[tuple[int, bytes]]) -> None:
+        """Write the digests of done games ((number, digest), each from a record that was checked: a database from
+        before the digests, or one whose digests were damaged), then their CRC, in one transaction."""
+        with self._transaction():
+            self._db.executemany("UPDATE games SET digest = ? WHERE number = ?", [(d, n) for n, d in digests])
+            self._set_digests_crc(digests_crc(self._digests()))
+
     def release(self, number: int) -> None:
         """A game that did not finish (interrupted): pending again."""
         with self._transaction():
@@ -787,6 +954,22 @@ class RunStore(_Reads):
 
     def _transaction(self) -> _Transaction:
         return _Transaction(self._db)
+
+
+def _stamped(before: str, path: Path) -> int | None:
+    """The done games a stamp of the lock file vouches for, when the database (with its WAL) and games.jsonl are
+    exactly as the run that wrote it left them; else None (compare the copies)."""
+    for line in before.splitlines()[1:]:
+        if line.startswith(_STAMP):
+            try:
+                stamp = json.loads(line[len(_STAMP) :])
+                count = stamp.pop("count")
+            except (ValueError, KeyError, TypeError, AttributeError):
+                return None
+            now = _files_now(path)
+            if isinstance(count, int) and stamp == now and now["db"] is not None and now["games"] is not None:
+                return count
+    return None
 
 
 def _pool_change(old: dict[str, Any], new: dict[str, Any], where: Path) -> tuple[PoolChange, dict[str, Any]]:
@@ -829,8 +1012,9 @@ def _settings(stored: str, path: Path) -> dict[str, Any]:
 def _audit_row(row: Sequence[Any]) -> AuditRow:
     record, line = (None if value is None else bytes(value) for value in row[7:9])
     number, seq, game_id, result, termination, black_cpu_ms, white_cpu_ms = row[:7]
+    digest = None if len(row) < 12 or row[11] is None else bytes(row[11])
     return AuditRow(
-        number, seq, game_id, result, termination, black_cpu_ms, white_cpu_ms, record, line, row[9], row[10]
+        number, seq, game_id, result, termination, black_cpu_ms, white_cpu_ms, record, line, row[9], row[10], digest
     )
 
 
@@ -849,6 +1033,11 @@ def lock_directory(out_dir: Path) -> TextIO:
     The kernel drops the lock when the process dies, even by kill -9, so a stale lock cannot block a resume.
     The lock file is opened without following a symlink (one planted there would have its target truncated).
     """
+    return _lock_directory(out_dir)[0]
+
+
+def _lock_directory(out_dir: Path) -> tuple[TextIO, str]:
+    """`lock_directory`, and what the lock file held before (the last run's stamp, `RunStore.close`)."""
     path = out_dir / LOCK_NAME
     try:
         for name in (DB_NAME, DB_NAME + "-wal", DB_NAME + "-shm", "logs"):
@@ -859,7 +1048,7 @@ def lock_directory(out_dir: Path) -> TextIO:
     try:
         import fcntl
     except ImportError:  # not POSIX: no lock, the user must not run two referees in one directory
-        return handle
+        return handle, ""
     try:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -871,10 +1060,31 @@ def lock_directory(out_dir: Path) -> TextIO:
             " wait for it to finish or stop it, or choose another output directory (--out DIR)"
         ) from None
     handle.seek(0)
+    before = handle.read(4096)
+    handle.seek(0)
     handle.truncate()
     handle.write(f"{os.getpid()}\n")
     handle.flush()
-    return handle
+    return handle, before
+
+
+_STAMP = "verified "
+
+
+def _identity(path: Path) -> list[int] | None:
+    """A file's identity and last change as the kernel keeps them: (device, inode, size, mtime, ctime in ns); the
+    change time cannot be set back by a program, so a file written in any way since has another."""
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
+
+
+def _files_now(db_path: Path) -> dict[str, Any]:
+    games = db_path.with_name("games.jsonl")
+    wal = db_path.with_name(db_path.name + "-wal")
+    return {"db": _identity(db_path), "wal": _identity(wal), "games": _identity(games)}
 
 
 class _Transaction:
