@@ -7,7 +7,7 @@ A tournament of two sample bots (4x4, `--games N` per pairing) is played once. T
 copy of its directory gets one byte changed at an offset of one class (every other flip inverts the byte, the
 others its lowest bit only: a move's letter or a digit changed, the JSON still valid):
 
-    tournament.db   the SQLite header (the first 100 bytes), each b-tree page's header and cell pointers, the
+    run.db   the SQLite header (the first 100 bytes), each b-tree page's header and cell pointers, the
                     bytes of the records (a game's JSON: its id, moves, result), and the small columns' rows
     games.jsonl     a line's id, its moves, its result, its newline (a line joined to the next), the last byte
 
@@ -164,10 +164,10 @@ def trial(base: Path, work: Path, kind: str, offset: int, mask: int, games: int,
     out = work / "trial"
     shutil.rmtree(out, ignore_errors=True)
     shutil.copytree(base, out)
-    target = out / ("tournament.db" if kind.startswith("db:") else "games.jsonl")
-    before = dump(out / "tournament.db") if kind.startswith("db:") else None
+    target = out / ("run.db" if kind.startswith("db:") else "games.jsonl")
+    before = dump(out / "run.db") if kind.startswith("db:") else None
     flip(target, offset, mask)
-    harmless = kind.startswith("db:") and before is not None and dump(out / "tournament.db") == before
+    harmless = kind.startswith("db:") and before is not None and dump(out / "run.db") == before
     exits, errors = [], []
     readers = [
         ["report", str(out), "-o", str(work / "report.html")],
@@ -191,7 +191,7 @@ def trial(base: Path, work: Path, kind: str, offset: int, mask: int, games: int,
             overwritten += 1
     resume_err = errors[len(before_resume)]
     named = any(
-        any(word in line for word in DAMAGE_WORDS) and any(where in line for where in ("tournament.db", "games.jsonl"))
+        any(word in line for word in DAMAGE_WORDS) and any(where in line for where in ("run.db", "games.jsonl"))
         for line in text.splitlines()
     )
     first = next((line for line in resume_err.splitlines() if line.strip()), "")
@@ -227,9 +227,9 @@ def main_() -> None:
             raise SystemExit(f"the base run failed ({status}): {err}")
         (base / "live.jsonl").unlink(missing_ok=True)
         original = {str(json.loads(raw)["game_id"]): raw for raw in (base / "games.jsonl").read_bytes().splitlines()}
-        classes = {**page_offsets(base / "tournament.db", rng, args.per_class)}
+        classes = {**page_offsets(base / "run.db", rng, args.per_class)}
         classes |= line_offsets(base / "games.jsonl", rng, args.per_class)
-        print(f"base run: {len(original)} games, tournament.db {(base / 'tournament.db').stat().st_size:,} B,"
+        print(f"base run: {len(original)} games, run.db {(base / 'run.db').stat().st_size:,} B,"
               f" games.jsonl {(base / 'games.jsonl').stat().st_size:,} B")  # fmt: skip
         outcomes: list[Outcome] = []
         started = time.perf_counter()

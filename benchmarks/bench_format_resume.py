@@ -28,7 +28,7 @@ BOTS = [f"{name}=python3 -m sample_bots.random --seed {seed}" for seed, name in 
 
 def rows(out: Path) -> list[tuple[int, int, int, str, str, str, str | None]]:
     try:
-        with sqlite3.connect(f"file:{out / 'tournament.db'}?mode=ro", uri=True, timeout=1) as db:
+        with sqlite3.connect(f"file:{out / 'run.db'}?mode=ro", uri=True, timeout=1) as db:
             return list(
                 db.execute("SELECT number, pairing, round, black, white, status, result FROM games ORDER BY number")
             )

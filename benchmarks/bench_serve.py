@@ -183,11 +183,11 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="bench-serve-"))
     out = args.keep or work / "run"
     try:
-        if not (out / "tournament.db").exists():
+        if not (out / "run.db").exists():
             started = time.perf_counter()
             build(out, args.games)
             print(f"built {args.games:,} games in {time.perf_counter() - started:.0f} s:"
-                  f" tournament.db {(out / 'tournament.db').stat().st_size / 1e6:.0f} MB,"
+                  f" run.db {(out / 'run.db').stat().st_size / 1e6:.0f} MB,"
                   f" games.jsonl {(out / 'games.jsonl').stat().st_size / 1e6:.0f} MB")  # fmt: skip
         roots = {"after": HERE, **({"before": args.before.resolve()} if args.before else {})}
         for name, root in roots.items():

@@ -52,7 +52,7 @@ def run_match(tree: Path, args: list[str]) -> tuple[float, subprocess.CompletedP
 
 def done_count(out: Path) -> int:
     try:
-        with sqlite3.connect(f"file:{out / 'tournament.db'}?mode=ro", uri=True, timeout=1) as db:
+        with sqlite3.connect(f"file:{out / 'run.db'}?mode=ro", uri=True, timeout=1) as db:
             return int(db.execute("SELECT COUNT(*) FROM games WHERE status = 'done'").fetchone()[0])
     except sqlite3.Error:
         return 0

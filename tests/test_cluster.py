@@ -196,7 +196,7 @@ def make_plan(out: Path, bots: list[dict[str, object]], *, games: int = 2, clust
 
 def stored_games(out: Path) -> tuple[list[int], list[dict[str, Any]]]:
     """The numbers of the games done in the database, and the records in games.jsonl."""
-    with sqlite3.connect(out / "tournament.db") as db:
+    with sqlite3.connect(out / "run.db") as db:
         done = [row[0] for row in db.execute("SELECT number FROM games WHERE status = 'done' ORDER BY number")]
     lines = (out / "games.jsonl").read_text().splitlines()
     return done, [json.loads(line) for line in lines]
@@ -427,7 +427,7 @@ async def test_tournament_survives_a_worker_killed_mid_game(
 
 def done_count(out: Path) -> int:
     try:
-        with sqlite3.connect(out / "tournament.db") as db:
+        with sqlite3.connect(out / "run.db") as db:
             return int(db.execute("SELECT COUNT(*) FROM games WHERE status = 'done'").fetchone()[0])
     except sqlite3.Error:
         return 0  # not created yet

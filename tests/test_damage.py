@@ -275,7 +275,7 @@ def test_a_consistent_forgery_in_games_jsonl_is_named_on_open_and_set_aside_on_r
     capsys.readouterr()
     assert main(["report", str(out)]) == 0
     err = capsys.readouterr().err
-    assert "warning: games.jsonl line 2 (game g0002) differs from tournament.db's copy: damaged or forged" in err
+    assert "warning: games.jsonl line 2 (game g0002) differs from run.db's copy: damaged or forged" in err
     page = (out / "report.html").read_text()
     assert "line 2 (game g0002) differs from" in page and "line 5 holds game g0005" in page
     # The resume names the forgery, keeps it aside and never counts it; the file holds the run's games again.
@@ -283,7 +283,7 @@ def test_a_consistent_forgery_in_games_jsonl_is_named_on_open_and_set_aside_on_r
     assert tournament(out, games=4) == 0
     err = capsys.readouterr().err
     assert f"{out / GAMES_FILE} line 2 (game g0002) is damaged or forged (its moves replay to its result" in err
-    assert "differs from tournament.db's copy (moves.0.elapsed_ms)" in err and "never counted" in err
+    assert "differs from run.db's copy (moves.0.elapsed_ms)" in err and "never counted" in err
     assert lines(out) == before
     assert [entry["source"] for entry in quarantined(out)] == [f"{GAMES_FILE} line 2"]
     with RunDirectory.open(out) as run:

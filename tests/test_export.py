@@ -63,7 +63,7 @@ def test_a_tournament_exports_to_pgn_that_a_pgn_reader_reads_back(tmp_path: Path
     argv = ["tournament", "--bot", "random", "--bot", "greedy", "--bot", "again=random", "--games", "2"]
     assert main([*argv, "--size", "4", "--komi", "0", "--tc", "5+0.1", "--out", str(out), "--quiet"]) == 0
     with RunDirectory.open(out) as run:
-        assert run.source == "tournament.db"
+        assert run.source == "run.db"
         records = list(run.records())
     assert len(records) == 6
     pgn = tmp_path / "cup.pgn"

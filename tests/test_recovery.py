@@ -79,7 +79,7 @@ def test_a_database_is_rebuilt_from_games_jsonl(tmp_path: Path) -> None:
     results = ["1-0", "0-1", "1-0"]
     write_games(tmp_path, *(sound_record(g, r).model_dump_json() for g, r in zip(games[:3], results, strict=True)))
     db = tmp_path / DB_NAME
-    db.write_bytes(b"")  # what a full disk or a careless `> tournament.db` leaves
+    db.write_bytes(b"")  # what a full disk or a careless `> run.db` leaves
     kept = set_aside(db)
     assert kept is not None and kept.name.startswith(f"{DB_NAME}.broken-") and not db.exists()
     with RunStore(db) as store:

@@ -43,7 +43,7 @@ def test_an_emptied_database_never_costs_the_games_in_games_jsonl(
     assert tournament(out) == 0
     kept = (out / GAMES_FILE).read_text()
     assert len(game_ids(out)) == 2
-    (out / DB_NAME).write_bytes(b"")  # a full disk, a bad copy, `> tournament.db`
+    (out / DB_NAME).write_bytes(b"")  # a full disk, a bad copy, `> run.db`
     for suffix in ("-wal", "-shm"):
         (out / f"{DB_NAME}{suffix}").unlink(missing_ok=True)
     capsys.readouterr()

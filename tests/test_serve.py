@@ -216,8 +216,8 @@ def test_the_live_view_names_a_forged_line_once_as_it_is_appended(tmp_path: Path
     state.load()
     assert state.summary["gameCount"] == 11
     assert state.summary["errors"] == [
-        f"games.jsonl line 11 (game {records[10].game_id}) differs from tournament.db's copy: damaged or forged."
-        " tournament.db's copy is the one counted and shown; run the same match or tournament command to set the"
+        f"games.jsonl line 11 (game {records[10].game_id}) differs from run.db's copy: damaged or forged."
+        " run.db's copy is the one counted and shown; run the same match or tournament command to set the"
         " line aside"
     ]
     state.load()  # each line is compared once: nothing named twice

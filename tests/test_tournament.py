@@ -24,6 +24,7 @@ from referee.cli import main
 from referee.outputs.events import Event, encode_event, parse_event
 from referee.record import GameRecord, Termination
 from referee.run.config import RunPlan, parse_config, resolve_plan
+from referee.run.rundir import RunDirectory
 from referee.run.runner import GAMES_FILE, Runner
 from referee.run.schedule import make_schedule
 from referee.run.store import DB_NAME
@@ -209,6 +210,32 @@ def test_the_command_line_runs_resumes_and_writes_events(tmp_path: Path, capsys:
         "run_started", "game_started", "game_finished", "run_finished",
     ]  # fmt: skip
     assert "files:" in piped.err
+
+
+def test_a_directory_of_an_older_alternator_keeps_its_database_name_and_resumes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before matches and tournaments shared one runner, a run's database was `tournament.db` (and its lock
+    `tournament.lock`): such a directory is resumed, read and reported under its own names, never forked into a
+    second database."""
+    out = tmp_path / "out"
+    argv = [
+        "tournament", "--bot", f"a=python {TESTBOT}", "--bot", f"b=python {TESTBOT}", "--size", "3",
+        "--games", "2", "--concurrency", "1", "--out", str(out),
+    ]  # fmt: skip
+    assert main(argv) == 0
+    assert (out / "run.db").is_file() and (out / "run.lock").is_file() and not (out / "tournament.db").exists()
+    (out / "run.db").rename(out / "tournament.db")  # the directory as an older alternator left it
+    (out / "run.lock").rename(out / "tournament.lock")
+    capsys.readouterr()
+
+    assert main([*argv[:-2], "--games", "3", "--out", str(out)]) == 0  # one more game
+    resumed = capsys.readouterr()
+    assert "tournament complete: 3 games (1 played now)" in resumed.err
+    assert not (out / "run.db").exists() and not (out / "run.lock").exists()
+    assert len(read_games(out)) == 3
+    with RunDirectory.open(out) as run:
+        assert run.source == "tournament.db" and run.count() == 3
 
 
 def test_a_bot_that_cannot_start_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -299,7 +299,7 @@ def execute(
     from referee.outputs.livefeed import LiveFeed
     from referee.play.process import BotStartError
     from referee.run.runner import Runner, rebuild_from_games_file
-    from referee.run.store import StoreError
+    from referee.run.store import StoreError, database_path
 
     try:
         prepare_output_dir(plan.out_dir)
@@ -311,7 +311,7 @@ def execute(
         except StoreError as error:
             raise UsageError(str(error)) from None
         display.message(
-            f"rebuilt {plan.out_dir / 'tournament.db'} from games.jsonl: {rebuilt.restored} game(s), each checked"
+            f"rebuilt {database_path(plan.out_dir)} from games.jsonl: {rebuilt.restored} game(s), each checked"
             + (f"; the old database is kept as {rebuilt.kept}" if rebuilt.kept is not None else "")
             + (
                 f"; its last line, {rebuilt.torn_line}, was cut short (a run killed while writing it): that game"

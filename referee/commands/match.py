@@ -102,7 +102,7 @@ Statistics, after every game pair and at the end (cutechess/fastchess idiom):
   LOS: 95.71 %, DrawRatio: 14.00 %, Ptnml(0-2): [10, 25, 40, 30, 20] from 125 game pairs
   LLR: 1.23 (-2.94, 2.94) [0, 5]
 
-Output, in DIR (--out; default ./alternator-out/match-<time>/): tournament.db (the database: schedule and
+Output, in DIR (--out; default ./alternator-out/match-<time>/): run.db (the database: schedule and
 every game, the truth), games.jsonl (one JSON GameRecord per line, schema referee/schema/game_record.json),
 match.json (how it ended and the statistics, schema referee/schema/match_summary.json), standings.*, the
 bots' stderr logs in logs/. Re-run the same command with the same --out to resume a stopped or killed

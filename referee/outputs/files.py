@@ -2,7 +2,7 @@
 users' input files (configs, openings, bot files) read with a size limit and a message naming the file.
 
 No output file is opened through a symbolic link (`open_output`, O_NOFOLLOW): one planted in the output
-directory (`tournament.lock -> ~/.bashrc`) would otherwise have its target truncated or appended to. Files
+directory (`run.lock -> ~/.bashrc`) would otherwise have its target truncated or appended to. Files
 replaced whole (`write_text_atomic`) are safe by construction: the rename replaces a link, never follows it.
 """
 

@@ -39,7 +39,7 @@ from referee.outputs.livefeed import LIVE_FILE
 from referee.outputs.report import TERMINATIONS, ReportError, RunFigures, games_page, gc_paused, load_run, render_page
 from referee.outputs.viewerline import numbered
 from referee.run.rundir import GAMES_FILE, MATCH_FILE, RunDirectory, RunReadError
-from referee.run.store import DB_NAME, StoreError
+from referee.run.store import StoreError, database_path
 from referee.stats.standings import Anchor
 
 Scope = MutableMapping[str, Any]
@@ -91,7 +91,8 @@ class LiveState:
     def files_signature(self) -> tuple[Any, ...]:
         """Changes whenever a game is committed: the database (and its WAL), games.jsonl, match.json."""
         signature: list[Any] = []
-        for name in (DB_NAME, DB_NAME + "-wal", GAMES_FILE, MATCH_FILE):
+        database = database_path(self.out_dir).name
+        for name in (database, database + "-wal", GAMES_FILE, MATCH_FILE):
             try:
                 stat = (self.out_dir / name).stat()
                 signature.append((name, stat.st_size, stat.st_mtime_ns, stat.st_ino))
@@ -124,7 +125,7 @@ class LiveState:
 
     def _stale(self) -> bool:
         run = self.run
-        if run is None or run.source != DB_NAME:
+        if run is None or not run.from_database:
             return True  # nothing yet, or games.jsonl without a database (older runs): read it whole again
         return self.figures is None or run.count() < self.figures.count
 

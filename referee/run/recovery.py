@@ -4,11 +4,11 @@ from the good copy, and the database rebuilt from the file.
 Its lines are read by the one policy of `referee.run.rundir` (a torn last line is no game; a damaged line is
 named): here a damaged line is an error, since a rebuild must not silently drop a game.
 
-The database (`tournament.db`) is a tournament's state, and `games.jsonl` (its games in commit order) is
-rewritten from it whenever a run starts or ends and the file does not already hold exactly its games
-(`sync_games_file`). If the database is lost (deleted, truncated to 0 bytes, corrupt), that rewrite would
-destroy the only other copy of the games, so a run first checks that the file holds no game the database
-lacks (`check_nothing_lost`), and `rebuild_database` puts the file's games back into a fresh database.
+The database (`run.db`; `tournament.db` in an older run's directory) is a run's state, and `games.jsonl` (its
+games in commit order) is rewritten from it whenever a run starts or ends and the file does not already hold
+exactly its games (`sync_games_file`). If the database is lost (deleted, truncated to 0 bytes, corrupt), that
+rewrite would destroy the only other copy of the games, so a run first checks that the file holds no game the
+database lacks (`check_nothing_lost`), and `rebuild_database` puts the file's games back into a fresh database.
 
 Neither copy is trusted alone. `sync_games_file` compares them game by game: a record whose bytes are the
 same in both, and whose small columns (result, termination, CPU) agree with it, is trusted as it is (50,000
@@ -37,7 +37,7 @@ from referee.record import GameRecord, Termination
 from referee.run.audit import RecordCheckError, check_record
 from referee.run.rundir import RunReadError, line_game_ids, read_lines
 from referee.run.schedule import ScheduledGame
-from referee.run.store import DB_NAME, AuditRow, RunStore, StoreError, lock_directory, record_digest
+from referee.run.store import AuditRow, RunStore, StoreError, database_path, lock_directory, record_digest
 
 GAMES_FILE = "games.jsonl"
 QUARANTINE_FILE = "quarantine.jsonl"
@@ -61,6 +61,11 @@ class GamesFile:
     """Its last line was cut short (a referee killed while appending it): that game is not counted."""
     torn_line: str | None = None
     """That line, named for the user: "line 49 (game g0049)"."""
+
+
+def _db(out_dir: Path) -> str:
+    """The name of the run's database in `out_dir`, for messages (`run.db`, or an older run's `tournament.db`)."""
+    return database_path(out_dir).name
 
 
 def read_games_file(path: Path, *, audit: bool = False) -> GamesFile:
@@ -139,7 +144,7 @@ def check_nothing_lost(out_dir: Path, known_game_ids: Iterable[str] | RunStore, 
         raise LostGamesError(f"{error}. Nothing was changed") from None
     if not missing:
         return
-    database = out_dir / DB_NAME
+    database = database_path(out_dir)
     if not known:
         raise LostGamesError(
             f"{path} holds {len(missing)} game(s) but {database} holds none (the database is empty, new or was"
@@ -337,7 +342,7 @@ def _sync(out_dir: Path, store: RunStore, found: Reconciled) -> None:
         _check_digests(out_dir, store, found)
     except (sqlite3.DatabaseError, UnicodeDecodeError) as error:
         raise StoreError(
-            f"{out_dir / DB_NAME}: the tournament database is damaged ({error}); {path} was left as it is. Run the"
+            f"{database_path(out_dir)}: the tournament database is damaged ({error}); {path} was left as it is. Run the"
             " same command with --rebuild-db to rebuild the database from it (each of its games is checked)"
         ) from None
     for number, ((game_id, _, torn, problem), raw) in sorted(left.items()):
@@ -359,10 +364,10 @@ def _sync(out_dir: Path, store: RunStore, found: Reconciled) -> None:
             _, audit = audit_text(raw, game_id)
             if audit is None:  # a scored game the database does not hold (check_nothing_lost stops that at a start)
                 found.notes.append(
-                    f"{path}: line {number} holds game {game_id}, which {DB_NAME} does not; set aside in"
+                    f"{path}: line {number} holds game {game_id}, which {_db(out_dir)} does not; set aside in"
                     f" {QUARANTINE_FILE}"
                 )
-                _quarantine(out_dir, f"{GAMES_FILE} line {number}", game_id, f"not in {DB_NAME}", raw)
+                _quarantine(out_dir, f"{GAMES_FILE} line {number}", game_id, f"not in {_db(out_dir)}", raw)
             # else: a void game's line (older versions wrote them) or a forged extra: the database does not count it
             elif "not a scored one" not in audit:
                 found.notes.append(f"{path}: line {number} (game {game_id}) {audit}; set aside in {QUARANTINE_FILE}")
@@ -386,7 +391,7 @@ def _check_digests(out_dir: Path, store: RunStore, found: Reconciled) -> None:
     if damaged:
         shown = ", ".join(damaged[:5]) + (f" and {len(damaged) - 5} more" if len(damaged) > 5 else "")
         found.notes.append(
-            f"{out_dir / DB_NAME}: the digest of game {shown} was damaged; made again from its record, which is"
+            f"{database_path(out_dir)}: the digest of game {shown} was damaged; made again from its record, which is"
             f" {GAMES_FILE}'s line"
         )
 
@@ -508,22 +513,25 @@ def _reconcile_game(
         )
         if columns is not None:  # the record is good, its small columns or its viewer line are not: made again
             found.notes.append(
-                f"{out_dir / DB_NAME}: game {row.game_id}: {columns} (damaged); repaired from its record, which"
+                f"{database_path(out_dir)}: game {row.game_id}: {columns} (damaged); repaired from its record, which"
                 " checks out"
             )
             store.restore_game(row.number, db_record, row.record.decode())
         if line is None:
-            found.notes.append(f"{path}: game {row.game_id} was missing; written from {DB_NAME}, whose copy checks out")
+            found.notes.append(
+                f"{path}: game {row.game_id} was missing; written from {_db(out_dir)}, whose copy checks out"
+            )
         elif line != row.record:
             line_record, line_problem = audit_text(line, row.game_id)
             what = "damaged"
             if line_problem is None and line_record != db_record:
                 # Both replay, but they differ (a time, a reason, a name): not the record the run wrote.
-                line_problem = f"it differs from {DB_NAME}'s copy ({_first_difference(line_record, db_record)})"
+                line_problem = f"it differs from {_db(out_dir)}'s copy ({_first_difference(line_record, db_record)})"
                 what = "damaged or forged (its moves replay to its result, but it is not the game the run saved)"
             if line_problem is not None:
                 found.notes.append(
-                    f"{where} (game {row.game_id}) is {what} ({line_problem}); rewritten from {DB_NAME}, whose copy"
+                    f"{where} (game {row.game_id}) is {what} ({line_problem}); rewritten from {_db(out_dir)}, whose"
+                    " copy"
                     f" checks out (the line is kept in {QUARANTINE_FILE}, and never counted)"
                 )
                 _quarantine(out_dir, f"{GAMES_FILE} line {number}", row.game_id, line_problem, line)
@@ -532,20 +540,21 @@ def _reconcile_game(
     line_record, line_problem = (None, "no line") if line is None else audit_text(line, row.game_id)
     if line_record is not None and line_problem is None and line is not None:
         found.notes.append(
-            f"{out_dir / DB_NAME}: game {row.game_id} is damaged ({db_problem}); repaired from {where}, which checks"
+            f"{database_path(out_dir)}: game {row.game_id} is damaged ({db_problem}); repaired from {where}, which"
+            " checks"
             f" out (the damaged copy is kept in {QUARANTINE_FILE})"
         )
         if row.record is not None:
-            _quarantine(out_dir, f"{DB_NAME} game {row.number}", row.game_id, str(db_problem), row.record)
+            _quarantine(out_dir, f"{_db(out_dir)} game {row.number}", row.game_id, str(db_problem), row.record)
         store.restore_game(row.number, line_record, line.decode())
         return line
     found.notes.append(
-        f"game {row.game_id}: no copy can be trusted ({DB_NAME}: {db_problem}; {GAMES_FILE}: "
+        f"game {row.game_id}: no copy can be trusted ({_db(out_dir)}: {db_problem}; {GAMES_FILE}: "
         + (f"line {number}: {line_problem}" if line is not None else "no line")
         + f"): both are set aside in {QUARANTINE_FILE}, and the game will be played again"
     )
     if row.record is not None:
-        _quarantine(out_dir, f"{DB_NAME} game {row.number}", row.game_id, str(db_problem), row.record)
+        _quarantine(out_dir, f"{_db(out_dir)} game {row.number}", row.game_id, str(db_problem), row.record)
     if line is not None:
         _quarantine(out_dir, f"{GAMES_FILE} line {number}", row.game_id, str(line_problem), line)
     store.requeue(row.number)
@@ -589,13 +598,13 @@ def _repair_row(out_dir: Path, store: RunStore, number: int, problem: str, found
     record, line_problem = (None, "no line") if line is None else audit_text(line, game_id)
     if record is not None and line_problem is None and line is not None:
         store.restore_game(number, record, line.decode())
-        found.notes.append(f"{out_dir / DB_NAME}: game {game_id}: {problem} (damaged); repaired from {where}")
+        found.notes.append(f"{database_path(out_dir)}: game {game_id}: {problem} (damaged); repaired from {where}")
     else:
         store.requeue(number)
         store.renumber()
         found.requeued.append(number)
         found.notes.append(
-            f"{out_dir / DB_NAME}: game {game_id}: {problem} (damaged), and {GAMES_FILE} has no good copy of it"
+            f"{database_path(out_dir)}: game {game_id}: {problem} (damaged), and {GAMES_FILE} has no good copy of it"
             f" ({line_problem}): it will be played again"
         )
 
@@ -697,9 +706,9 @@ def rebuild_from_games_file(
             match_to_schedule(games.records, schedule)
         except RecoveryError as error:
             raise StoreError(f"--rebuild-db: {error}; nothing was changed") from None
-        kept = set_aside(out_dir / DB_NAME)
+        kept = set_aside(database_path(out_dir))
     except BaseException:
         lock.close()
         raise
-    with RunStore(out_dir / DB_NAME, lock=lock) as store:
+    with RunStore(database_path(out_dir), lock=lock) as store:
         return Rebuilt(rebuild_database(store, out_dir, fingerprint, schedule), kept, games.torn_line)

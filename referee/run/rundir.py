@@ -1,11 +1,11 @@
 """The one reader of a run's output directory: its games in commit order, a game by id, the games counted.
 
-Every reader of a match or tournament — the report, `replay`, `serve`, recovery and the end-of-run text —
-reads it through `RunDirectory`, so they all see the same games in the same order. The database
-(`tournament.db`, referee/run/store.py) is the truth: when it is there, the games come from it, streamed in
-commit order (never all held at once), and `games.jsonl` is not read. A directory without one (a copy of
-games.jsonl alone, or a match from before matches had a database, with its game-NNN.json files) is read
-from those files.
+Every reader of a match or tournament — the report, `replay`, `serve`, recovery and the end-of-run text — reads
+it through `RunDirectory`, so they all see the same games in the same order. The database (`run.db`, or
+`tournament.db` in an older run's directory, referee/run/store.py) is the truth: when it is there, the games
+come from it, streamed in commit order (never all held at once), and `games.jsonl` is not read. A directory
+without one (a copy of games.jsonl alone, or a match from before matches had a database, with its game-NNN.json
+files) is read from those files.
 
 One policy for the lines of games.jsonl (`read_lines`): a last line without its newline that is not a
 record is a *torn* line, the append a killed referee did not finish: it never was a committed game and is
@@ -27,7 +27,7 @@ from pydantic import ValidationError
 from protocol.rules import Result, result_points
 from referee.outputs.viewerline import line_text
 from referee.record import GameRecord, Termination
-from referee.run.store import DB_NAME, DoneGame, StoreError, StoreReader, record_digest
+from referee.run.store import DB_NAME, DoneGame, StoreError, StoreReader, database_path, record_digest
 from referee.stats.sprt import CountedGame, MatchStatistics, SprtParameters, count_in_order
 from referee.stats.standings import Anchor, parse_anchor
 
@@ -133,6 +133,7 @@ class CopyCheck:
 
     def __init__(self, out_dir: Path, store: StoreReader) -> None:
         self.path = out_dir / GAMES_FILE
+        self.db_name = database_path(out_dir).name
         self.store = store
         self.offset = 0
         self.line = 0
@@ -168,10 +169,11 @@ class CopyCheck:
                         if self.found <= MAX_NAMED:
                             problems.append(problem)
         except OSError as error:
-            return [f"{self.path}: cannot be read to compare it with {DB_NAME} ({error.strerror})"]
+            return [f"{self.path}: cannot be read to compare it with {self.db_name} ({error.strerror})"]
         if self.found > MAX_NAMED:
             problems.append(
-                f"{GAMES_FILE}: {self.found} lines disagree with {DB_NAME} in all ({MAX_NAMED} named); run the same"
+                f"{GAMES_FILE}: {self.found} lines disagree with {self.db_name} in all ({MAX_NAMED} named); run the"
+                " same"
                 " match or tournament command to compare the two copies and set the bad lines aside"
             )
         return problems
@@ -198,7 +200,8 @@ class CopyCheck:
             if not termination.is_scored:
                 return None  # a void game's line (older versions wrote them): the database keeps it aside
             return (
-                f"{where} holds game {game_id}, which {DB_NAME} does not count (a line damaged, forged or copied from"
+                f"{where} holds game {game_id}, which {self.db_name} does not count (a line damaged, forged or"
+                " copied from"
                 " another run): it is not counted; run the same match or tournament command to have it set aside"
             )
         seq, _, digest = found
@@ -207,11 +210,12 @@ class CopyCheck:
         kept = self.store.record_at(seq) if seq is not None else None
         if kept is None or record_digest(kept) != digest:
             return (
-                f"{DB_NAME}: the copy of game {game_id} does not match its digest (damaged); run the same match or"
+                f"{self.db_name}: the copy of game {game_id} does not match its digest (damaged); run the same match or"
                 f" tournament command to repair it from {where}"
             )
         return (
-            f"{where} (game {game_id}) differs from {DB_NAME}'s copy: damaged or forged. {DB_NAME}'s copy is the one"
+            f"{where} (game {game_id}) differs from {self.db_name}'s copy: damaged or forged. {self.db_name}'s copy"
+            " is the one"
             " counted and shown; run the same match or tournament command to set the line aside"
         )
 
@@ -266,6 +270,7 @@ class RunDirectory:
     _store: StoreReader | None = None
     _files: list[Path] | None = None  # an old match's game-NNN.json files
     _copy_check: CopyCheck | None = None
+    _db_name: str = DB_NAME  # the database's file name (`tournament.db` in an older run's directory)
 
     @classmethod
     def open(cls, out_dir: Path, *, kind: str | None = None) -> RunDirectory:
@@ -276,15 +281,16 @@ class RunDirectory:
         match_file = out_dir / MATCH_FILE
         if match_file.exists():
             run.match_summary = _read_match_summary(match_file)
-        if (out_dir / DB_NAME).is_file():
+        if (database_path(out_dir)).is_file():
+            run._db_name = database_path(out_dir).name
             try:
-                run._store = StoreReader(out_dir / DB_NAME)
+                run._store = StoreReader(database_path(out_dir))
                 fingerprint = run._store.fingerprint() or {}
             except StoreError as error:
                 if not (out_dir / GAMES_FILE).is_file():
                     raise RunReadError(str(error)) from None
                 run._store = None  # a damaged database: games.jsonl holds the same games
-                run.errors.append(f"{DB_NAME}: {error}; read {GAMES_FILE} instead")
+                run.errors.append(f"{run._db_name}: {error}; read {GAMES_FILE} instead")
                 fingerprint = {}
             run._configure(fingerprint)
         elif (out_dir / GAMES_FILE).is_file():
@@ -344,8 +350,14 @@ class RunDirectory:
 
     @property
     def source(self) -> str:
-        """Where the games are read from: tournament.db, games.jsonl or game-*.json."""
-        return DB_NAME if self._store is not None else "game-*.json" if self._files is not None else GAMES_FILE
+        """Where the games are read from: the database (run.db, or tournament.db in an older run's directory),
+        games.jsonl or game-*.json."""
+        return self._db_name if self._store is not None else "game-*.json" if self._files is not None else GAMES_FILE
+
+    @property
+    def from_database(self) -> bool:
+        """Whether the games are read from the run's database."""
+        return self._store is not None
 
     @property
     def two_bots(self) -> bool:
@@ -517,12 +529,14 @@ class RunDirectory:
             data = self._store.find_record(game.game_id) if self._store is not None else None
             if data is None:
                 raise RunReadError(
-                    f"{self.out_dir / DB_NAME}: game {game.game_id} is damaged ({problem}) and has no record. Run the"
+                    f"{database_path(self.out_dir)}: game {game.game_id} is damaged ({problem}) and has no record."
+                    " Run the"
                     " same match or tournament command: it repairs or sets aside each damaged game"
                 )
             record = self._parsed(data, game.game_id)
         self._note(
-            f"{DB_NAME}: game {game.game_id} is damaged ({problem}); counted from its record. Run the same match or"
+            f"{self._db_name}: game {game.game_id} is damaged ({problem}); counted from its record. Run the same"
+            " match or"
             " tournament command to repair the database (each copy is checked)"
         )
         row = _row_of_record(record, game.number)
@@ -543,12 +557,14 @@ class RunDirectory:
                 except ValidationError:
                     continue
                 self._note(
-                    f"{DB_NAME}: the record of game {game_id} is damaged ({problem}); shown from {GAMES_FILE}. Run the"
+                    f"{self._db_name}: the record of game {game_id} is damaged ({problem}); shown from {GAMES_FILE}."
+                    " Run the"
                     " same match or tournament command to repair the database (each copy is checked)"
                 )
                 return record
         raise RunReadError(
-            f"{self.out_dir / DB_NAME}: the record of game {game_id or '?'} is damaged ({problem}), and {GAMES_FILE}"
+            f"{database_path(self.out_dir)}: the record of game {game_id or '?'} is damaged ({problem}), and"
+            f" {GAMES_FILE}"
             " has no good copy of it. Run the same match or tournament command: it names what is damaged and repairs"
             " or sets aside each game"
         )
@@ -571,7 +587,7 @@ def counted_statistics(out_dir: Path) -> MatchStatistics | None:
     report's and the live page's figures by construction. None for a run of more bots, or one not readable."""
     try:
         with RunDirectory.open(out_dir) as run:
-            if not run.two_bots or run.source != DB_NAME:
+            if not run.two_bots or not run.from_database:
                 return None
             return count_in_order(run.counted(), run.sprt)[0]
     except (RunReadError, StoreError):

@@ -100,7 +100,7 @@ from referee.run.schedule import (
     pick_next,
     schedule_pairs,
 )
-from referee.run.store import DB_NAME, RunStore, StoreError, damaged_database
+from referee.run.store import DB_NAME, RunStore, StoreError, damaged_database, database_path
 from referee.stats.head_to_head import Ended, HeadToHead, head_to_head
 from referee.stats.sprt import CountedGame, MatchStatistics, PairCounter
 from referee.stats.standings import ScoredGame, Standings, StandingsTally, write_standings
@@ -484,7 +484,7 @@ class Runner:
             self._points[game.number] = result_points(game.result)
         scheduled = list(store.scheduled().values())
         if [game.number for game in scheduled] != list(range(1, len(scheduled) + 1)):
-            raise StoreError(f"{self.out_dir / DB_NAME}: the stored games are not numbered 1 to {len(scheduled)}")
+            raise StoreError(f"{database_path(self.out_dir)}: the stored games are not numbered 1 to {len(scheduled)}")
         self._add_scheduled(scheduled)
         check = getattr(self.scheduler, "check", None)
         if check is not None:
@@ -527,11 +527,11 @@ class Runner:
         except OutputDirError as error:
             raise StoreError(str(error)) from None
         try:
-            opened = RunStore(self.out_dir / DB_NAME)
+            opened = RunStore(database_path(self.out_dir))
         except OSError as error:  # the lock file, on a disk already full
             if not is_disk_full(error):
                 raise
-            raise damaged_database(self.out_dir / DB_NAME, error) from None
+            raise damaged_database(database_path(self.out_dir), error) from None
         with opened as store:
             self._store = store
             try:
@@ -552,7 +552,7 @@ class Runner:
                 # Damaged past its header (the open worked): found here, where every game is read. Or a full disk.
                 if isinstance(error, OSError) and not is_disk_full(error):
                     raise
-                raise damaged_database(self.out_dir / DB_NAME, error) from None
+                raise damaged_database(database_path(self.out_dir), error) from None
             if self.decided:
                 self._pending = []
             self.on_event(
@@ -591,7 +591,7 @@ class Runner:
                 self._ended = "error"
                 self._error = (
                     f"the disk holding {self.out_dir} is full ({full}): stopped after {len(self._results)} of"
-                    f" {self._total} games; the games recorded are safe in {self.out_dir / DB_NAME}. Free"
+                    f" {self._total} games; the games recorded are safe in {database_path(self.out_dir)}. Free"
                     " some space and run the same command to resume"
                 )
             finally:
@@ -888,7 +888,7 @@ class Runner:
                     f"game {game.game_id} was void {voids} times in a row (last: {record.reason}): this machine"
                     " cannot play it fairly now (too loaded, short of memory, or a referee fault); nothing void"
                     " was scored. Free the machine (or lower --concurrency) and run the same command to resume;"
-                    f" if it persists, report it with {self.out_dir / DB_NAME}",
+                    f" if it persists, report it with {database_path(self.out_dir)}",
                 )
             else:
                 self._pending.insert(0, game)
@@ -933,7 +933,7 @@ class Runner:
                 f"{game}{step.give_up}{last}: this machine cannot play it fairly now (too loaded, short of"
                 f" memory, or a referee fault); nothing void was scored.{limit} Free the machine (or lower"
                 f" --concurrency) and run the same command to resume; if it persists, report it with"
-                f" {self.out_dir / DB_NAME}",
+                f" {database_path(self.out_dir)}",
             )
             self._wake()
             return
@@ -1041,7 +1041,7 @@ def replay_schedule(plan: RunPlan, records: Sequence[GameRecord]) -> list[Schedu
     if plan.format is Format.ADAPTIVE:
         raise RecoveryError(
             "an adaptive run cannot be rebuilt from games.jsonl (which games it chose depended on the order results"
-            " came in); start a new run in another directory (--out DIR), or restore tournament.db"
+            " came in); start a new run in another directory (--out DIR), or restore its database"
         )
     scored = {record.game_id: record for record in records if record.termination.is_scored}
     ratings = {bot["name"]: float(bot["rating"]) for bot in plan.fingerprint["bots"] if "rating" in bot}
@@ -1061,7 +1061,7 @@ def replay_schedule(plan: RunPlan, records: Sequence[GameRecord]) -> list[Schedu
 
 def refuse_old_match_directory(out_dir: Path) -> None:
     """A directory with the records of a match from before matches had a database cannot be resumed or mixed."""
-    if (out_dir / "match.json").exists() and not (out_dir / DB_NAME).exists():
+    if (out_dir / "match.json").exists() and not (database_path(out_dir)).exists():
         raise StoreError(
             f"{out_dir} holds a match from an older alternator (match.json and game files, no {DB_NAME}); it"
             " cannot be resumed or mixed with a new run: choose another output directory (--out DIR)"

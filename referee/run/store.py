@@ -1,7 +1,8 @@
 """The run database of a match or a tournament: the schedule and every finished game, in SQLite, committed
 game by game.
 
-One file, `tournament.db` (the name predates matches using it too), in the output directory, in WAL mode.
+One file, `run.db` (`tournament.db` in directories of older versions, still read and resumed), in the output
+directory, in WAL mode.
 Each write is one small transaction,
 committed before the tournament moves on, so killing the referee (even with `kill -9`) loses at most the
 games in progress. With `synchronous=NORMAL` a WAL commit is not fsynced, but it is in the OS's hands:
@@ -52,8 +53,25 @@ from referee.outputs.viewerline import line_text
 from referee.record import GameRecord
 from referee.run.schedule import ScheduledGame
 
-DB_NAME = "tournament.db"
-LOCK_NAME = "tournament.lock"
+DB_NAME = "run.db"
+LOCK_NAME = "run.lock"
+OLD_DB_NAME = "tournament.db"
+OLD_LOCK_NAME = "tournament.lock"
+"""A run's database and lock in directories made before matches and tournaments shared one runner: such a
+directory keeps its names (an older alternator may still open it), and every reader and writer finds them."""
+
+
+def database_path(out_dir: Path) -> Path:
+    """The run's database in `out_dir`: `run.db`, or `tournament.db` in a directory an older alternator made."""
+    old = out_dir / OLD_DB_NAME
+    return old if not (out_dir / DB_NAME).exists() and old.exists() else out_dir / DB_NAME
+
+
+def lock_path(out_dir: Path) -> Path:
+    """The lock file that goes with the run's database (`database_path`): `run.lock` or `tournament.lock`."""
+    return out_dir / (OLD_LOCK_NAME if database_path(out_dir).name == OLD_DB_NAME else LOCK_NAME)
+
+
 SCHEMA_VERSION = 2
 
 _META = """
@@ -1028,7 +1046,8 @@ def _layout(db: sqlite3.Connection) -> int:
 
 
 def lock_directory(out_dir: Path) -> TextIO:
-    """Hold an exclusive lock on out_dir/tournament.lock while the store is open: one referee per output directory.
+    """Hold an exclusive lock on the run's lock file (`lock_path`) while the store is open: one referee per output
+    directory.
 
     The kernel drops the lock when the process dies, even by kill -9, so a stale lock cannot block a resume.
     The lock file is opened without following a symlink (one planted there would have its target truncated).
@@ -1038,9 +1057,10 @@ def lock_directory(out_dir: Path) -> TextIO:
 
 def _lock_directory(out_dir: Path) -> tuple[TextIO, str]:
     """`lock_directory`, and what the lock file held before (the last run's stamp, `RunStore.close`)."""
-    path = out_dir / LOCK_NAME
+    path = lock_path(out_dir)
+    database = database_path(out_dir).name
     try:
-        for name in (DB_NAME, DB_NAME + "-wal", DB_NAME + "-shm", "logs"):
+        for name in (database, database + "-wal", database + "-shm", "logs"):
             refuse_link(out_dir / name)  # SQLite opens them by name, following links; the bots' logs go in logs/
         handle = open_output(path, "a+")
     except UnsafeOutputError as error:
