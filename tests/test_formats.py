@@ -173,7 +173,9 @@ def test_swiss_never_rematches_gives_at_most_one_bye_and_balances_colours(n: int
     for bot in bots:  # a game pair per encounter: as many games with Black as with White
         assert sum(g.black == bot for g in games) == sum(g.white == bot for g in games)
         encounters = sum(bot in (g.black, g.white) for g in games if g.round == 0)
-        assert abs(2 * state.first_black[bot] - encounters) <= 2  # Black first: at most one more one way
+        # Black first at most one more one way; in a Swiss as long as a full round robin the last rounds' pairings
+        # are forced (every other opponent met), and two bots leaning the same way may have to meet.
+        assert abs(2 * state.first_black[bot] - encounters) <= (2 if rounds < n - 1 else 3)
     for game in games:  # one opening per encounter
         assert game.opening == ("a1a2",)
 

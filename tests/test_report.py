@@ -135,7 +135,7 @@ def test_game_detail_is_compact_and_complete(tmp_path: Path) -> None:
 def test_errors_say_what_to_do(tmp_path: Path) -> None:
     with pytest.raises(ReportError, match="no such directory"):
         load_run(tmp_path / "missing")
-    with pytest.raises(ReportError, match=r"neither tournament\.db nor games\.jsonl"):
+    with pytest.raises(ReportError, match=r"neither run\.db nor games\.jsonl"):
         load_run(tmp_path)
 
 

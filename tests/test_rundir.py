@@ -87,7 +87,7 @@ def test_a_damaged_line_is_left_out_and_named_by_readers_and_refused_by_recovery
 def test_a_missing_or_damaged_database(tmp_path: Path) -> None:
     with pytest.raises(RunReadError, match="no such directory"):
         RunDirectory.open(tmp_path / "nowhere")
-    with pytest.raises(RunReadError, match=r"neither tournament\.db nor games\.jsonl"):
+    with pytest.raises(RunReadError, match=r"neither run\.db nor games\.jsonl"):
         RunDirectory.open(tmp_path)
     match_records(tmp_path, 2)
     with RunDirectory.open(tmp_path) as run:  # no database: games.jsonl holds the games

@@ -17,7 +17,7 @@ import pytest
 from referee.cli import main
 from referee.run.knockout import Knockout
 from referee.run.schedule import Format, Progress, ScheduledGame, Scheduler, make_schedule
-from referee.run.store import DB_NAME, StoreReader
+from referee.run.store import DB_NAME, StoreReader, database_path
 from referee.run.swiss import Swiss
 from tests.conftest import reap_orphans
 from tests.test_tournament import REPO, alive, descendants, done_count, read_games, wait_until
@@ -37,7 +37,7 @@ def stored(out: Path) -> tuple[list[ScheduledGame], dict[int, float]]:
     """The games scheduled in `out` and the Black points of the done ones."""
     from protocol.rules import result_points
 
-    with StoreReader(out / DB_NAME) as store:
+    with StoreReader(database_path(out)) as store:
         games = list(store.scheduled().values())
         points = {game.number: result_points(game.result) for game in store.done_games()}
     return games, points

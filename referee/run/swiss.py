@@ -118,7 +118,11 @@ class Swiss:
             ranked.remove(bye)
         played = {frozenset((a, b)) for a, opponents in state.met.items() for b in opponents}
         due = {name: 2 * state.first_black[name] - len(state.met[name]) for name in ranked}
-        pairs = _pair(ranked, state.score, played, False, due) or _pair(ranked, state.score, played, True, due)
+        pairs = (
+            _pair(ranked, state.score, played, False, due, colours=True)
+            or _pair(ranked, state.score, played, False, due)
+            or _pair(ranked, state.score, played, True, due)
+        )
         assert pairs is not None, "with rematches allowed every even field pairs"
         place = {name: index for index, name in enumerate(ranked)}
         encounters = [self._colours(a, b, state, place) for a, b in pairs]
@@ -216,9 +220,12 @@ def _pair(
     played: set[frozenset[str]],
     rematches: bool,
     due: dict[str, int] | None = None,
+    *,
+    colours: bool = False,
 ) -> list[tuple[str, str]] | None:
     """Pair `ranked` (an even list, best first), Dutch-style (see the module), or None when the search finds no
-    pairing without a rematch within its budget."""
+    pairing without a rematch within its budget. `colours`: nor two bots that both had Black first (or both
+    White first) in two more encounters than the other way, one of which would go to three more."""
     steps = [0]
 
     def search(players: list[str]) -> list[tuple[str, str]] | None:
@@ -230,6 +237,8 @@ def _pair(
         top, rest = players[0], players[1:]
         for other in _candidates(top, rest, score, due):
             if not rematches and frozenset((top, other)) in played:
+                continue
+            if colours and due is not None and _clash(due[top], due[other]):
                 continue
             found = search([name for name in rest if name != other])
             if found is not None:
@@ -248,6 +257,12 @@ def _pair(
             players = [name for name in rest if name != other]
         return pairs
     return search(ranked)
+
+
+def _clash(due_a: int, due_b: int) -> bool:
+    """Whether two bots' colour balances both lean two or more the same way: whoever takes Black first (or White
+    first) goes to three."""
+    return (due_a >= 2 and due_b >= 2) or (due_a <= -2 and due_b <= -2)
 
 
 def _candidates(top: str, rest: list[str], score: dict[str, float], due: dict[str, int] | None = None) -> list[str]:
