@@ -1,4 +1,5 @@
-"""The running ladder: pairs games for ever (`referee.ladder.policy`), plays them, rates them, stores them.
+"""The running ladder: pairs games for ever (`referee.ladder.policy`, the adaptive scheduler), plays them, rates
+them, stores them, and writes every move of the games in progress to DIR/live.jsonl (`referee.livefeed`).
 
 `Ladder.run()` plays until cancelled. Its slots (`--concurrency`, or as many games at once as a Dask cluster
 takes) each ask the policy for the next game among the idle active entries, read fresh from the store, so entries
@@ -20,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import random
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -33,7 +34,7 @@ from protocol.rules import Position
 from referee.botspec import BotSpec
 from referee.files import append_line
 from referee.game import Limits
-from referee.ladder.policy import Candidate, next_pairing
+from referee.ladder.policy import Pairs
 from referee.ladder.rating import rate
 from referee.ladder.store import LadderStore, VersionRow
 from referee.play import BotPool, PlayLoop, play_in_pool
@@ -50,7 +51,7 @@ LOG_DIR = "logs"
 POLL_S = 0.5
 """How often an idle slot looks at the store again (paused, or fewer than two active entries)."""
 RECENT_GAMES = 200
-"""The games the policy's pair discount and colour balance look back on."""
+"""The games the policy's repeat guard and colour balance look back on."""
 KEEP_OPEN = 16
 """Bot processes a local slot keeps open between games (the least recently used closed first): a ladder's pairs
 change all the time, and a Python bot takes 0.1-0.3 s to start (20 entries with 6 open: ~125 games/min on 5x5;
@@ -208,6 +209,7 @@ class Ladder:
         self.rng = random.Random(seed)
         self.busy: set[int] = set()
         self.recent: deque[tuple[int, int]] = deque(store.recent_pairs(RECENT_GAMES), maxlen=RECENT_GAMES)
+        self.pairs = Pairs((str(b), str(w), scores(result)[0]) for b, w, result in store.results())
         self.last_seq = store.last_seq()
         self.played_now = 0
         self.hidden: list[Path] = []
@@ -217,21 +219,19 @@ class Ladder:
     # -- pairing -----------------------------------------------------------------------------------
 
     def choose(self, versions: list[VersionRow]) -> tuple[VersionRow, VersionRow] | None:
-        """The next game among `versions` that are not playing (the policy's choice), or None."""
-        idle = {v.id: v for v in versions if v.id not in self.busy}
-        candidates = [
-            Candidate(str(v.id), v.rating, v.rd, None if v.last_seq is None else self.last_seq - v.last_seq)
-            for v in idle.values()
-        ]
-        pairs: Counter[frozenset[str]] = Counter()
-        blacks: Counter[tuple[str, str]] = Counter()
-        for black, white in self.recent:
-            pairs[frozenset((str(black), str(white)))] += 1
-            blacks[(str(black), str(white))] += 1
-        pairing = next_pairing(candidates, self.rng, recent_pairs=pairs, recent_blacks=blacks)
+        """The next game among `versions` (the playable ones) that are not playing (the policy's choice), or None."""
+        by_key = {str(v.id): v for v in versions}
+        waited = {str(v.id): None if v.last_seq is None else self.last_seq - v.last_seq for v in versions}
+        pairing = self.pairs.next_pairing(
+            list(by_key),
+            [str(v.id) for v in versions if v.id not in self.busy],
+            waited,
+            self.rng,
+            recent=[(str(b), str(w)) for b, w in self.recent],
+        )
         if pairing is None:
             return None
-        return idle[int(pairing.black)], idle[int(pairing.white)]
+        return by_key[pairing.black], by_key[pairing.white]
 
     # -- running -----------------------------------------------------------------------------------
 
@@ -356,6 +356,7 @@ class Ladder:
             await trio.to_thread.run_sync(append_line, self.directory / GAMES_FILE, text + "\n")
             self.last_seq = max(self.last_seq, seq)
             self.recent.append((black.id, white.id))
+            self.pairs.add(str(black.id), str(white.id), black_score)
             self.played_now += 1
         self.on_message(
             f"game {seq}: {black.key} {record.result} {white.key} ({record.termination}) -> "

@@ -505,6 +505,10 @@ class LadderStore:
         rows = self._read("SELECT black, white FROM games ORDER BY seq DESC LIMIT ?", (limit,))
         return [(int(b), int(w)) for b, w in reversed(rows)]
 
+    def results(self) -> list[tuple[int, int, str]]:
+        """(black version, white version, result) of every game (the pairing's totals)."""
+        return [(int(b), int(w), str(r)) for b, w, r in self._read("SELECT black, white, result FROM games")]
+
     def history(self, version_id: int) -> list[tuple[int, float, float]]:
         """(seq, rating, rd) after each game of the version."""
         rows = self._read("SELECT seq, rating, rd FROM history WHERE version=? ORDER BY seq", (version_id,))
