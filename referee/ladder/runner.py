@@ -34,12 +34,14 @@ from protocol.rules import Position
 from referee.botspec import BotSpec
 from referee.files import append_line
 from referee.game import Limits
+from referee.ladder.api import public_reason
 from referee.ladder.policy import Pairs
 from referee.ladder.rating import rate
 from referee.ladder.store import LadderStore, VersionRow
-from referee.play import BotPool, PlayLoop, play_in_pool
+from referee.livefeed import LiveFeed
+from referee.play import BotPool, MoveRelay, PlayLoop, play_in_pool
 from referee.process import BotStartError
-from referee.record import GameRecord, GameSettings, Termination
+from referee.record import GameRecord, GameSettings, PlayedMove, Termination
 
 if TYPE_CHECKING:
     from referee.cluster import Cluster
@@ -105,8 +107,14 @@ class SideStartError(Exception):
         self.side = side
 
 
+OnMove = Callable[[PlayedMove, int], None]
+"""Gets each move of a game as it is played (on the ladder's trio loop), with its ply."""
+
+
 class LadderSlot(Protocol):
-    async def play(self, game_id: str, black: BotSpec, white: BotSpec, settings: GameSettings) -> GameRecord: ...
+    async def play(
+        self, game_id: str, black: BotSpec, white: BotSpec, settings: GameSettings, on_move: OnMove
+    ) -> GameRecord: ...
 
     async def aclose(self) -> None: ...
 
@@ -119,18 +127,26 @@ class LocalSlot:
         self._pool = BotPool(log_dir, self._loop.nursery, hidden=hidden, limit=keep_open)
         self._limits = limits
 
-    async def play(self, game_id: str, black: BotSpec, white: BotSpec, settings: GameSettings) -> GameRecord:
-        return await self._loop.run(self._play_here, game_id, black, white, settings)
+    async def play(
+        self, game_id: str, black: BotSpec, white: BotSpec, settings: GameSettings, on_move: OnMove
+    ) -> GameRecord:
+        relay = MoveRelay(on_move, trio.lowlevel.current_trio_token())  # the moves, back on this loop in batches
+        return await self._loop.run(self._play_here, game_id, black, white, settings, relay)
 
-    async def _play_here(self, game_id: str, black: BotSpec, white: BotSpec, settings: GameSettings) -> GameRecord:
+    async def _play_here(
+        self, game_id: str, black: BotSpec, white: BotSpec, settings: GameSettings, relay: MoveRelay
+    ) -> GameRecord:
         for side, spec in (("black", black), ("white", white)):
             try:
                 await self._pool.process(spec.name, spec)
             except BotStartError as error:
                 raise SideStartError(side, str(error)) from None
-        return await play_in_pool(
-            self._pool, game_id, (black.name, black), (white.name, white), settings, limits=self._limits
-        )
+        try:
+            return await play_in_pool(
+                self._pool, game_id, (black.name, black), (white.name, white), settings, relay.push, self._limits
+            )
+        finally:
+            relay.flush()
 
     async def aclose(self) -> None:
         self._loop.call_soon(self._pool.close_all)
@@ -151,7 +167,9 @@ class ClusterSlot:
         self._start_timeout_s = start_timeout_s
         self._checked = checked
 
-    async def play(self, game_id: str, black: BotSpec, white: BotSpec, settings: GameSettings) -> GameRecord:
+    async def play(
+        self, game_id: str, black: BotSpec, white: BotSpec, settings: GameSettings, on_move: OnMove
+    ) -> GameRecord:
         from referee.cluster import ClusterError, ClusterLostError
 
         # Probed again when a worker joined since: a preflight probes the workers the scheduler knows then.
@@ -167,7 +185,7 @@ class ClusterSlot:
             except ClusterError as error:
                 raise SideStartError(side, str(error)) from None
             self._checked.add(key)
-        return await self._cluster.play(game_id, black, white, settings, None, self._start_timeout_s)
+        return await self._cluster.play(game_id, black, white, settings, on_move, self._start_timeout_s)
 
     async def aclose(self) -> None:
         pass
@@ -215,6 +233,8 @@ class Ladder:
         self.hidden: list[Path] = []
         self._write_lock = trio.Lock()
         self._paused_said = False
+        self.feed = LiveFeed(self.directory)
+        """Every move of the games in progress, for the leaderboard's live view (referee/livefeed.py)."""
 
     # -- pairing -----------------------------------------------------------------------------------
 
@@ -238,6 +258,7 @@ class Ladder:
     async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Play until cancelled; the games in progress then are dropped (not scored) and every bot stopped."""
         await trio.to_thread.run_sync(self._prepare)
+        self.feed.run_started("ladder")
         slots: list[LadderSlot] = []
         limits = Limits(handshake_s=self.settings.start_timeout_s)
         try:
@@ -251,14 +272,23 @@ class Ladder:
                     slots.append(LocalSlot(index, log_dir, self.hidden, limits, max(2, self.settings.keep_open)))
             task_status.started()
             async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._flush_feed)
                 for slot in slots:
                     nursery.start_soon(self._slot_loop, slot)
         finally:
             with trio.CancelScope(shield=True):
                 for slot in slots:
                     await slot.aclose()
+                self.feed.run_finished("stopped")
+                self.feed.close()
                 with contextlib.suppress(Exception):
                     await trio.to_thread.run_sync(self.store.end_playing)
+
+    async def _flush_feed(self) -> None:
+        """Moves reach the feed's file at least once a second (the feed writes in batches)."""
+        while True:
+            await trio.sleep(1.0)
+            self.feed.flush()
 
     def _prepare(self) -> None:
         """Before the first game: forget games a killed ladder left in progress; games.jsonl matches the store."""
@@ -312,9 +342,12 @@ class Ladder:
             opening=random_opening(self.settings, number),
         )
         await trio.to_thread.run_sync(self.store.set_playing, game_id, black.key, white.key)
+        self.feed.game_started(game_id, black.key, white.key, settings, number=number)
         record: GameRecord | None = None
         try:
-            record = await slot.play(game_id, black.spec, white.spec, settings)
+            record = await slot.play(
+                game_id, black.spec, white.spec, settings, lambda move, ply: self.feed.move(game_id, move)
+            )
         except SideStartError as error:
             version = black if error.side == "black" else white
             await self._fault(version, f"cannot start: {error}", None, scored=False)
@@ -322,8 +355,17 @@ class Ladder:
             self.on_message(f"{game_id}: not played ({error})")
         finally:
             if record is None or record.termination is Termination.VOID:
+                self.feed.game_finished(game_id, reason="not played to its end (not scored)", scored=False)
                 with trio.CancelScope(shield=True):
                     await trio.to_thread.run_sync(self.store.end_playing, game_id)
+            else:  # the public reason: a fault's details are for the entry's owner and the organiser
+                self.feed.game_finished(
+                    game_id,
+                    result=str(record.result),
+                    termination=str(record.termination),
+                    reason=public_reason(str(record.termination), record.reason),
+                    scored=True,
+                )
         if record is None:
             return
         if record.termination is Termination.VOID:
