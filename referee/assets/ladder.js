@@ -117,9 +117,22 @@ function ours(d) {
   const name = document.body.dataset.name;
   return document.body.dataset.page !== "entry" || d.b.startsWith(name + ".v") || d.w.startsWith(name + ".v");
 }
+const MAX_CARDS = 12;
+const RENDER_MS = 200; // boards redrawn at most this often: instant bots play a thousand moves a second
+let renderPending = null;
+function scheduleRender() {
+  if (renderPending !== null) return;
+  renderPending = setTimeout(() => {
+    renderPending = null;
+    renderLive();
+    if (watching !== null && live.has(watching)) viewer.update(live.get(watching));
+  }, RENDER_MS);
+}
 function renderLive() {
   const box = document.getElementById("livegames");
-  const cards = [...live.values()].filter(ours).map((d) => {
+  const shown = [...live.values()].filter(ours);
+  shown.sort((a, b) => Number(a.r !== "*" || Boolean(a.x)) - Number(b.r !== "*" || Boolean(b.x)));
+  const cards = shown.slice(0, MAX_CARDS).map((d) => {
     const game = decodeGame(d);
     const board = boardAt(game, game.plies.length);
     const [b, w] = board.scores();
@@ -136,7 +149,7 @@ function renderLive() {
 }
 function followLive() {
   const source = new EventSource("/api/events");
-  source.addEventListener("game", (e) => { const d = JSON.parse(e.data); live.set(d.id, d); renderLive(); });
+  source.addEventListener("game", (e) => { const d = JSON.parse(e.data); live.set(d.id, d); scheduleRender(); });
   source.addEventListener("move", (e) => {
     const m = JSON.parse(e.data);
     const d = live.get(m.id);
@@ -147,16 +160,15 @@ function followLive() {
     d.at = m.at;
     if (d.k2) d.k2.push(m.clock);
     if (m.info) d.i.push([d.t.length - 1, m.info, m.count]);
-    renderLive();
-    if (watching === m.id) viewer.update(d);
+    scheduleRender();
   });
   source.addEventListener("done", (e) => {
     const m = JSON.parse(e.data);
     const d = live.get(m.id);
     if (d && m.r) Object.assign(d, {r: m.r, x: m.x, why: m.why});
     if (watching === m.id) viewer.finish(m.r ? m : {r: "*", x: "aborted", why: "stopped before its end (not scored)"});
-    renderLive();
-    setTimeout(() => { live.delete(m.id); renderLive(); }, m.r ? 3000 : 0);
+    scheduleRender();
+    setTimeout(() => { live.delete(m.id); scheduleRender(); }, m.r ? 3000 : 0);
   });
   source.onerror = () => document.body.classList.add("offline");
   source.onopen = () => document.body.classList.remove("offline");
