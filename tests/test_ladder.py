@@ -186,6 +186,8 @@ def test_a_ladder_plays_takes_entries_while_running_suspends_a_broken_one_and_re
     alternator("ladder", str(out), "export", str(tmp_path / "games.csv"))
     exported = (tmp_path / "games.csv").read_text().splitlines()
     assert exported[0].startswith("seq,game_id,black,white,result") and len(exported) > 10
+    alternator("ladder", str(out), "export", str(tmp_path / "games.pgn"))
+    assert (tmp_path / "games.pgn").read_text().count("[GameId ") > 10
 
     # Paused: the game in progress finishes, no new one starts; resumed: games again.
     alternator("ladder", str(out), "pause")
@@ -195,6 +197,15 @@ def test_a_ladder_plays_takes_entries_while_running_suspends_a_broken_one_and_re
     assert game_count(out) == paused_at and "(paused)" in alternator("ladder", str(out), "list").stdout
     alternator("ladder", str(out), "resume")
     wait_for("games after resuming", lambda: game_count(out) > paused_at, ladder)
+
+    # Retired: it plays no more (a game it was in may finish), the others go on; enabled: it plays again.
+    alternator("ladder", str(out), "retire", "good")
+    retired_at = games_of(out, "good") + 1
+    played = games_of(out, "greedy")
+    wait_for("games without the retired entry", lambda: games_of(out, "greedy") > played + 4, ladder)
+    assert games_of(out, "good") <= retired_at and entries(out)["good"].status == "retired"
+    alternator("ladder", str(out), "enable", "good")
+    wait_for("games of the entry enabled again", lambda: games_of(out, "good") > retired_at, ladder)
 
     # Stopped with Ctrl-C: exit 130, nothing lost, no bot left running; restarted: every rating as it was, and
     # games go on from there.

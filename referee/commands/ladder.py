@@ -41,6 +41,7 @@ actions (each works while the ladder runs in another process):
   alternator ladder DIR token add --organiser the organiser's token: every entry's faults and stderr logs on
                                               the pages and the API (printed once, stored hashed)
   alternator ladder DIR export FILE.csv       every game: seq, id, black, white, result, how, reason, time
+  alternator ladder DIR export FILE.pgn       every game in PGN (as `alternator export DIR --format pgn`)
 Stop a running ladder with Ctrl-C: the games in progress are dropped (not scored); run it again to resume.
 """
 
@@ -213,7 +214,11 @@ def _manage(args: argparse.Namespace, store: LadderStore) -> int:
         (name,) = _expect(args, 1, "logs NAME")
         out.write(logs_text(store, name))
     elif action == "export":
-        (target,) = _expect(args, 1, "export FILE.csv")
+        (target,) = _expect(args, 1, "export FILE.csv|FILE.pgn")
+        if target.lower().endswith(".pgn"):  # the arena's PGN (`alternator export DIR`), for Ordo or BayesElo
+            from referee.commands.export import run as export_run
+
+            return export_run(argparse.Namespace(out_dir=args.dir, output=Path(target), format="pgn"))
         count = export_csv(store, Path(target))
         out.write(f"wrote {count} games to {target}\n")
     elif action == "token":
