@@ -464,6 +464,17 @@ def test_uploads_are_rate_limited(tmp_path: Path, ladders: Callable[..., Running
     assert codes == [201, 201, 429]
 
 
+def test_a_participant_has_at_most_three_entries(tmp_path: Path, ladders: Callable[..., RunningLadder]) -> None:
+    out = tmp_path / "ladder"
+    token = token_for(out, "dave")
+    ladder = ladders(out, "--uploads-per-minute", "100", serve=True, play=False)
+    codes = [upload(ladder.url, token, f"dave{i}", ("bot.py", b"print(1)\n"))[0] for i in range(3)]
+    status, body = upload(ladder.url, token, "dave3", ("bot.py", b"print(1)\n"))
+    assert codes == [201, 201, 201] and status == 403 and "3 entries already" in body["error"]
+    assert upload(ladder.url, token, "dave0", ("bot.py", b"print(2)\n"))[0] == 201  # an update is not a new entry
+    assert sorted(entries(out)) == ["dave0", "dave1", "dave2"]
+
+
 def test_a_ladder_plays_on_a_dask_cluster(tmp_path: Path, ladders: Callable[..., RunningLadder]) -> None:
     pytest.importorskip("distributed", reason="the cluster extra is not installed (pip install -e '.[cluster]')")
     from tests.test_cluster import start_cluster
