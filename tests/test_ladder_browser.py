@@ -102,4 +102,13 @@ def test_games_in_progress_are_followed_move_by_move(
         timeout=30_000,
     )
     assert "slowa.v1" in page.locator(".livecard .livehead").first.inner_text()
+    # Faults and stderr logs: not for the public; shown once the organiser's token is given on the page.
+    page.wait_for_selector("#private-note")
+    assert page.locator("#faults").count() == 0
+    organiser = alternator("ladder", str(out), "token", "add", "--organiser").stdout.splitlines()[-1]
+    page.fill("#token", organiser)
+    page.click("#token-show")
+    page.wait_for_selector("#faults", state="attached")
+    page.wait_for_selector("#logs", state="attached")
+    assert page.locator("#private-note").count() == 0
     assert ladder.stop() == 130
