@@ -153,6 +153,27 @@ def spearman(a: list[float], b: list[float]) -> float:
     return cov / math.sqrt(var_a * var_b) if var_a and var_b else float("nan")
 
 
+def kendall(a: list[float], b: list[float]) -> float:
+    """Kendall's tau-b: (concordant - discordant) pairs over the pairs not tied."""
+    concordant = discordant = ties_a = ties_b = 0
+    for i in range(len(a)):
+        for j in range(i + 1, len(a)):
+            x, y = a[i] - a[j], b[i] - b[j]
+            if x == 0 and y == 0:
+                continue
+            if x == 0:
+                ties_a += 1
+            elif y == 0:
+                ties_b += 1
+            elif (x > 0) == (y > 0):
+                concordant += 1
+            else:
+                discordant += 1
+    pairs = concordant + discordant
+    denominator = math.sqrt((pairs + ties_a) * (pairs + ties_b))
+    return (concordant - discordant) / denominator if denominator else float("nan")
+
+
 def run_ladder(args: argparse.Namespace, work: Path) -> dict[str, float]:
     directory = work / "ladder"
     entries = bots(args.entries, args.field)
@@ -234,6 +255,7 @@ def round_robin(args: argparse.Namespace, work: Path, ratings: dict[str, float])
     elo = {row["name"]: row["elo"] for row in standings["bots"]}
     names = sorted(set(elo) & set(ratings))
     rho = spearman([ratings[n] for n in names], [elo[n] for n in names])
+    tau = kendall([ratings[n] for n in names], [elo[n] for n in names])
     # How noisy the reference is: the score order of each pairing's first games against that of its second games.
     halves: list[dict[str, float]] = [{}, {}]
     seen: set[frozenset[str]] = set()
@@ -254,7 +276,8 @@ def round_robin(args: argparse.Namespace, work: Path, ratings: dict[str, float])
     print(f"  the round robin against itself (first games of each pair vs second games): Spearman {split:.3f}")
     print(
         f"round robin: {pairings} pairings x {args.games} games in {time.monotonic() - began:.0f} s;"
-        f" Spearman of the ladder's order against its Elo order: {rho:.3f} ({len(names)} entries)"
+        f" Spearman of the ladder's order against its Elo order: {rho:.3f}, Kendall tau {tau:.3f}"
+        f" ({len(names)} entries)"
     )
 
 

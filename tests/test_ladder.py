@@ -186,6 +186,8 @@ def test_a_ladder_plays_takes_entries_while_running_suspends_a_broken_one_and_re
     alternator("ladder", str(out), "export", str(tmp_path / "games.csv"))
     exported = (tmp_path / "games.csv").read_text().splitlines()
     assert exported[0].startswith("seq,game_id,black,white,result") and len(exported) > 10
+    alternator("ladder", str(out), "export", str(tmp_path / "games.pgn"))
+    assert (tmp_path / "games.pgn").read_text().count("[GameId ") > 10
 
     # Paused: the game in progress finishes, no new one starts; resumed: games again.
     alternator("ladder", str(out), "pause")
@@ -195,6 +197,15 @@ def test_a_ladder_plays_takes_entries_while_running_suspends_a_broken_one_and_re
     assert game_count(out) == paused_at and "(paused)" in alternator("ladder", str(out), "list").stdout
     alternator("ladder", str(out), "resume")
     wait_for("games after resuming", lambda: game_count(out) > paused_at, ladder)
+
+    # Retired: it plays no more (a game it was in may finish), the others go on; enabled: it plays again.
+    alternator("ladder", str(out), "retire", "good")
+    retired_at = games_of(out, "good") + 1
+    played = games_of(out, "greedy")
+    wait_for("games without the retired entry", lambda: games_of(out, "greedy") > played + 4, ladder)
+    assert games_of(out, "good") <= retired_at and entries(out)["good"].status == "retired"
+    alternator("ladder", str(out), "enable", "good")
+    wait_for("games of the entry enabled again", lambda: games_of(out, "good") > retired_at, ladder)
 
     # Stopped with Ctrl-C: exit 130, nothing lost, no bot left running; restarted: every rating as it was, and
     # games go on from there.
@@ -378,12 +389,90 @@ def test_uploads_are_accepted_played_in_the_sandbox_and_refused_for_every_bad_ki
     assert ladder.stop() == 130
 
 
+def test_fault_reasons_reach_only_the_owner_and_the_organiser(
+    tmp_path: Path, ladders: Callable[..., RunningLadder]
+) -> None:
+    """Why an entry was suspended, its faults, their stderr lines and its stderr logs: the public (page and API)
+    gets none of them; its owner (their upload token) gets their own entries'; the organiser's token gets all."""
+    out = tmp_path / "ladder"
+    alternator("ladder", str(out), "add", "random", "random")
+    alice, bob = token_for(out, "alice"), token_for(out, "bob")
+    printed = alternator("ladder", str(out), "token", "add", "--organiser").stdout.splitlines()
+    organiser = printed[-1]
+    assert "organiser" in printed[0] and organiser not in (out / "ladder.db").read_bytes().decode("latin-1")
+    ladder = ladders(out, "--uploads-per-minute", "100", serve=True)
+    bot = TESTBOT.read_bytes()
+    assert upload(ladder.url, alice, "crasher", ("bot.py", bot), command="python3 bot.py crash 3")[0] == 201
+    assert upload(ladder.url, bob, "bobbot", ("bot.py", bot))[0] == 201
+    wait_for("the crashing entry suspended", lambda: entries(out)["crasher"].status == "suspended", ladder)
+    assert "about to crash" in (out / "games.jsonl").read_text()  # the full records keep it, for the organiser
+
+    def api(path: str, token: str | None = None) -> Any:
+        status, data = get(f"{ladder.url}{path}", {"Authorization": f"Bearer {token}"} if token else {})
+        assert status == 200, data
+        return json.loads(data)
+
+    def board_reason(token: str | None) -> str | None:
+        rows = {row["name"]: row for row in api("/api/leaderboard", token)["entries"]}
+        assert rows["crasher"]["status"] == "suspended"
+        reason: str | None = rows["crasher"]["reason"]
+        return reason
+
+    # The public: the status, never the reason; no faults, no logs; a fault's kind only, no stderr.
+    assert board_reason(None) is None and board_reason(bob) is None
+    public = api("/api/entries/crasher")
+    assert public["status"] == "suspended" and public["reason"] is None and public["private"] is False
+    assert public["faults"] == [] and public["logs"] == []
+    crash_games = [g for g in public["recent"] if g["termination"] == "crash"]
+    assert crash_games and all("exited with code" not in g["reason"] for g in crash_games)
+    assert all("forfeits: crash" in g["reason"] for g in crash_games)
+    game_id = crash_games[0]["id"]
+    record = api(f"/api/games/{game_id}")
+    assert record["stderr_tail"] == [] and "exited with code" not in record["reason"]
+    status, page_bytes = get(f"{ladder.url}/games/{game_id}")
+    assert status == 200 and b"about to crash" not in page_bytes and b"exited with code" not in page_bytes
+    # Another participant is the public for this entry.
+    assert api("/api/entries/crasher", bob)["faults"] == []
+    assert api(f"/api/games/{game_id}", bob)["stderr_tail"] == []
+
+    # Its owner: the reason, the faults with their stderr lines, the stderr logs, the whole record.
+    assert "3 faults in a row" in (board_reason(alice) or "")
+    own = api("/api/entries/crasher", alice)
+    assert own["private"] is True and "exited with code 3" in own["reason"]
+    assert own["faults"] and any("about to crash" in (f["stderr"] or "") for f in own["faults"])
+    assert own["logs"] and any("about to crash" in log["tail"] for log in own["logs"])
+    assert "about to crash" in api(f"/api/games/{game_id}", alice)["stderr_tail"]
+    assert api("/api/entries/bobbot", alice)["private"] is False
+    # The organiser: every entry's.
+    assert "3 faults in a row" in (board_reason(organiser) or "")
+    assert api("/api/entries/crasher", organiser)["faults"] and api("/api/entries/bobbot", organiser)["private"]
+    # A wrong token is refused, not taken for the public; the organiser's token does not upload.
+    assert get(f"{ladder.url}/api/entries/crasher", {"Authorization": "Bearer nope"})[0] == 401
+    status, body = upload(ladder.url, organiser, "orgbot", ("bot.py", bot))
+    assert status == 403 and "organiser" in body["error"]
+    # The CLI is the organiser's too.
+    assert "exited with code 3" in alternator("ladder", str(out), "list").stdout
+    assert "about to crash" in alternator("ladder", str(out), "logs", "crasher").stdout
+    assert ladder.stop() == 130
+
+
 def test_uploads_are_rate_limited(tmp_path: Path, ladders: Callable[..., RunningLadder]) -> None:
     out = tmp_path / "ladder"
     token = token_for(out, "carol")
     ladder = ladders(out, "--uploads-per-minute", "2", serve=True, play=False)
     codes = [upload(ladder.url, token, "carolbot", ("bot.py", b"print(1)\n"))[0] for _ in range(3)]
     assert codes == [201, 201, 429]
+
+
+def test_a_participant_has_at_most_three_entries(tmp_path: Path, ladders: Callable[..., RunningLadder]) -> None:
+    out = tmp_path / "ladder"
+    token = token_for(out, "dave")
+    ladder = ladders(out, "--uploads-per-minute", "100", serve=True, play=False)
+    codes = [upload(ladder.url, token, f"dave{i}", ("bot.py", b"print(1)\n"))[0] for i in range(3)]
+    status, body = upload(ladder.url, token, "dave3", ("bot.py", b"print(1)\n"))
+    assert codes == [201, 201, 201] and status == 403 and "3 entries already" in body["error"]
+    assert upload(ladder.url, token, "dave0", ("bot.py", b"print(2)\n"))[0] == 201  # an update is not a new entry
+    assert sorted(entries(out)) == ["dave0", "dave1", "dave2"]
 
 
 def test_a_ladder_plays_on_a_dask_cluster(tmp_path: Path, ladders: Callable[..., RunningLadder]) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tests import test_report_browser as shared
-from tests.test_ladder import RunningLadder, alternator, ladders
+from tests.test_ladder import TESTBOT, RunningLadder, alternator, ladders
 
 browser = shared.browser  # one Chromium per module
 page = shared.page
@@ -59,4 +59,56 @@ def test_the_leaderboard_and_an_entry_page_update_live(
     # A game opens in the arena's viewer.
     page.click("#games tr:nth-child(2) a")
     page.wait_for_selector("#game-data", state="attached")
+    assert ladder.stop() == 130
+
+
+def test_games_in_progress_are_followed_move_by_move(
+    page: Any, tmp_path: Path, ladders: Callable[..., RunningLadder]
+) -> None:
+    """The leaderboard and an entry's page show the games in progress, each board growing move by move from the
+    live feed without a reload; a click opens the game in the arena's viewer, which follows it too."""
+    out = tmp_path / "ladder"
+    slow = f"python3 {TESTBOT} slow 250"  # a quarter of a second a move: a game lasts seconds
+    alternator("ladder", str(out), "add", "slowa", slow)
+    alternator("ladder", str(out), "add", "slowb", slow)
+    ladder = ladders(out, "--movetime", "3", "--openings-plies", "0", serve=True)
+    page.goto(f"{ladder.url}/")
+    card = page.wait_for_selector(".livecard[data-plies]:not([data-plies='0'])", timeout=60_000)
+    game_id = card.get_attribute("data-live")
+    plies = int(card.get_attribute("data-plies"))
+    assert game_id and game_id.startswith("ladder-")
+    # The same game, more moves, no reload; its board shows them (pits, the last move marked).
+    page.wait_for_function(
+        f"() => {{ const c = document.querySelector(\".livecard[data-live='{game_id}']\");"
+        f" return c !== null && Number(c.dataset.plies) > {plies}; }}",
+        timeout=30_000,
+    )
+    assert page.locator(f".livecard[data-live='{game_id}'] svg.board .pit").count() >= 1
+    # Opened in the viewer: it follows the game as it goes on.
+    page.click(f".livecard[data-live='{game_id}']")
+    page.wait_for_selector("#viewer:not([hidden]) svg.board")
+    shown = page.locator("#viewer svg.board .pit").count()
+    page.wait_for_function(
+        f"() => document.querySelectorAll('#viewer svg.board .pit').length > {shown}", timeout=30_000
+    )
+    # An entry's page shows its own games in progress, live as well.
+    page.goto(f"{ladder.url}/entry/slowa")
+    card = page.wait_for_selector(".livecard[data-plies]:not([data-plies='0'])", timeout=60_000)
+    live_id = card.get_attribute("data-live")
+    plies = int(card.get_attribute("data-plies"))
+    page.wait_for_function(
+        f"() => {{ const c = document.querySelector(\".livecard[data-live='{live_id}']\");"
+        f" return c === null || Number(c.dataset.plies) > {plies}; }}",
+        timeout=30_000,
+    )
+    assert "slowa.v1" in page.locator(".livecard .livehead").first.inner_text()
+    # Faults and stderr logs: not for the public; shown once the organiser's token is given on the page.
+    page.wait_for_selector("#private-note")
+    assert page.locator("#faults").count() == 0
+    organiser = alternator("ladder", str(out), "token", "add", "--organiser").stdout.splitlines()[-1]
+    page.fill("#token", organiser)
+    page.click("#token-show")
+    page.wait_for_selector("#faults", state="attached")
+    page.wait_for_selector("#logs", state="attached")
+    assert page.locator("#private-note").count() == 0
     assert ladder.stop() == 130

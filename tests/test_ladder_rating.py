@@ -1,4 +1,5 @@
-"""The ladder's pure parts: Glicko-2 against Glickman's worked example, and the pairing policy's promises."""
+"""The ladder's pure parts: Glicko-2 against Glickman's worked example, and the pairing policy's promises (the
+adaptive scheduler of referee/run/adaptive.py, run for ever)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from collections import Counter
 
 import pytest
 
-from referee.ladder.policy import Candidate, information, next_pairing
+from referee.ladder.policy import Pairs
 from referee.ladder.rating import Rating, age, expected_score, rate
+from referee.run.adaptive import continuous_pair, neighbour_confidence
 
 
 def test_glicko2_reproduces_glickmans_worked_example() -> None:
@@ -39,55 +41,88 @@ def test_a_win_raises_a_loss_lowers_and_games_shrink_the_uncertainty() -> None:
     assert expected_score(Rating(1700, 50), Rating(1500, 50)) > 0.7
 
 
-def candidates(count: int, rd: float = 60.0) -> list[Candidate]:
-    return [Candidate(f"e{i}", 1500 + 40 * i, rd, 0) for i in range(count)]
+def simulate(
+    strengths: dict[str, float], games: int, seed: int = 7, *, joins: dict[str, int] | None = None
+) -> tuple[Counter[frozenset[str]], Counter[str], Counter[str], list[tuple[str, str]]]:
+    """A one-slot ladder of bots of true Elo `strengths` (`joins[name]`: the game before which it joins): games
+    per pair, games per bot, each bot's longest wait, and the games played."""
+    rng = random.Random(seed)
+    pairs = Pairs()
+    last: dict[str, int] = {}
+    per_pair: Counter[frozenset[str]] = Counter()
+    per_bot: Counter[str] = Counter()
+    longest: Counter[str] = Counter()
+    played: list[tuple[str, str]] = []
+    for number in range(games):
+        field = [name for name in strengths if (joins or {}).get(name, 0) <= number]
+        waited = {name: number - last[name] if name in last else None for name in field}
+        for name, wait in waited.items():
+            longest[name] = max(longest[name], number if wait is None else wait)
+        pairing = pairs.next_pairing(field, field, waited, rng, recent=played[-200:])
+        assert pairing is not None and pairing.black != pairing.white
+        black, white = pairing.black, pairing.white
+        p = 1 / (1 + 10 ** ((strengths[white] - strengths[black]) / 400))
+        pairs.add(black, white, 1.0 if rng.random() < p else 0.0)
+        for name in (black, white):
+            last[name] = number
+            per_bot[name] += 1
+        per_pair[frozenset((black, white))] += 1
+        played.append((black, white))
+    return per_pair, per_bot, longest, played
 
 
 def test_an_entry_that_never_played_goes_first() -> None:
-    pool = [*candidates(5), Candidate("new", 1500, 350, None)]
-    for seed in range(20):
-        pairing = next_pairing(pool, random.Random(seed))
-        assert pairing is not None and "new" in (pairing.black, pairing.white)
+    strengths = {f"e{i}": 100.0 * i for i in range(6)} | {"new": 250.0}
+    _, _, _, played = simulate(strengths, 61, joins={"new": 60})
+    assert "new" in played[60]
 
 
-def test_the_opponent_is_the_closest_and_most_uncertain() -> None:
-    first = Candidate("a", 1500, 60, 100)  # waited longest: chosen first
-    close = Candidate("close", 1510, 60, 0)
-    far = Candidate("far", 1900, 60, 0)
-    assert information(first, close) > information(first, far)
-    for seed in range(10):
-        pairing = next_pairing([first, close, far], random.Random(seed))
-        assert pairing is not None and {pairing.black, pairing.white} == {"a", "close"}
-    uncertain = Candidate("unsure", 1600, 300, 0)
-    assert information(first, uncertain) > information(first, close)
+def test_no_entry_is_starved_and_close_or_uncertain_pairs_play_more() -> None:
+    """Every entry plays often, however far its strength from the rest; close neighbours meet most."""
+    strengths = {f"e{i}": 150.0 * i for i in range(12)} | {"outlier": 4000.0, "twin": 750.0}
+    per_pair, per_bot, longest, _ = simulate(strengths, 1200)
+    assert set(per_bot) == set(strengths)
+    # 14 entries, 2 a game: on average one plays every 7 games; none waits over 14 before it is called.
+    assert max(longest.values()) <= 2 * len(strengths) + 1
+    assert per_bot["outlier"] > 1200 * 2 / 14 / 3  # kept in play, though nobody is near it
+    # e5 (750) and its twin: as close as can be, they meet far more than two bots 300 apart.
+    assert per_pair[frozenset(("e5", "twin"))] > 2 * per_pair[frozenset(("e1", "e3"))]
+    assert per_pair[frozenset(("e5", "twin"))] > 1200 / 91  # more than an even share of the 91 pairs
 
 
-def test_no_entry_is_starved_and_uncertain_entries_play_more() -> None:
-    """A simulated ladder: every entry plays often, however far its rating from the rest; uncertain ones more."""
-    rng = random.Random(7)
-    ratings = {f"e{i}": (1000.0 + 100 * i, 50.0) for i in range(12)}
-    ratings["outlier"] = (3000.0, 50.0)
-    ratings["unsure"] = (1500.0, 300.0)
-    last: dict[str, int] = {}
-    games: Counter[str] = Counter()
-    longest_wait: Counter[str] = Counter()
-    for number in range(1, 3001):
-        pool = [Candidate(key, r, rd, number - last[key] if key in last else None) for key, (r, rd) in ratings.items()]
-        for candidate in pool:
-            if candidate.waited is not None:
-                longest_wait[candidate.key] = max(longest_wait[candidate.key], candidate.waited)
-        pairing = next_pairing(pool, rng)
-        assert pairing is not None and pairing.black != pairing.white
-        for key in (pairing.black, pairing.white):
-            last[key] = number
-            games[key] += 1
-    assert set(games) == set(ratings)
-    assert max(longest_wait.values()) < 40  # 14 entries, 2 per game: every one plays at least every 40 games
-    assert games["unsure"] > 2 * games["e5"]
+def test_a_new_version_plays_more_until_it_is_placed() -> None:
+    strengths = {f"e{i}": 150.0 * i for i in range(10)} | {"v2": 700.0}
+    _, _, _, played = simulate(strengths, 500, joins={"v2": 400})
+    late = Counter(name for pair in played[400:] for name in pair)
+    assert late["v2"] > 2 * 100 * 2 / 11  # over twice its even share of the 100 games since it joined
 
 
-def test_colours_alternate_within_a_pair() -> None:
-    a, b = Candidate("a", 1500, 60, 10), Candidate("b", 1500, 60, 0)
-    pairing = next_pairing([a, b], random.Random(1), recent_blacks={("a", "b"): 3, ("b", "a"): 1})
-    assert pairing is not None and pairing.black == "b"
-    assert next_pairing([a], random.Random(1)) is None
+def test_the_policy_pairs_only_idle_entries_and_alternates_colours() -> None:
+    pairs = Pairs([("a", "b", 1.0), ("b", "c", 1.0)])
+    field = ["a", "b", "c", "d"]
+    waited: dict[str, int | None] = {"a": 0, "b": 0, "c": 0, "d": 0}
+    rng = random.Random(1)
+    for _ in range(20):
+        pairing = pairs.next_pairing(field, ["a", "c", "d"], waited, rng)
+        assert pairing is not None and "b" not in (pairing.black, pairing.white)
+    assert pairs.next_pairing(field, ["a"], waited, rng) is None
+    assert pairs.next_pairing(["a"], ["a"], waited, rng) is None
+    recent = [("a", "b"), ("a", "b"), ("b", "a")]
+    for seed in range(5):
+        pairing = pairs.next_pairing(["a", "b"], ["a", "b"], {"a": 0, "b": 0}, random.Random(seed), recent=recent)
+        assert pairing is not None and pairing.black == "b"
+
+
+def test_continuous_pair_calls_the_starved_then_the_least_certain() -> None:
+    order, confidences, _ = neighbour_confidence(["a", "b", "c", "d"], {})
+    idle = ["a", "b", "c", "d"]
+    # Nobody starved: one of the neighbouring pairs (all equally unsure), never one already playing.
+    none_waited = dict.fromkeys(idle, 0)
+    assert continuous_pair(order, confidences, idle=idle, waited=none_waited, starve_after=4) in {
+        ("a", "b"), ("b", "c"), ("c", "d")
+    }  # fmt: skip
+    # d waited 5 >= 4: it plays next, against its nearest idle neighbour.
+    starved = none_waited | {"d": 5}
+    pair = continuous_pair(order, confidences, idle=idle, waited=starved, starve_after=4)
+    assert pair is not None and "d" in pair
+    assert continuous_pair(order, confidences, idle=["a"], waited=starved, starve_after=4) is None

@@ -38,7 +38,10 @@ actions (each works while the ladder runs in another process):
   alternator ladder DIR list                  the entries: rating ± uncertainty, games, status, reasons
   alternator ladder DIR logs NAME             the stderr logs of NAME's bots (the newest last)
   alternator ladder DIR token add NAME        a participant's upload token (printed once, stored hashed)
+  alternator ladder DIR token add --organiser the organiser's token: every entry's faults and stderr logs on
+                                              the pages and the API (printed once, stored hashed)
   alternator ladder DIR export FILE.csv       every game: seq, id, black, white, result, how, reason, time
+  alternator ladder DIR export FILE.pgn       every game in PGN (as `alternator export DIR --format pgn`)
 Stop a running ladder with Ctrl-C: the games in progress are dropped (not scored); run it again to resume.
 """
 
@@ -73,6 +76,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="NAME",
         help="a host name the server answers to besides the loopback ones (repeat; behind a proxy: its public name)",
+    )
+    web.add_argument(
+        "--organiser",
+        action="store_true",
+        help="with `token add`: the organiser's token (reads every entry's fault reasons and stderr logs)",
     )
     web.add_argument(
         "--uploads-per-minute", type=int, default=5, metavar="N", help="uploads a participant (or address) may make"
@@ -206,22 +214,31 @@ def _manage(args: argparse.Namespace, store: LadderStore) -> int:
         (name,) = _expect(args, 1, "logs NAME")
         out.write(logs_text(store, name))
     elif action == "export":
-        (target,) = _expect(args, 1, "export FILE.csv")
+        (target,) = _expect(args, 1, "export FILE.csv|FILE.pgn")
+        if target.lower().endswith(".pgn"):  # the arena's PGN (`alternator export DIR`), for Ordo or BayesElo
+            from referee.commands.export import run as export_run
+
+            return export_run(argparse.Namespace(out_dir=args.dir, output=Path(target), format="pgn"))
         count = export_csv(store, Path(target))
         out.write(f"wrote {count} games to {target}\n")
     elif action == "token":
-        sub, name = _expect(args, 2, "token add NAME")
-        if sub != "add":
-            raise UsageError("usage: alternator ladder DIR token add NAME")
-        from referee.ladder.uploads import new_token, token_digest
+        from referee.ladder.uploads import ORGANISER, new_token, token_digest
 
+        usage = "usage: alternator ladder DIR token add NAME (a participant's) | token add --organiser"
+        words = args.words
+        if not words or words[0] != "add" or len(words) != (1 if args.organiser else 2):
+            raise UsageError(usage)
+        name = ORGANISER if args.organiser else words[1]
         try:
             check_bot_name(name)
         except ValueError as error:
             raise UsageError(str(error)) from None
+        if name == ORGANISER and not args.organiser:
+            raise UsageError(f"{name!r} is the organiser's: give a participant another name")
         token = new_token()
         store.set_token_hash(name, token_digest(token))
-        out.write(f"the upload token of {name!r} (shown this once, only its hash is kept; `token add` replaces it):\n")
+        whose = "the organiser's token" if args.organiser else f"the upload token of {name!r}"
+        out.write(f"{whose} (shown this once, only its hash is kept; `token add` again replaces it):\n")
         out.write(token + "\n")
     else:
         raise UsageError(f"unknown action {action!r}; `alternator ladder --help` lists them")

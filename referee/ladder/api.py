@@ -28,7 +28,10 @@ class LeaderboardEntry(BaseModel):
         description="active; provisional (active, rating not settled: uncertainty above 110); suspended (see"
         " reason); retired."
     )
-    reason: str | None = Field(description="Why it is suspended (null otherwise).")
+    reason: str | None = Field(
+        description="Why it is suspended: only for the entry's owner and the organiser (a request with their"
+        " token); null otherwise, and always null on the public leaderboard."
+    )
     version: int = Field(description="The current version's number (1, 2, ...: each update adds one).")
 
 
@@ -53,6 +56,31 @@ class Leaderboard(BaseModel):
     games: int = Field(description="Games played in the ladder, all versions.")
     entries: list[LeaderboardEntry] = Field(description="The entries: ranked ones by rating, then retired ones.")
     playing: list[GameInProgress] = Field(description="Games in progress.")
+
+
+FAULT_TERMINATIONS = ("crash", "protocol", "unresponsive")
+"""Forfeits whose reason says what went wrong inside a bot (its crash message, what it sent, its stderr): told to
+the entry's owner and the organiser only."""
+PRIVATE_NOTE = "the details are shown to the entry's owner and the organiser"
+
+
+def public_reason(termination: str, reason: str) -> str:
+    """What everyone may read of why a game ended: a fault's reason names the side, the bot and the kind of fault
+    only (`white (alice.v1) forfeits: crash`); other reasons as they are."""
+    if termination not in FAULT_TERMINATIONS:
+        return reason
+    side, found, _ = reason.partition(") ")
+    head = f"{side}) " if found else ""
+    return f"{head}forfeits: {termination} ({PRIVATE_NOTE})"
+
+
+def public_record(record: dict[str, Any]) -> dict[str, Any]:
+    """A game record (as JSON) as everyone may read it: a fault's reason shortened, no stderr lines."""
+    return {
+        **record,
+        "reason": public_reason(str(record.get("termination", "")), str(record.get("reason", ""))),
+        "stderr_tail": [],
+    }
 
 
 def leaderboard_schema() -> dict[str, Any]:

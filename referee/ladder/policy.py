@@ -1,44 +1,35 @@
-"""Who plays next on the ladder: a pure pairing policy over the entries' ratings, uncertainty and recent play.
+"""Who plays next on the ladder: the adaptive scheduler's pairing (referee/run/adaptive.py) over the ladder's games.
 
-`next_pairing(candidates, rng)` picks one game at a time (the runner asks again whenever a slot is free):
+`Pairing` keeps what the adaptive policy reads, the per-pair totals of every game between versions (`add` after
+each game), and `next_pairing(field, idle, waited, rng)` picks one game at a time (the runner asks again whenever
+a slot is free):
 
-1. **The first player: the one that waited longest, weighted by its uncertainty.** Each idle entry's claim is
-   `(waited + 1) * rd / RD_FLOOR`, where `waited` is how many ladder games were played since its last game (an entry
-   that never played waits for ever: it goes first). Every entry's claim grows while it waits and only its own
-   games reset it, and its RD is bounded below, so no entry is starved; an uncertain entry (new, or a new version)
-   is chosen up to DEFAULT_RD / RD_FLOOR times as often as a settled one.
-2. **The opponent: the most informative game.** For each other idle entry, the expected information of the game is
-   `p (1 - p) * (rd_a² + rd_b²)` (the Fisher information of a logistic game, scaled by the variance the result can
-   remove): largest when the two are close (p near 1/2) and uncertain. A pair played recently is discounted
-   (`1 / (1 + recent)`), so near neighbours do not play only each other.
-3. **Colours**: the entry that has had Black less often against this opponent recently gets Black (chosen by `rng`
-   on a tie).
+1. **The fit**: `adaptive.neighbour_confidence` ranks the field (the playable versions) by a Bradley-Terry fit of
+   those totals, with how sure each neighbouring order is (a version with no games sits in the middle, its
+   order as unsure as can be). Warm-started from the last fit: a new game moves a few ratings a little.
+2. **The pair**: `adaptive.continuous_pair`: a version that waited `STARVE_FACTOR` x (versions in the field)
+   ladder games since its last one, or never played, plays first against its nearest neighbour (no entry
+   starved: on average a version plays every field/2 games, so this is twice that); otherwise the least certain
+   neighbouring order among the idle versions (more games where ratings are close or uncertain; the pairs of
+   the last field/4 games are skipped while another is open, so that two equals do not take every game).
+3. **Colours**: the version that had Black less often against this opponent recently gets Black (`rng` on a tie).
 
+The ratings shown (Glicko-2, referee/ladder/rating.py) are the ladder's own; the fit only decides the pairing.
 Pure: no clocks, files or randomness of its own (the caller passes `rng`), so it is tested with plain data.
 """
 
 from __future__ import annotations
 
-import math
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["RD_FLOOR", "Candidate", "Pairing", "information", "next_pairing"]
+from referee.run.adaptive import Pair, PairTotal, continuous_pair, neighbour_confidence, pair_of
 
-RD_FLOOR = 30.0
-"""The RD below which an entry is not treated as more settled (its claim to a game stops shrinking)."""
+__all__ = ["STARVE_FACTOR", "Pairing", "Pairs"]
 
-
-@dataclass(frozen=True)
-class Candidate:
-    """An entry the policy may pair: its key, rating and RD (Glicko scale), and how long it has waited."""
-
-    key: str
-    rating: float
-    rd: float
-    waited: int | None
-    """Ladder games played since this entry's last game; None: it has never played."""
+STARVE_FACTOR = 1.0
+"""A version that waited this many times the field's size in ladder games (twice the average wait) plays next."""
 
 
 @dataclass(frozen=True)
@@ -47,51 +38,59 @@ class Pairing:
     white: str
 
 
-def _expected(rating: float, opponent: float, opponent_rd: float) -> float:
-    q = math.log(10) / 400
-    g = 1 / math.sqrt(1 + 3 * (q * opponent_rd) ** 2 / math.pi**2)
-    return 1 / (1 + 10 ** (-g * (rating - opponent) / 400))
+class Pairs:
+    """The per-pair totals of the ladder's games (version keys), and the adaptive policy over them."""
 
+    def __init__(self, games: Iterable[tuple[str, str, float]] = ()) -> None:
+        self.totals: dict[Pair, PairTotal] = {}
+        self._warm: dict[str, float] = {}
+        for black, white, points in games:
+            self.add(black, white, points)
 
-def information(a: Candidate, b: Candidate) -> float:
-    """The expected information of a game between `a` and `b`: p (1 - p) (rd_a² + rd_b²)."""
-    p = _expected(a.rating, b.rating, math.hypot(a.rd, b.rd))
-    return p * (1 - p) * (a.rd**2 + b.rd**2)
+    def add(self, black: str, white: str, black_points: float) -> None:
+        """A scored game: `black_points` is 1, 1/2 or 0."""
+        pair = pair_of(black, white)
+        old = self.totals.get(pair, PairTotal(0, 0.0))
+        points = black_points if pair[0] == black else 1.0 - black_points
+        self.totals[pair] = PairTotal(old.games + 1, old.points + points)
 
+    def order(self, field: Sequence[str]) -> list[str]:
+        """The field ranked by the pairing's fit, best first."""
+        order, _, result = neighbour_confidence(sorted(field), self.totals, self._warm)
+        self._warm = result.ratings
+        return order
 
-def claim(candidate: Candidate) -> float:
-    """How strongly `candidate` asks to play next (see the module's docstring); infinite if it never played."""
-    if candidate.waited is None:
-        return math.inf
-    return (candidate.waited + 1) * max(candidate.rd, RD_FLOOR) / RD_FLOOR
+    def next_pairing(
+        self,
+        field: Sequence[str],
+        idle: Iterable[str],
+        waited: Mapping[str, int | None],
+        rng: random.Random,
+        *,
+        recent: Sequence[tuple[str, str]] = (),
+    ) -> Pairing | None:
+        """The next game among the `idle` versions of `field` (every playable version), or None.
 
-
-def next_pairing(
-    candidates: Sequence[Candidate],
-    rng: random.Random,
-    *,
-    recent_pairs: Mapping[frozenset[str], int] | None = None,
-    recent_blacks: Mapping[tuple[str, str], int] | None = None,
-) -> Pairing | None:
-    """The next game among the idle `candidates`, or None when fewer than two are idle.
-
-    `recent_pairs`: games each pair played recently (a discount); `recent_blacks[(a, b)]`: of those, games `a` had
-    Black against `b` (to alternate colours).
-    """
-    if len(candidates) < 2:
-        return None
-    pairs = recent_pairs or {}
-    blacks = recent_blacks or {}
-    order = list(candidates)
-    rng.shuffle(order)  # ties broken at random, not by name
-    first = max(order, key=lambda c: (claim(c), c.rd))
-    others = [c for c in order if c.key != first.key]
-
-    def value(other: Candidate) -> float:
-        return information(first, other) / (1 + pairs.get(frozenset((first.key, other.key)), 0))
-
-    second = max(others, key=value)
-    first_black = blacks.get((first.key, second.key), 0)
-    second_black = blacks.get((second.key, first.key), 0)
-    black_is_first = rng.random() < 0.5 if first_black == second_black else first_black < second_black
-    return Pairing(first.key, second.key) if black_is_first else Pairing(second.key, first.key)
+        `waited[key]`: ladder games since that version's last game (None: it never played); `recent`: the last
+        games' (black, white), oldest first (the repeat guard and the colours).
+        """
+        if len(field) < 2:
+            return None
+        order, confidences, result = neighbour_confidence(sorted(field), self.totals, self._warm)
+        self._warm = result.ratings
+        just_played = [pair_of(b, w) for b, w in recent[len(recent) - max(1, len(field) // 4) :]]
+        pair = continuous_pair(
+            order,
+            confidences,
+            idle=idle,
+            waited=waited,
+            starve_after=max(2, round(STARVE_FACTOR * len(field))),
+            recent=just_played,
+        )
+        if pair is None:
+            return None
+        a, b = pair
+        a_black = sum(1 for black, white in recent if (black, white) == (a, b))
+        b_black = sum(1 for black, white in recent if (black, white) == (b, a))
+        a_is_black = rng.random() < 0.5 if a_black == b_black else a_black < b_black
+        return Pairing(a, b) if a_is_black else Pairing(b, a)

@@ -1,4 +1,5 @@
-"""The running ladder: pairs games for ever (`referee.ladder.policy`), plays them, rates them, stores them.
+"""The running ladder: pairs games for ever (`referee.ladder.policy`, the adaptive scheduler), plays them, rates
+them, stores them, and writes every move of the games in progress to DIR/live.jsonl (`referee.outputs.livefeed`).
 
 `Ladder.run()` plays until cancelled. Its slots (`--concurrency`, or as many games at once as a Dask cluster
 takes) each ask the policy for the next game among the idle active entries, read fresh from the store, so entries
@@ -20,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import random
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -30,14 +31,16 @@ import trio
 
 from protocol.messages import TimeControl
 from protocol.rules import Position
-from referee.ladder.policy import Candidate, next_pairing
+from referee.ladder.api import public_reason
+from referee.ladder.policy import Pairs
 from referee.ladder.rating import rate
 from referee.ladder.store import LadderStore, VersionRow
 from referee.outputs.files import append_line
+from referee.outputs.livefeed import LiveFeed
 from referee.play.game import Limits
-from referee.play.loop import BotPool, PlayLoop, play_in_pool
+from referee.play.loop import BotPool, MoveRelay, PlayLoop, play_in_pool
 from referee.play.process import BotStartError
-from referee.record import GameRecord, GameSettings, Termination
+from referee.record import GameRecord, GameSettings, PlayedMove, Termination
 from referee.run.botspec import BotSpec
 
 if TYPE_CHECKING:
@@ -50,7 +53,7 @@ LOG_DIR = "logs"
 POLL_S = 0.5
 """How often an idle slot looks at the store again (paused, or fewer than two active entries)."""
 RECENT_GAMES = 200
-"""The games the policy's pair discount and colour balance look back on."""
+"""The games the policy's repeat guard and colour balance look back on."""
 KEEP_OPEN = 16
 """Bot processes a local slot keeps open between games (the least recently used closed first): a ladder's pairs
 change all the time, and a Python bot takes 0.1-0.3 s to start (20 entries with 6 open: ~125 games/min on 5x5;
@@ -104,8 +107,14 @@ class SideStartError(Exception):
         self.side = side
 
 
+OnMove = Callable[[PlayedMove, int], None]
+"""Gets each move of a game as it is played (on the ladder's trio loop), with its ply."""
+
+
 class LadderSlot(Protocol):
-    async def play(self, game_id: str, black: BotSpec, white: BotSpec, settings: GameSettings) -> GameRecord: ...
+    async def play(
+        self, game_id: str, black: BotSpec, white: BotSpec, settings: GameSettings, on_move: OnMove
+    ) -> GameRecord: ...
 
     async def aclose(self) -> None: ...
 
@@ -118,18 +127,26 @@ class LocalSlot:
         self._pool = BotPool(log_dir, self._loop.nursery, hidden=hidden, limit=keep_open)
         self._limits = limits
 
-    async def play(self, game_id: str, black: BotSpec, white: BotSpec, settings: GameSettings) -> GameRecord:
-        return await self._loop.run(self._play_here, game_id, black, white, settings)
+    async def play(
+        self, game_id: str, black: BotSpec, white: BotSpec, settings: GameSettings, on_move: OnMove
+    ) -> GameRecord:
+        relay = MoveRelay(on_move, trio.lowlevel.current_trio_token())  # the moves, back on this loop in batches
+        return await self._loop.run(self._play_here, game_id, black, white, settings, relay)
 
-    async def _play_here(self, game_id: str, black: BotSpec, white: BotSpec, settings: GameSettings) -> GameRecord:
+    async def _play_here(
+        self, game_id: str, black: BotSpec, white: BotSpec, settings: GameSettings, relay: MoveRelay
+    ) -> GameRecord:
         for side, spec in (("black", black), ("white", white)):
             try:
                 await self._pool.process(spec.name, spec)
             except BotStartError as error:
                 raise SideStartError(side, str(error)) from None
-        return await play_in_pool(
-            self._pool, game_id, (black.name, black), (white.name, white), settings, limits=self._limits
-        )
+        try:
+            return await play_in_pool(
+                self._pool, game_id, (black.name, black), (white.name, white), settings, relay.push, self._limits
+            )
+        finally:
+            relay.flush()
 
     async def aclose(self) -> None:
         self._loop.call_soon(self._pool.close_all)
@@ -150,7 +167,9 @@ class ClusterSlot:
         self._start_timeout_s = start_timeout_s
         self._checked = checked
 
-    async def play(self, game_id: str, black: BotSpec, white: BotSpec, settings: GameSettings) -> GameRecord:
+    async def play(
+        self, game_id: str, black: BotSpec, white: BotSpec, settings: GameSettings, on_move: OnMove
+    ) -> GameRecord:
         from referee.cluster.dask import ClusterError, ClusterLostError
 
         # Probed again when a worker joined since: a preflight probes the workers the scheduler knows then.
@@ -166,7 +185,7 @@ class ClusterSlot:
             except ClusterError as error:
                 raise SideStartError(side, str(error)) from None
             self._checked.add(key)
-        return await self._cluster.play(game_id, black, white, settings, None, self._start_timeout_s)
+        return await self._cluster.play(game_id, black, white, settings, on_move, self._start_timeout_s)
 
     async def aclose(self) -> None:
         pass
@@ -208,36 +227,38 @@ class Ladder:
         self.rng = random.Random(seed)
         self.busy: set[int] = set()
         self.recent: deque[tuple[int, int]] = deque(store.recent_pairs(RECENT_GAMES), maxlen=RECENT_GAMES)
+        self.pairs = Pairs((str(b), str(w), scores(result)[0]) for b, w, result in store.results())
         self.last_seq = store.last_seq()
         self.played_now = 0
         self.hidden: list[Path] = []
         self._write_lock = trio.Lock()
         self._paused_said = False
+        self.feed = LiveFeed(self.directory)
+        """Every move of the games in progress, for the leaderboard's live view (referee/outputs/livefeed.py)."""
 
     # -- pairing -----------------------------------------------------------------------------------
 
     def choose(self, versions: list[VersionRow]) -> tuple[VersionRow, VersionRow] | None:
-        """The next game among `versions` that are not playing (the policy's choice), or None."""
-        idle = {v.id: v for v in versions if v.id not in self.busy}
-        candidates = [
-            Candidate(str(v.id), v.rating, v.rd, None if v.last_seq is None else self.last_seq - v.last_seq)
-            for v in idle.values()
-        ]
-        pairs: Counter[frozenset[str]] = Counter()
-        blacks: Counter[tuple[str, str]] = Counter()
-        for black, white in self.recent:
-            pairs[frozenset((str(black), str(white)))] += 1
-            blacks[(str(black), str(white))] += 1
-        pairing = next_pairing(candidates, self.rng, recent_pairs=pairs, recent_blacks=blacks)
+        """The next game among `versions` (the playable ones) that are not playing (the policy's choice), or None."""
+        by_key = {str(v.id): v for v in versions}
+        waited = {str(v.id): None if v.last_seq is None else self.last_seq - v.last_seq for v in versions}
+        pairing = self.pairs.next_pairing(
+            list(by_key),
+            [str(v.id) for v in versions if v.id not in self.busy],
+            waited,
+            self.rng,
+            recent=[(str(b), str(w)) for b, w in self.recent],
+        )
         if pairing is None:
             return None
-        return idle[int(pairing.black)], idle[int(pairing.white)]
+        return by_key[pairing.black], by_key[pairing.white]
 
     # -- running -----------------------------------------------------------------------------------
 
     async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Play until cancelled; the games in progress then are dropped (not scored) and every bot stopped."""
         await trio.to_thread.run_sync(self._prepare)
+        self.feed.run_started("ladder")
         slots: list[LadderSlot] = []
         limits = Limits(handshake_s=self.settings.start_timeout_s)
         try:
@@ -251,14 +272,23 @@ class Ladder:
                     slots.append(LocalSlot(index, log_dir, self.hidden, limits, max(2, self.settings.keep_open)))
             task_status.started()
             async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._flush_feed)
                 for slot in slots:
                     nursery.start_soon(self._slot_loop, slot)
         finally:
             with trio.CancelScope(shield=True):
                 for slot in slots:
                     await slot.aclose()
+                self.feed.run_finished("stopped")
+                self.feed.close()
                 with contextlib.suppress(Exception):
                     await trio.to_thread.run_sync(self.store.end_playing)
+
+    async def _flush_feed(self) -> None:
+        """Moves reach the feed's file at least once a second (the feed writes in batches)."""
+        while True:
+            await trio.sleep(1.0)
+            self.feed.flush()
 
     def _prepare(self) -> None:
         """Before the first game: forget games a killed ladder left in progress; games.jsonl matches the store."""
@@ -312,9 +342,12 @@ class Ladder:
             opening=random_opening(self.settings, number),
         )
         await trio.to_thread.run_sync(self.store.set_playing, game_id, black.key, white.key)
+        self.feed.game_started(game_id, black.key, white.key, settings, number=number)
         record: GameRecord | None = None
         try:
-            record = await slot.play(game_id, black.spec, white.spec, settings)
+            record = await slot.play(
+                game_id, black.spec, white.spec, settings, lambda move, ply: self.feed.move(game_id, move)
+            )
         except SideStartError as error:
             version = black if error.side == "black" else white
             await self._fault(version, f"cannot start: {error}", None, scored=False)
@@ -322,8 +355,17 @@ class Ladder:
             self.on_message(f"{game_id}: not played ({error})")
         finally:
             if record is None or record.termination is Termination.VOID:
+                self.feed.game_finished(game_id, reason="not played to its end (not scored)", scored=False)
                 with trio.CancelScope(shield=True):
                     await trio.to_thread.run_sync(self.store.end_playing, game_id)
+            else:  # the public reason: a fault's details are for the entry's owner and the organiser
+                self.feed.game_finished(
+                    game_id,
+                    result=str(record.result),
+                    termination=str(record.termination),
+                    reason=public_reason(str(record.termination), record.reason),
+                    scored=True,
+                )
         if record is None:
             return
         if record.termination is Termination.VOID:
@@ -356,6 +398,7 @@ class Ladder:
             await trio.to_thread.run_sync(append_line, self.directory / GAMES_FILE, text + "\n")
             self.last_seq = max(self.last_seq, seq)
             self.recent.append((black.id, white.id))
+            self.pairs.add(str(black.id), str(white.id), black_score)
             self.played_now += 1
         self.on_message(
             f"game {seq}: {black.key} {record.result} {white.key} ({record.termination}) -> "

@@ -2,13 +2,18 @@
 
 Routes (GET unless said):
 
-    /                       the leaderboard (rank, rating ± uncertainty, games, W-D-L, trend, status), live
-    /entry/NAME             an entry: its versions, rating history chart, recent games, faults
+    /                       the leaderboard (rank, rating ± uncertainty, games, W-D-L, trend, status), and the
+                            games in progress, followed move by move
+    /entry/NAME             an entry: its versions, rating history chart, recent games, its games in progress
+                            move by move; its faults and stderr logs for its owner and the organiser
     /games/GAME_ID          a game in the arena's viewer (the report page of that one game)
     /upload                 the upload form (a participant's token, a name, a command, a file)
     /api/leaderboard        the leaderboard as JSON (referee/schema/ladder-leaderboard.schema.json)
     /api/entries/NAME       an entry as JSON
     /api/games/GAME_ID      a game's record (the arena's record format)
+    /api/events             the games in progress as server-sent events (`game`, `move`, `done`): the live feed
+                            the runner writes (DIR/live.jsonl), followed as `alternator serve` follows it
+                            (referee/outputs/serve.py's LiveState and stream, reused)
     POST /api/entries       an upload: `Authorization: Bearer TOKEN` (or the form's token and CSRF field), and
                             multipart fields name, command and file
 
@@ -17,7 +22,13 @@ rebinding: a page of another site that rebinds its name to 127.0.0.1 still sends
 `Origin` of another host is refused (cross-site forms), and a POST without a bearer token needs the CSRF field
 that matches the form's cookie. Uploads are rate limited per participant and per client address.
 Malformed paths get 400, unknown ones 404. Pages take their data from the API with a script of their own
-(`/ladder.js`), under a Content-Security-Policy that allows no inline script.
+(`/ladder.js`, which draws boards with the viewer's `/viewer.js`), under a Content-Security-Policy that allows no
+inline script.
+
+Fault reasons (why an entry is suspended, its faults with their stderr lines, its stderr logs, a fault's full
+reason and stderr in a game record) go only to a request with `Authorization: Bearer TOKEN` of the entry's owner
+(their upload token) or of the organiser (`alternator ladder DIR token add --organiser`); everyone else gets
+the entry's status, and a fault's kind (`white (alice.v1) forfeits: crash`). A wrong token gets 401.
 """
 
 from __future__ import annotations
@@ -41,12 +52,21 @@ from urllib.parse import urlsplit
 
 import trio
 
-from referee.ladder.api import Leaderboard
-from referee.ladder.runner import LadderSettings
+from referee.ladder.api import Leaderboard, public_reason, public_record
+from referee.ladder.runner import LOG_DIR, LadderSettings
 from referee.ladder.store import EntryRow, LadderError, LadderStore
-from referee.ladder.uploads import UploadError, UploadLimits, check_entry_name, check_token, unpack_upload
-from referee.outputs.httpsafety import HostCheck, header, lifespan
+from referee.ladder.uploads import (
+    ORGANISER,
+    UploadError,
+    UploadLimits,
+    check_entry_name,
+    check_token,
+    unpack_upload,
+)
+from referee.outputs.httpsafety import ClientLimit, HostCheck, client_address, header, lifespan
 from referee.outputs.report import asset
+from referee.outputs.serve import LiveState, follow_feed
+from referee.outputs.serve import _stream as stream_events
 from referee.run.botspec import BotSpec, BotSpecError, resolve_command
 
 Scope = MutableMapping[str, Any]
@@ -63,6 +83,8 @@ DRAIN_LIMIT = 64 << 20
 UPLOADS_PER_WINDOW = 5
 UPLOAD_WINDOW_S = 60.0
 MAX_ENTRIES_PER_PARTICIPANT = 3
+LOG_FILES_SHOWN = 3
+LOG_TAIL_BYTES = 8 << 10
 SECURITY_HEADERS = [
     (b"x-content-type-options", b"nosniff"),
     (b"x-frame-options", b"DENY"),
@@ -98,6 +120,21 @@ class RateLimiter:
         return True
 
 
+@dataclass(frozen=True)
+class Viewer:
+    """Who asks: the public (no token), a participant (their upload token) or the organiser."""
+
+    participant: str | None = None
+    organiser: bool = False
+
+    def may_see(self, owner: str | None) -> bool:
+        """Whether this viewer reads the fault reasons of an entry owned by `owner` (None: the organiser's)."""
+        return self.organiser or (self.participant is not None and owner == self.participant)
+
+
+PUBLIC = Viewer()
+
+
 @dataclass
 class LadderSite:
     """What the server needs: the store, the allowed hosts, the upload limits, and a little cache."""
@@ -112,17 +149,37 @@ class LadderSite:
     limiter: RateLimiter = field(default_factory=RateLimiter)
     cache: tuple[float, bytes] | None = None
     upload_lock: threading.Lock = field(default_factory=threading.Lock)
+    live: LiveState | None = None
+    """The games in progress, from the runner's live feed (set by `__post_init__`)."""
+    streams: ClientLimit = field(default_factory=ClientLimit)
+
+    def __post_init__(self) -> None:
+        if self.live is None:
+            self.live = LiveState(self.store.directory)
+
+    def viewer(self, scope: Scope) -> Viewer:
+        """Who sends the request: a bearer token of a participant or the organiser; none: the public."""
+        authorization = header(scope, b"authorization")
+        if not authorization:
+            return PUBLIC
+        scheme, _, token = authorization.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise HttpError(401, "refused: send the token as `Authorization: Bearer TOKEN`")
+        participant = check_token(token.strip(), self.store.token_hashes())
+        if participant is None:
+            raise HttpError(401, "refused: the token is not valid; ask the organiser for yours")
+        return Viewer(organiser=True) if participant == ORGANISER else Viewer(participant)
 
     # -- the figures ---------------------------------------------------------------------------------
 
-    def leaderboard(self) -> dict[str, Any]:
+    def leaderboard(self, viewer: Viewer = PUBLIC) -> dict[str, Any]:
         entries = self.store.entries()
         current = [e.version.id for e in entries if e.version is not None]
         trends = self.store.trends(current, TREND_GAMES)
         rows = []
         rank = 0
         for entry in entries:
-            row = entry_json(entry, trends)
+            row = entry_json(entry, trends, private=viewer.may_see(entry.owner))
             if entry.status != "retired":
                 rank += 1
                 row["rank"] = rank
@@ -136,7 +193,9 @@ class LadderSite:
             "playing": [{"id": g, "black": b, "white": w, "since": s} for g, b, w, s in self.store.playing()],
         }
 
-    def leaderboard_bytes(self) -> bytes:
+    def leaderboard_bytes(self, viewer: Viewer = PUBLIC) -> bytes:
+        if viewer != PUBLIC:  # not cached: few ask with a token
+            return Leaderboard.model_validate(self.leaderboard(viewer)).model_dump_json().encode()
         now = time.monotonic()
         if self.cache is not None and now - self.cache[0] < CACHE_S:
             return self.cache[1]
@@ -144,10 +203,11 @@ class LadderSite:
         self.cache = (now, data)
         return data
 
-    def entry_detail(self, name: str) -> dict[str, Any] | None:
+    def entry_detail(self, name: str, viewer: Viewer = PUBLIC) -> dict[str, Any] | None:
         entry = self.store.entry(name)
         if entry is None:
             return None
+        private = viewer.may_see(entry.owner)
         trends = self.store.trends([entry.version.id] if entry.version else [], TREND_GAMES)
         ranked = [e.name for e in self.store.entries() if e.status != "retired"]
         versions = []
@@ -169,9 +229,10 @@ class LadderSite:
                 }
             )
         return {
-            **entry_json(entry, trends),
+            **entry_json(entry, trends, private=private),
             "rank": ranked.index(name) + 1 if name in ranked else None,
             "owner": entry.owner,
+            "private": private,
             "versions": versions,
             "recent": [
                 {
@@ -181,16 +242,46 @@ class LadderSite:
                     "white": g.white,
                     "result": g.result,
                     "termination": g.termination,
-                    "reason": g.reason,
+                    # The opponent's fault is not this entry's to read; its own faults are listed below.
+                    "reason": public_reason(g.termination, g.reason),
                     "finished": g.finished_at,
                 }
                 for g in self.store.recent_games(RECENT_GAMES, entry=name)
             ],
             "faults": [
                 {"at": f.at, "version": f.version, "reason": f.reason, "stderr": f.stderr}
-                for f in self.store.faults(name)
+                for f in (self.store.faults(name) if private else [])
             ],
+            "logs": self.logs(name) if private else [],
         }
+
+    def logs(self, name: str) -> list[dict[str, str]]:
+        """The last lines of the newest stderr logs of the entry's versions (for its owner and the organiser)."""
+        paths: list[Path] = []
+        for version in self.store.versions(name):
+            paths += (self.store.directory / LOG_DIR).glob(f"{version.key}-*.stderr.log")
+        shown = []
+        for path in sorted(paths, key=lambda path: path.stat().st_mtime)[-LOG_FILES_SHOWN:]:
+            with path.open("rb") as file:
+                size = file.seek(0, 2)
+                file.seek(max(0, size - LOG_TAIL_BYTES))
+                tail = file.read().decode("utf-8", errors="replace")
+            shown.append({"file": path.name, "tail": tail})
+        return shown
+
+    def game_text(self, game_id: str, viewer: Viewer) -> str | None:
+        """A game's record: whole for the organiser and for the owner of the side that forfeited (the reason and
+        stderr lines are its own), else as the public reads it."""
+        text = self.store.record(game_id)
+        if text is None:
+            return None
+        record = json.loads(text)
+        entries = self.store.game_entries(game_id)
+        side = {"black": 0, "white": 1}.get(str(record.get("loser")))
+        offender = self.store.entry(entries[side]) if entries is not None and side is not None else None
+        if viewer.organiser or (offender is not None and viewer.may_see(offender.owner)):
+            return text
+        return json.dumps(public_record(record), separators=(",", ":"))
 
     # -- uploads -------------------------------------------------------------------------------------
 
@@ -250,7 +341,8 @@ class LadderSite:
         return {"entry": name, "version": version.number, "status": "active", "added": existing is None}
 
 
-def entry_json(entry: EntryRow, trends: dict[int, float]) -> dict[str, Any]:
+def entry_json(entry: EntryRow, trends: dict[int, float], *, private: bool = False) -> dict[str, Any]:
+    """An entry's row; its suspension's reason only when `private` (its owner or the organiser asks)."""
     version = entry.version
     assert version is not None
     trend = trends.get(version.id)
@@ -265,7 +357,7 @@ def entry_json(entry: EntryRow, trends: dict[int, float]) -> dict[str, Any]:
         "losses": version.losses,
         "trend": None if trend is None else round(trend, 1),
         "status": entry.shown_status,
-        "reason": entry.reason,
+        "reason": entry.reason if private else None,
         "version": version.number,
     }
 
@@ -364,14 +456,26 @@ async def route(site: LadderSite, scope: Scope, receive: Receive, send: Send) ->
         raise HttpError(405, "only GET, and POST to /api/entries, are served")
     if path == "/":
         await respond(send, 200, page("Leaderboard", "leaderboard"), "text/html; charset=utf-8")
-    elif path == "/ladder.js":
-        await respond(send, 200, asset("ladder.js"), "text/javascript; charset=utf-8")
+    elif path in ("/ladder.js", "/viewer.js"):
+        await respond(send, 200, asset(path[1:]), "text/javascript; charset=utf-8")
+    elif path == "/report.css":
+        await respond(send, 200, asset("report.css"), "text/css; charset=utf-8")
+    elif path == "/api/events":
+        assert site.live is not None
+        address = client_address(scope)
+        if not site.streams.acquire(address):
+            raise HttpError(429, "too many open event streams from this address")
+        try:
+            await stream_events(site.live, receive, send)
+        finally:
+            site.streams.release(address)
     elif path == "/upload":
         token = secrets.token_urlsafe(16)
         extra = [(b"set-cookie", f"csrf={token}; Path=/; HttpOnly; SameSite=Strict".encode())]
         await respond(send, 200, upload_page(token), "text/html; charset=utf-8", extra=extra)
     elif path == "/api/leaderboard":
-        await respond(send, 200, await trio.to_thread.run_sync(site.leaderboard_bytes))
+        viewer = await trio.to_thread.run_sync(site.viewer, scope)
+        await respond(send, 200, await trio.to_thread.run_sync(site.leaderboard_bytes, viewer))
     elif path.startswith("/entry/"):
         name = _name_in_path(path, "/entry/")
         if await trio.to_thread.run_sync(site.store.entry, name) is None:
@@ -379,13 +483,16 @@ async def route(site: LadderSite, scope: Scope, receive: Receive, send: Send) ->
         await respond(send, 200, page(f"Entry {name}", "entry", name), "text/html; charset=utf-8")
     elif path.startswith("/api/entries/"):
         name = _name_in_path(path, "/api/entries/")
-        detail = await trio.to_thread.run_sync(site.entry_detail, name)
+        viewer = await trio.to_thread.run_sync(site.viewer, scope)
+        detail = await trio.to_thread.run_sync(site.entry_detail, name, viewer)
         if detail is None:
             raise HttpError(404, f"no entry {name!r}")
         await respond(send, 200, detail)
     elif path.startswith("/api/games/") or path.startswith("/games/"):
         game_id = _name_in_path(path, "/api/games/" if path.startswith("/api/") else "/games/")
-        text = await trio.to_thread.run_sync(site.store.record, game_id)
+        # A page opened in a browser sends no token: the viewer shows the public record.
+        viewer = await trio.to_thread.run_sync(site.viewer, scope) if path.startswith("/api/") else PUBLIC
+        text = await trio.to_thread.run_sync(site.game_text, game_id, viewer)
         if text is None:
             raise HttpError(404, f"no game {game_id!r}")
         if path.startswith("/api/"):
@@ -460,6 +567,10 @@ async def post_entry(site: LadderSite, scope: Scope, receive: Receive, send: Sen
     participant = check_token(token, await trio.to_thread.run_sync(site.store.token_hashes))
     if participant is None:
         raise HttpError(401, "refused: the token is not valid; ask the organiser for yours")
+    if participant == ORGANISER:
+        raise HttpError(
+            403, "refused: the organiser's token reads the ladder; add entries with `alternator ladder DIR add`"
+        )
     if not site.limiter.allow(f"participant:{participant}", time.monotonic()):
         raise HttpError(429, f"refused: more than {site.limiter.count} uploads in {site.limiter.window_s:g} s; wait")
     if data is None:
@@ -488,11 +599,11 @@ def page(title: str, kind: str, name: str = "") -> str:
     return (
         "<!doctype html><html><head><meta charset='utf-8'>"
         f"<meta name='viewport' content='width=device-width'><title>{_html_escape(title)}</title>"
-        f"<style>{STYLE}</style></head>"
+        f"<link rel='stylesheet' href='/report.css'><style>{STYLE}</style></head>"
         f"<body data-page='{kind}' data-name=\"{_html_escape(name)}\">"
         "<nav><a href='/'>Leaderboard</a><a href='/upload'>Upload a bot</a><a href='/api/leaderboard'>JSON</a></nav>"
         f"<h1 id='title'>{_html_escape(title)}</h1><div id='content'>loading…</div>"
-        "<script src='/ladder.js'></script></body></html>"
+        "<script src='/viewer.js'></script><script src='/ladder.js'></script></body></html>"
     )
 
 
@@ -524,5 +635,8 @@ async def serve_site(
     config.graceful_timeout = 1.0
     config.max_app_queue_size = 10
     async with trio.open_nursery() as nursery:
+        if site.live is not None:
+            site.live.read_feed()
+            nursery.start_soon(follow_feed, site.live)
         binds = await nursery.start(hypercorn_serve, make_app(site), config)
         on_ready(str(binds[0]) if binds else f"http://{host}:{port}")

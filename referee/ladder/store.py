@@ -500,10 +500,23 @@ class LadderStore:
                 last = row[0]
                 yield GameRow(*row)
 
+    def game_entries(self, game_id: str) -> tuple[str, str] | None:
+        """The entries of a game's two versions (black's, white's), or None when there is no such game."""
+        rows = self._read(
+            "SELECT b.entry, w.entry FROM games g JOIN versions b ON b.id = g.black JOIN versions w ON w.id = g.white"
+            " WHERE g.game_id=?",
+            (game_id,),
+        )
+        return (str(rows[0][0]), str(rows[0][1])) if rows else None
+
     def recent_pairs(self, limit: int) -> list[tuple[int, int]]:
         """(black version, white version) of the last `limit` games, oldest first."""
         rows = self._read("SELECT black, white FROM games ORDER BY seq DESC LIMIT ?", (limit,))
         return [(int(b), int(w)) for b, w in reversed(rows)]
+
+    def results(self) -> list[tuple[int, int, str]]:
+        """(black version, white version, result) of every game (the pairing's totals)."""
+        return [(int(b), int(w), str(r)) for b, w, r in self._read("SELECT black, white, result FROM games")]
 
     def history(self, version_id: int) -> list[tuple[int, float, float]]:
         """(seq, rating, rd) after each game of the version."""

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 __all__ = [
+    "ORGANISER",
     "UploadError",
     "UploadLimits",
     "check_token",
@@ -37,6 +38,9 @@ __all__ = [
     "unpack_upload",
 ]
 
+ORGANISER = "*organiser*"
+"""The tokens table's name for the organiser's token (`alternator ladder DIR token add --organiser`): it reads
+every entry's fault reasons and stderr logs; no participant may take the name."""
 ENTRY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,39}")
 """An uploaded entry's name: letters, digits, `_` and `-` (it names a folder and appears in URLs)."""
 CHUNK = 1 << 16

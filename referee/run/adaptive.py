@@ -1,8 +1,9 @@
 """Adaptive scheduling: play next the game pair whose result the ranking most needs, until the order is decided.
 
-Two layers. The pairing policy (`fit`, `neighbour_confidence`, `choose_pairs`) is pure arithmetic over
-per-pair totals, with no notion of games, numbers or a run, so that a continuous ladder can reuse it.
-`Adaptive` is the `referee.run.schedule.Scheduler` of `--format adaptive`, which turns its choices into games.
+Two layers. The pairing policy (`fit`, `neighbour_confidence`, `choose_pairs`, and `continuous_pair` for a
+competition that never ends) is pure arithmetic over per-pair totals, with no notion of games, numbers or a run,
+so that a continuous ladder (referee/ladder/policy.py) reuses it. `Adaptive` is the `referee.run.schedule.Scheduler`
+of `--format adaptive`, which turns its choices into games.
 
 The fit: a logistic (Bradley-Terry) model on the Elo scale, a draw counting half a win, each bot given
 `PRIOR_DRAWS` virtual draws against a phantom rated 0 (it keeps an unbeaten bot's rating finite and puts
@@ -234,6 +235,53 @@ def choose_pairs(
         if len(chosen) == count:
             break
     return chosen
+
+
+def continuous_pair(
+    order: Sequence[str],
+    confidences: Sequence[tuple[str, str, float]],
+    *,
+    idle: Iterable[str],
+    waited: Mapping[str, int | None],
+    starve_after: int,
+    recent: Iterable[Pair] = (),
+) -> Pair | None:
+    """The next pair for a competition that never ends (a ladder), among the `idle` bots of `order` (best first,
+    with its neighbouring `confidences` from `neighbour_confidence`); None when fewer than two are idle.
+
+    1. **No bot starved**: a bot that has waited `starve_after` games or more since its last (`waited[bot]`; None:
+       it never played, the longest wait of all) plays first, the longest waiting first, against its nearest idle
+       neighbour in the order.
+    2. **Otherwise the least certain neighbouring order** (`choose_pairs` with no confidence at which it stops:
+       close or uncertain neighbours play most), skipping the `recent` pairs (just played: a pair of equals stays
+       at 1/2 however often it plays, and would otherwise take every game) while another pair is open.
+    3. **Otherwise** (every neighbouring pair has a side playing): the two idle bots next to each other in the
+       order, among the idle ones, that waited longest.
+    """
+    free = set(idle)
+    playing = [name for name in order if name in free]
+    if len(playing) < 2:
+        return None
+
+    def wait(name: str) -> float:
+        value = waited.get(name, 0)
+        return math.inf if value is None else float(value)
+
+    starved = [name for name in playing if wait(name) >= starve_after]
+    if starved:
+        first = max(starved, key=lambda name: (wait(name), -order.index(name)))
+        at = playing.index(first)
+        nearest = [playing[i] for i in (at - 1, at + 1) if 0 <= i < len(playing)]
+        rank = {name: i for i, name in enumerate(order)}
+        second = min(nearest, key=lambda name: (abs(rank[name] - rank[first]), rank[name]))
+        return pair_of(first, second)
+    busy = set(order) - free
+    for skip in (set(recent), set()):
+        chosen = choose_pairs(confidences, busy=skip, count=1, confidence=math.inf, excluded=busy)
+        if chosen:
+            return chosen[0]
+    upper, lower = max(itertools.pairwise(playing), key=lambda pair: wait(pair[0]) + wait(pair[1]))
+    return pair_of(upper, lower)
 
 
 class Adaptive:
