@@ -17,7 +17,7 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -94,19 +94,43 @@ def child_pids(parent: int | None = None) -> list[int]:
     return children
 
 
-def reap_orphans(wait_s: float = 2.0) -> None:
+def descendants(pid: int) -> list[int]:
+    """Children of `pid` and theirs (Linux /proc)."""
+    found: list[int] = []
+    stack = [pid]
+    while stack:
+        parent = stack.pop()
+        for task in Path(f"/proc/{parent}/task").glob("*"):
+            try:
+                children = [int(p) for p in (task / "children").read_text().split()]
+            except OSError:
+                continue
+            found += children
+            stack += children
+    return found
+
+
+def reap_orphans(wait_s: float = 2.0, gone: Iterable[int] = ()) -> None:
     """Reap this process's zombie children, for tests that kill a referee with `kill -9`.
 
     Once it has run a bot, the test process is a child subreaper (`referee.host.containment`): the killed
-    referee's bots, dying with it, are re-parented to it and wait to be reaped here.
+    referee's bots, dying with it, are re-parented to it and wait to be reaped here, one by one as their parents
+    die. With `gone` (the pids of the killed referee's processes), it waits until none of them is left, reaped
+    here or elsewhere, and none has been re-parented here for a second (`wait_s` the bound, for a loaded
+    machine); without, it reaps for `wait_s`.
     """
+    gone = list(gone)
     deadline = time.monotonic() + wait_s
+    last_reaped = time.monotonic()
     while True:
         for pid in child_pids():
             if _proc_state(pid) == "Z":
                 with contextlib.suppress(ChildProcessError):
                     os.waitpid(pid, os.WNOHANG)
-        if time.monotonic() >= deadline:
+                    last_reaped = time.monotonic()
+        now = time.monotonic()
+        settled = gone and now - last_reaped >= 1.0 and not any(Path(f"/proc/{pid}").exists() for pid in gone)
+        if settled or now >= deadline:
             return
         time.sleep(0.05)
 

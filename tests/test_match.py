@@ -584,8 +584,8 @@ def test_two_different_matches_never_share_an_output_directory(
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds the bot processes through /proc")
 def test_an_sprt_match_killed_with_sigkill_mid_pair_resumes_to_the_same_figures(tmp_path: Path) -> None:
-    from tests.conftest import reap_orphans
-    from tests.test_tournament import alive, descendants, done_count, wait_until
+    from tests.conftest import descendants, reap_orphans
+    from tests.test_tournament import alive, done_count, wait_until
 
     # Deterministic bots (the first legal move, slowly; random seeded by the game id): every game's result is
     # decided by its opening and colours, so a resumed match must end with the same figures as one never stopped.

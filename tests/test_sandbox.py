@@ -42,7 +42,7 @@ from referee.run.botspec import BotSpec, BotSpecError, check_bot_command, load_b
 from referee.run.config import describe_changes, load_config, resolve_plan
 from referee.run.store import DB_NAME, RunStore, StoreError
 from referee.timing.clock import parse_time_control
-from tests.conftest import describe_process, live_pids, make_bot_spec, reap_orphans
+from tests.conftest import descendants, describe_process, live_pids, make_bot_spec, reap_orphans
 
 needs_bwrap = pytest.mark.skipif(
     shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed: apt-get install bubblewrap"
@@ -446,13 +446,14 @@ def test_a_sandboxed_bot_dies_with_a_referee_killed_by_sigkill(tmp_path: Path) -
             if any(_is_the_sleeping_daemon(pid) for pid in sandboxed):
                 break
         assert len(sandboxed) >= 4, "the sandboxed bot did not start: " + "; ".join(map(describe_process, sandboxed))
+        everyone = descendants(referee.pid)  # the other bot too, and whatever the referee ran
         referee.send_signal(signal.SIGKILL)
         referee.wait()
         survivors = live_pids(sandboxed, wait_s=15)  # a bound for a loaded machine, not a timing
         assert not survivors, "still running: " + "; ".join(describe_process(pid) for pid in survivors)
         # The dead are re-parented to this process (a subreaper) one by one as their parents die: on a loaded
         # machine the last can come a second or more after the others.
-        reap_orphans(wait_s=3)
+        reap_orphans(wait_s=15, gone=[*sandboxed, *everyone])
     finally:
         if referee.poll() is None:
             referee.kill()

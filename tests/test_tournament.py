@@ -28,7 +28,7 @@ from referee.run.rundir import RunDirectory
 from referee.run.runner import GAMES_FILE, Runner
 from referee.run.schedule import make_schedule
 from referee.run.store import DB_NAME
-from tests.conftest import reap_orphans
+from tests.conftest import descendants, reap_orphans
 
 REPO = Path(__file__).resolve().parent.parent
 TESTBOT = REPO / "tests" / "bots" / "testbot.py"
@@ -56,22 +56,6 @@ def done_count(out: Path) -> int:
             return int(db.execute("SELECT COUNT(*) FROM games WHERE status = 'done'").fetchone()[0])
     except sqlite3.Error:
         return 0  # not created yet
-
-
-def descendants(pid: int) -> list[int]:
-    """Children of `pid` and theirs (Linux /proc)."""
-    found: list[int] = []
-    stack = [pid]
-    while stack:
-        parent = stack.pop()
-        for task in Path(f"/proc/{parent}/task").glob("*"):
-            try:
-                children = [int(p) for p in (task / "children").read_text().split()]
-            except OSError:
-                continue
-            found += children
-            stack += children
-    return found
 
 
 def alive(pid: int) -> bool:

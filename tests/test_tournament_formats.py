@@ -19,8 +19,8 @@ from referee.run.knockout import Knockout
 from referee.run.schedule import Format, Progress, ScheduledGame, Scheduler, make_schedule
 from referee.run.store import DB_NAME, StoreReader, database_path
 from referee.run.swiss import Swiss
-from tests.conftest import reap_orphans
-from tests.test_tournament import REPO, alive, descendants, done_count, read_games, wait_until
+from tests.conftest import descendants, reap_orphans
+from tests.test_tournament import REPO, alive, done_count, read_games, wait_until
 
 GOLDEN = Path(__file__).parent / "golden"
 SMALL = ["--size", "5x5", "--tc", "5+0.1"]
