@@ -41,8 +41,12 @@ import trio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from referee.play.process import open_bot  # noqa: E402
-from referee.run.botspec import BotSpec  # noqa: E402
+try:
+    from referee.play.process import open_bot
+    from referee.run.botspec import BotSpec
+except ImportError:  # an arena checkout from before the sub-package layout (bench_vs_fastchess's baseline)
+    from referee.botspec import BotSpec  # type: ignore[import-not-found,no-redef]
+    from referee.process import open_bot  # type: ignore[import-not-found,no-redef]
 
 if TYPE_CHECKING:
     from referee.host import containment
@@ -105,12 +109,21 @@ async def referee(
     return hello, time.perf_counter() - start
 
 
+def _containment() -> Any:
+    """The containment module, where this checkout has it (referee.host.containment, or referee.containment before
+    the sub-package layout)."""
+    try:
+        from referee.host import containment
+    except ImportError:
+        import referee.containment as containment  # type: ignore[import-not-found,no-redef]
+    return containment
+
+
 def tree_cpu(support: containment.HostSupport, memory_mb: int | None, runs: int = 300) -> list[float]:
     """The referee's CPU per containment set-up and removal alone (no process started), seconds."""
-    from referee.host import containment
-
+    containment = _containment()
     saved = containment.host_support
-    containment.host_support = lambda: support  # type: ignore[assignment]
+    containment.host_support = lambda: support
     cpus = []
     try:
         for _ in range(runs):
@@ -131,8 +144,7 @@ def ms(values: list[float], fraction: float) -> str:
 
 
 async def main(args: argparse.Namespace) -> None:
-    from referee.host import containment
-
+    containment = _containment()
     with tempfile.TemporaryDirectory(prefix="bench-start-") as folder:
         program = build(Path(folder))
         cores = sorted(os.sched_getaffinity(0))[-1:] if args.cores else None
@@ -144,7 +156,7 @@ async def main(args: argparse.Namespace) -> None:
         await referee(program, logs, cores)  # warm up: the spawner thread, host probes
         for _ in range(args.runs):
             for way in ways:
-                containment.host_support = (lambda: v1) if way == "referee v1" else (lambda: host)  # type: ignore[assignment]
+                containment.host_support = (lambda: v1) if way == "referee v1" else (lambda: host)
                 cpu = time.process_time()
                 if way == "bare":
                     hello, stop = bare(program)

@@ -80,7 +80,7 @@ START_CODE = """
 import json, sys, time
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
-import referee.play.process  # this side's checkout, before bench_bot_start puts its own on the path
+import referee  # this side's checkout, before bench_bot_start puts its own on the path
 sys.path.insert(1, sys.argv[2])
 import trio
 import bench_bot_start as bench
