@@ -154,12 +154,7 @@ function followLive() {
     const m = JSON.parse(e.data);
     const d = live.get(m.id);
     if (!d) return;
-    d.m = d.m ? `${d.m} ${m.move}` : m.move;
-    d.c += m.color === "black" ? "b" : "w";
-    d.t.push(m.t);
-    d.at = m.at;
-    if (d.k2) d.k2.push(m.clock);
-    if (m.info) d.i.push([d.t.length - 1, m.info, m.count]);
+    addLiveMove(d, m);
     scheduleRender();
   });
   source.addEventListener("done", (e) => {

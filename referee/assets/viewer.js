@@ -5,6 +5,17 @@
 const FILES = "abcdefghijklmnopqrstuvwxyz";
 const SVG_NS = "http://www.w3.org/2000/svg";
 
+// A live game (a feed's "game" entry) takes a "move" entry of the same game: the report's live view and the
+// ladder's pages both follow games in progress with it.
+function addLiveMove(d, m) {
+  d.m = d.m ? `${d.m} ${m.move}` : m.move;
+  d.c += m.color === "black" ? "b" : "w";
+  d.t.push(m.t);
+  d.at = m.at;
+  if (d.k2) d.k2.push(m.clock);
+  if (m.info) d.i.push([d.t.length - 1, m.info, m.count]);
+}
+
 function cellName(i, W) {
   return FILES[i % W] + (Math.floor(i / W) + 1);
 }

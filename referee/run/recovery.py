@@ -35,7 +35,7 @@ from referee.outputs.files import append_line, write_text_atomic
 from referee.outputs.terminal import printable
 from referee.record import GameRecord, Termination
 from referee.run.audit import RecordCheckError, check_record
-from referee.run.rundir import RunReadError, line_game_ids, read_lines
+from referee.run.rundir import RunReadError, id_at_start, line_game_ids, read_lines
 from referee.run.schedule import ScheduledGame
 from referee.run.store import AuditRow, RunStore, StoreError, database_path, lock_directory, record_digest
 
@@ -106,20 +106,11 @@ def _game_of_torn_line(path: Path, number: int) -> str:
         with path.open("rb") as file:
             for index, raw in enumerate(file, 1):
                 if index == number:
-                    game_id = _id_at_start(raw)
+                    game_id = id_at_start(raw)
                     return f" (game {game_id})" if game_id else ""
     except OSError:
         pass
     return ""
-
-
-def _id_at_start(raw: bytes) -> str | None:
-    prefix = b'{"record_version":1,"game_id":"'
-    if raw.startswith(prefix):
-        end = raw.find(b'"', len(prefix))
-        if end > 0:
-            return raw[len(prefix) : end].decode("utf-8", "replace")
-    return None
 
 
 def check_nothing_lost(out_dir: Path, known_game_ids: Iterable[str] | RunStore, *, rebuild_hint: str) -> None:
@@ -466,7 +457,7 @@ def _index_lines(path: Path) -> dict[int, tuple[str | None, int, bool, str | Non
             if not raw.strip():
                 continue
             torn = not raw.endswith(b"\n")
-            game_id = _id_at_start(raw)
+            game_id = id_at_start(raw)
             problem = None
             if not torn and game_id is None:
                 problem = "is not a game record (it does not begin as one)"

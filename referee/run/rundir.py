@@ -182,7 +182,7 @@ class CopyCheck:
         if not line.strip():
             return None
         where = f"{GAMES_FILE} line {number}"
-        game_id = _id_at_start(line)
+        game_id = id_at_start(line)
         if game_id is None:  # written by something else than the arena (another JSON layout)?
             try:
                 data = json.loads(line)
@@ -231,7 +231,8 @@ class CopyCheck:
         return None
 
 
-def _id_at_start(raw: bytes) -> str | None:
+def id_at_start(raw: bytes) -> str | None:
+    """The game id at the start of a games.jsonl line (read without parsing the record), or None."""
     prefix = b'{"record_version":1,"game_id":"'
     if raw.startswith(prefix):
         end = raw.find(b'"', len(prefix))
