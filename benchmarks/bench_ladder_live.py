@@ -91,19 +91,13 @@ def stop(process: subprocess.Popen[str]) -> int:
 
 
 def snapshot(directory: Path) -> dict[str, tuple[float, float, int]]:
-    store = LadderStore(directory, create=False)
-    try:
+    with LadderStore(directory, create=False) as store:
         return {e.name: (e.version.rating, e.version.rd, e.version.games) for e in store.entries() if e.version}
-    finally:
-        store.close()
 
 
 def game_count(directory: Path) -> int:
-    store = LadderStore(directory, create=False)
-    try:
+    with LadderStore(directory, create=False) as store:
         return store.game_count()
-    finally:
-        store.close()
 
 
 def free_port() -> int:

@@ -117,30 +117,21 @@ def wait_for(what: str, check: Callable[[], Any], ladder: RunningLadder | None =
 
 
 def entries(directory: Path) -> dict[str, Any]:
-    store = LadderStore(directory, create=False)
-    try:
+    with LadderStore(directory, create=False) as store:
         return {entry.name: entry for entry in store.entries()}
-    finally:
-        store.close()
 
 
 def game_count(directory: Path) -> int:
-    store = LadderStore(directory, create=False)
-    try:
+    with LadderStore(directory, create=False) as store:
         return store.game_count()
-    finally:
-        store.close()
 
 
 def quiet(directory: Path) -> bool:
     """No game in progress, and none finished over the last second."""
-    store = LadderStore(directory, create=False)
-    try:
+    with LadderStore(directory, create=False) as store:
         before = store.game_count()
         time.sleep(1.0)
         return not store.playing() and store.game_count() == before
-    finally:
-        store.close()
 
 
 def games_of(directory: Path, name: str) -> int:

@@ -246,6 +246,12 @@ class LadderStore:
         with self._lock:
             self._db.close()
 
+    def __enter__(self) -> LadderStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     # -- transactions ------------------------------------------------------------------------------
 
     class _Transaction:
