@@ -20,7 +20,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from pydantic import ValidationError
 
@@ -68,16 +68,23 @@ def _problem(error: ValidationError) -> str:
     return f"{where}: {first['msg']}"
 
 
+def _open_games_file(path: Path) -> BinaryIO | None:
+    """games.jsonl opened for reading, or None when there is none (RunReadError: it cannot be read)."""
+    try:
+        return path.open("rb")
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        raise RunReadError(f"{path}: cannot be read: {error.strerror}") from None
+
+
 def read_lines(path: Path) -> Iterator[Line]:
     """The lines of a games.jsonl, one at a time, by the one policy (see the module docstring): a torn last
     line comes marked `torn` (no game, no problem), a damaged line with its problem. Nothing when there is
     no file."""
-    try:
-        file = path.open("rb")
-    except FileNotFoundError:
+    file = _open_games_file(path)
+    if file is None:
         return
-    except OSError as error:
-        raise RunReadError(f"{path}: cannot be read: {error.strerror}") from None
     with file:
         number = 0
         for raw in file:
@@ -97,22 +104,14 @@ def read_lines(path: Path) -> Iterator[Line]:
 def line_game_ids(path: Path) -> Iterator[tuple[int, str | None, bytes]]:
     """(line number, game id or None, the line) of every complete line of a games.jsonl, read cheaply: the id
     is taken from the start of the line, where every record has it (`{"record_version":1,"game_id":...`)."""
-    try:
-        file = path.open("rb")
-    except FileNotFoundError:
+    file = _open_games_file(path)
+    if file is None:
         return
-    except OSError as error:
-        raise RunReadError(f"{path}: cannot be read: {error.strerror}") from None
-    prefix = b'{"record_version":1,"game_id":"'
     with file:
         for number, raw in enumerate(file, 1):
             if not raw.endswith(b"\n") or not raw.strip():
                 continue  # torn (or empty): never a committed game
-            game_id: str | None = None
-            if raw.startswith(prefix):
-                end = raw.find(b'"', len(prefix))
-                game_id = raw[len(prefix) : end].decode("utf-8", "replace") if end > 0 else None
-            yield number, game_id, raw
+            yield number, id_at_start(raw), raw
 
 
 MAX_NAMED = 20
@@ -231,13 +230,18 @@ class CopyCheck:
         return None
 
 
-def id_at_start(raw: bytes) -> str | None:
-    """The game id at the start of a games.jsonl line (read without parsing the record), or None."""
-    prefix = b'{"record_version":1,"game_id":"'
-    if raw.startswith(prefix):
-        end = raw.find(b'"', len(prefix))
+ID_PREFIX = b'{"record_version":1,"game_id":"'
+"""How every record's JSON begins: its game id comes next, so it is read without parsing the record."""
+
+
+def id_at_start(raw: bytes | str) -> str | None:
+    """The game id at the start of a record's JSON (a games.jsonl line, or a record as stored), or None."""
+    if isinstance(raw, str):
+        raw = raw[:512].encode()  # the id is near the start: the rest of a record need not be encoded
+    if raw.startswith(ID_PREFIX):
+        end = raw.find(b'"', len(ID_PREFIX))
         if end > 0:
-            return raw[len(prefix) : end].decode("utf-8", "replace")
+            return raw[len(ID_PREFIX) : end].decode("utf-8", "replace")
     return None
 
 
@@ -550,7 +554,7 @@ class RunDirectory:
             return GameRecord.model_validate_json(data)
         except ValidationError as error:
             problem = _problem(error)
-        game_id = game_id or _id_of(data)
+        game_id = game_id or id_at_start(data)
         for _, found_id, raw in line_game_ids(self.out_dir / GAMES_FILE):
             if found_id is not None and found_id == game_id:
                 try:
@@ -606,14 +610,6 @@ _SCORED = {str(termination) for termination in Termination if termination.is_sco
 
 def astuple_tail(row: ScoredRow) -> tuple[str, str, Result, Termination, float | None, float | None]:
     return row.black, row.white, row.result, row.termination, row.black_cpu_ms, row.white_cpu_ms
-
-
-def _id_of(data: str) -> str | None:
-    prefix = '{"record_version":1,"game_id":"'
-    if data.startswith(prefix):
-        end = data.find('"', len(prefix))
-        return data[len(prefix) : end] if end > 0 else None
-    return None
 
 
 def _row(game: DoneGame) -> ScoredRow:
