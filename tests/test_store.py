@@ -345,20 +345,27 @@ def test_the_anchor_is_kept_beside_the_title_and_may_change_on_a_resume(tmp_path
         assert "anchor" not in (store.fingerprint() or {})
 
 
+def count_audit_reads(store: RunStore) -> list[int]:
+    """The first game of every read of the stored records' audit rows `store` makes from now on (a comparison of
+    the two copies reads them), in a list that fills as it reads."""
+    starts: list[int] = []
+    read_rows = store.audit_rows
+
+    def counted(start: int = 0) -> Any:
+        starts.append(start)
+        return read_rows(start)
+
+    store.audit_rows = counted  # type: ignore[method-assign]
+    return starts
+
+
 def test_within_a_run_games_jsonl_is_compared_from_where_the_last_comparison_ended(tmp_path: Path) -> None:
     from referee.run.recovery import sync_games_file
     from tests.report_games import synthesize_stored_tournament
 
     records = synthesize_stored_tournament(tmp_path, 60, seed=2, done=50)
     with RunStore(tmp_path / DB_NAME) as store:
-        starts: list[int] = []
-        read_rows = store.audit_rows
-
-        def counted(start: int = 0) -> Any:
-            starts.append(start)
-            return read_rows(start)
-
-        store.audit_rows = counted  # type: ignore[method-assign]
+        starts = count_audit_reads(store)
         assert sync_games_file(tmp_path, store, quiet=True).notes == []  # the start: the whole run compared
         assert starts == [0] and store.verified is not None and store.verified[2] == 50
         for number in (51, 52):  # the runner commits each game, then appends its line
@@ -389,15 +396,7 @@ def test_a_run_closed_with_both_copies_in_agreement_is_not_compared_again_until_
 
     def opened() -> tuple[RunStore, list[int]]:
         store = RunStore(tmp_path / DB_NAME)
-        starts: list[int] = []
-        read_rows = store.audit_rows
-
-        def counted(start: int = 0) -> Any:
-            starts.append(start)
-            return read_rows(start)
-
-        store.audit_rows = counted  # type: ignore[method-assign]
-        return store, starts
+        return store, count_audit_reads(store)
 
     store, starts = opened()
     assert store.trusted is None  # closed without a comparison (a run killed, a copy): compared whole

@@ -1533,29 +1533,27 @@ def _set_v2_frozen(path: Path, frozen: bool) -> bool:
     """Freeze (and wait, briefly, until `cgroup.events` says so) or thaw a v2 cgroup."""
     try:
         _write(path / "cgroup.freeze", "1" if frozen else "0")
-        if not frozen:
-            return True
-        deadline = time.monotonic() + FREEZE_WAIT_S
-        while _read_pairs(path / "cgroup.events").get("frozen") != 1:
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.0005)
+        return not frozen or _holds_soon(lambda: _read_pairs(path / "cgroup.events").get("frozen") == 1)
     except OSError:
         return False
-    return True
 
 
 def _set_freezer(path: Path, state: str) -> bool:
     """Set a v1 freezer state and wait (briefly) until it holds."""
     try:
         (path / "freezer.state").write_text(state)
-        deadline = time.monotonic() + FREEZE_WAIT_S
-        while (path / "freezer.state").read_text().strip() != state:
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.0005)
+        return _holds_soon(lambda: (path / "freezer.state").read_text().strip() == state)
     except OSError:
         return False
+
+
+def _holds_soon(check: Callable[[], bool]) -> bool:
+    """Whether `check` holds within FREEZE_WAIT_S (the kernel freezes a cgroup's tasks one by one)."""
+    deadline = time.monotonic() + FREEZE_WAIT_S
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.0005)
     return True
 
 
