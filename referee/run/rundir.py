@@ -286,10 +286,11 @@ class RunDirectory:
         match_file = out_dir / MATCH_FILE
         if match_file.exists():
             run.match_summary = _read_match_summary(match_file)
-        if (database_path(out_dir)).is_file():
-            run._db_name = database_path(out_dir).name
+        database = database_path(out_dir)
+        if database.is_file():
+            run._db_name = database.name
             try:
-                run._store = StoreReader(database_path(out_dir))
+                run._store = StoreReader(database)
                 fingerprint = run._store.fingerprint() or {}
             except StoreError as error:
                 if not (out_dir / GAMES_FILE).is_file():
@@ -534,7 +535,7 @@ class RunDirectory:
             data = self._store.find_record(game.game_id) if self._store is not None else None
             if data is None:
                 raise RunReadError(
-                    f"{database_path(self.out_dir)}: game {game.game_id} is damaged ({problem}) and has no record."
+                    f"{self.out_dir / self._db_name}: game {game.game_id} is damaged ({problem}) and has no record."
                     " Run the"
                     " same match or tournament command: it repairs or sets aside each damaged game"
                 )
@@ -568,7 +569,7 @@ class RunDirectory:
                 )
                 return record
         raise RunReadError(
-            f"{database_path(self.out_dir)}: the record of game {game_id or '?'} is damaged ({problem}), and"
+            f"{self.out_dir / self._db_name}: the record of game {game_id or '?'} is damaged ({problem}), and"
             f" {GAMES_FILE}"
             " has no good copy of it. Run the same match or tournament command: it names what is damaged and repairs"
             " or sets aside each game"

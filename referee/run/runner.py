@@ -1061,7 +1061,7 @@ def replay_schedule(plan: RunPlan, records: Sequence[GameRecord]) -> list[Schedu
 
 def refuse_old_match_directory(out_dir: Path) -> None:
     """A directory with the records of a match from before matches had a database cannot be resumed or mixed."""
-    if (out_dir / "match.json").exists() and not (database_path(out_dir)).exists():
+    if (out_dir / "match.json").exists() and not database_path(out_dir).exists():
         raise StoreError(
             f"{out_dir} holds a match from an older alternator (match.json and game files, no {DB_NAME}); it"
             " cannot be resumed or mixed with a new run: choose another output directory (--out DIR)"
