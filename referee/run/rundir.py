@@ -275,7 +275,6 @@ class RunDirectory:
     _store: StoreReader | None = None
     _files: list[Path] | None = None  # an old match's game-NNN.json files
     _copy_check: CopyCheck | None = None
-    _db_name: str = DB_NAME  # the database's file name (`tournament.db` in an older run's directory)
 
     @classmethod
     def open(cls, out_dir: Path, *, kind: str | None = None) -> RunDirectory:
@@ -288,7 +287,6 @@ class RunDirectory:
             run.match_summary = _read_match_summary(match_file)
         database = database_path(out_dir)
         if database.is_file():
-            run._db_name = database.name
             try:
                 run._store = StoreReader(database)
                 fingerprint = run._store.fingerprint() or {}
@@ -296,7 +294,7 @@ class RunDirectory:
                 if not (out_dir / GAMES_FILE).is_file():
                     raise RunReadError(str(error)) from None
                 run._store = None  # a damaged database: games.jsonl holds the same games
-                run.errors.append(f"{run._db_name}: {error}; read {GAMES_FILE} instead")
+                run.errors.append(f"{database.name}: {error}; read {GAMES_FILE} instead")
                 fingerprint = {}
             run._configure(fingerprint)
         elif (out_dir / GAMES_FILE).is_file():
@@ -358,7 +356,14 @@ class RunDirectory:
     def source(self) -> str:
         """Where the games are read from: the database (run.db, or tournament.db in an older run's directory),
         games.jsonl or game-*.json."""
-        return self._db_name if self._store is not None else "game-*.json" if self._files is not None else GAMES_FILE
+        if self._store is not None:
+            return self._store.path.name
+        return "game-*.json" if self._files is not None else GAMES_FILE
+
+    @property
+    def _database(self) -> Path:
+        """The run's database file (`tournament.db` in an older run's directory), for messages."""
+        return self._store.path if self._store is not None else database_path(self.out_dir)
 
     @property
     def from_database(self) -> bool:
@@ -535,13 +540,13 @@ class RunDirectory:
             data = self._store.find_record(game.game_id) if self._store is not None else None
             if data is None:
                 raise RunReadError(
-                    f"{self.out_dir / self._db_name}: game {game.game_id} is damaged ({problem}) and has no record."
+                    f"{self._database}: game {game.game_id} is damaged ({problem}) and has no record."
                     " Run the"
                     " same match or tournament command: it repairs or sets aside each damaged game"
                 )
             record = self._parsed(data, game.game_id)
         self._note(
-            f"{self._db_name}: game {game.game_id} is damaged ({problem}); counted from its record. Run the same"
+            f"{self._database.name}: game {game.game_id} is damaged ({problem}); counted from its record. Run the same"
             " match or"
             " tournament command to repair the database (each copy is checked)"
         )
@@ -563,13 +568,13 @@ class RunDirectory:
                 except ValidationError:
                     continue
                 self._note(
-                    f"{self._db_name}: the record of game {game_id} is damaged ({problem}); shown from {GAMES_FILE}."
-                    " Run the"
-                    " same match or tournament command to repair the database (each copy is checked)"
+                    f"{self._database.name}: the record of game {game_id} is damaged ({problem}); shown from"
+                    f" {GAMES_FILE}. Run the same match or tournament command to repair the database (each copy is"
+                    " checked)"
                 )
                 return record
         raise RunReadError(
-            f"{self.out_dir / self._db_name}: the record of game {game_id or '?'} is damaged ({problem}), and"
+            f"{self._database}: the record of game {game_id or '?'} is damaged ({problem}), and"
             f" {GAMES_FILE}"
             " has no good copy of it. Run the same match or tournament command: it names what is damaged and repairs"
             " or sets aside each game"
