@@ -21,7 +21,7 @@ import contextlib
 import json
 import logging
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, NoReturn
@@ -225,16 +225,7 @@ class _Game:
         bot = self.bots[color]
         limits = self.limits
         if bot.hello is None:
-            try:
-                with trio.move_on_after(limits.handshake_s) as scope:
-                    await bot.handshake()
-            except BotFault as fault:
-                fault.reason = f"failed the handshake: {fault.reason}"
-                raise
-            if scope.cancelled_caught:
-                reason = f"failed the handshake: no hello within {limits.handshake_s:g} s of hello"
-                bot.give_up(reason)
-                raise BotProtocolError(reason)
+            await _exchange(bot, bot.handshake, limits.handshake_s, "failed the handshake", "hello", "hello")
         settings = self.settings
         assert bot.hello is not None
         try:
@@ -255,20 +246,14 @@ class _Game:
             opponent=self._bot_names[color.other],
             **fields,
         )
-        try:
-            with trio.move_on_after(limits.ready_s) as scope:
-                await bot.send(new_game)
-                # The session lets only ready, info and pong through here: wait for the ready.
-                while not isinstance(await bot.receive(), Ready):
-                    pass
-                return
-        except BotFault as fault:
-            fault.reason = f"failed to start the game: {fault.reason}"
-            raise
-        if scope.cancelled_caught:
-            reason = f"failed to start the game: no ready within {limits.ready_s:g} s of new_game"
-            bot.give_up(reason)
-            raise BotProtocolError(reason)
+
+        async def start() -> None:
+            await bot.send(new_game)
+            # The session lets only ready, info and pong through here: wait for the ready.
+            while not isinstance(await bot.receive(), Ready):
+                pass
+
+        await _exchange(bot, start, limits.ready_s, "failed to start the game", "ready", "new_game")
 
     # -- turns ---------------------------------------------------------------------------------------
 
@@ -618,6 +603,23 @@ class _Game:
             adjudicated=adjudicated,
             notes=self.notes,
         )
+
+
+async def _exchange(
+    bot: BotChannel, exchange: Callable[[], Awaitable[object]], seconds: float, what: str, reply: str, request: str
+) -> None:
+    """An untimed exchange with a bot before a game (the handshake, the new game) within its limit: a fault in it
+    or no `reply` within `seconds` of `request` is the bot's, its reason prefixed with `what`."""
+    try:
+        with trio.move_on_after(seconds) as scope:
+            await exchange()
+    except BotFault as fault:
+        fault.reason = f"{what}: {fault.reason}"
+        raise
+    if scope.cancelled_caught:
+        reason = f"{what}: no {reply} within {seconds:g} s of {request}"
+        bot.give_up(reason)
+        raise BotProtocolError(reason)
 
 
 async def run_game(
