@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -68,10 +69,10 @@ async def test_moves_reach_the_coordinator_in_order_in_its_own_thread() -> None:
     loop = PlayLoop("play-test")
     seen: list[tuple[str, int, str]] = []
 
-    def on_move(move: PlayedMove, ply: int) -> None:
-        seen.append((move.move, ply, threading.current_thread().name))
+    def on_moves(moves: Sequence[tuple[PlayedMove, int]]) -> None:
+        seen.extend((move.move, ply, threading.current_thread().name) for move, ply in moves)
 
-    relay = MoveRelay(on_move, trio.lowlevel.current_trio_token())
+    relay = MoveRelay(on_moves, trio.lowlevel.current_trio_token())
 
     async def play() -> None:
         from protocol.rules import Position
@@ -96,7 +97,9 @@ async def test_a_game_in_a_play_loop_streams_every_move_before_its_record(
 ) -> None:
     loop = PlayLoop("play-test")
     streamed: list[tuple[str, int]] = []
-    relay = MoveRelay(lambda move, ply: streamed.append((move.move, ply)), trio.lowlevel.current_trio_token())
+    relay = MoveRelay(
+        lambda moves: streamed.extend((move.move, ply) for move, ply in moves), trio.lowlevel.current_trio_token()
+    )
     settings = GameSettings(width=4, height=4, time_control=parse_time_control("10+0.1"))
     pool = BotPool(tmp_path / "logs", loop.nursery)
 
@@ -131,7 +134,10 @@ async def test_a_game_in_a_play_worker_streams_every_move_and_returns_its_record
     sides = ("a", bot_spec("testbot", name="a")), ("b", bot_spec("testbot", name="b"))
     try:
         record, running = await worker.play(
-            "g1", *sides, settings, lambda move, ply: streamed.append((move.move, ply, threading.current_thread().name))
+            "g1",
+            *sides,
+            settings,
+            lambda moves: streamed.extend((move.move, ply, threading.current_thread().name) for move, ply in moves),
         )
         again, _ = await worker.play("g2", *sides, settings, None)  # the same bots, reused
     finally:

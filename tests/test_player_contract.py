@@ -80,7 +80,7 @@ async def play(player: Slot, game: ScheduledGame) -> tuple[GameRecord, list[tupl
     streamed: list[tuple[int, PlayedMove]] = []
     settings = game_settings(PLAN, game)
     with trio.fail_after(120):
-        record = await player.play(game, settings, lambda move, ply: streamed.append((ply, move)))
+        record = await player.play(game, settings, lambda moves: streamed.extend((ply, move) for move, ply in moves))
     return record, streamed
 
 

@@ -198,8 +198,8 @@ def test_the_feed_follows_a_runners_events_and_the_live_state_follows_the_feed(t
     feed.on_event(SimpleNamespace(type="run_started", kind="match", width=8, height=8, komi=3.5, time_control=control))
     feed.on_event(SimpleNamespace(type="game_started", game_id="g1", black="alpha", white="beta", opening=[]))
     game = SimpleNamespace(game_id="g1")
-    for ply, move in enumerate(record.moves[:5], start=1):
-        feed.on_move(game, move, ply)
+    feed.on_moves(game, list(zip(record.moves[:3], range(1, 4), strict=True)))
+    feed.on_moves(game, list(zip(record.moves[3:5], range(4, 6), strict=True)))  # a batch at a time
     feed.flush()  # moves go out in batches: at most 50 ms after the last write, or at the runner's tick
     state.read_feed()
     assert state.kind == "match"  # the page says what it follows before match.json exists
@@ -208,8 +208,7 @@ def test_the_feed_follows_a_runners_events_and_the_live_state_follows_the_feed(t
     live = state.live["g1"]
     assert live["m"].split() == [m.move for m in record.moves[:5]]
     assert live["tc"] == "10+0.1" and live["k2"] == [m.clock_ms for m in record.moves[:5]]
-    for ply, move in enumerate(record.moves[5:], start=6):
-        feed.on_move(game, move, ply)
+    feed.on_moves(game, [(move, ply) for ply, move in enumerate(record.moves[5:], start=6)])
     feed.flush()
     state.read_feed()
     assert len(state.live["g1"]["t"]) == len(record.moves)

@@ -47,9 +47,9 @@ from referee import __version__
 from referee.cluster.config import ClusterConfig
 from referee.host import process_wide
 from referee.play.game import run_game
-from referee.play.loop import BotPool, MoveBatches, decode_move, encode_move, void_record
+from referee.play.loop import BotPool, MoveBatches, OnMoves, decode_moves, encode_move, void_record
 from referee.play.process import BotFault, BotProcess, BotStartError, open_bot
-from referee.record import GameRecord, GameSettings, MoveRecord, PlayedMove, Termination
+from referee.record import GameRecord, GameSettings, MoveRecord, Termination
 from referee.run.botspec import BotSpec
 from referee.run.schedule import ScheduledGame
 
@@ -516,7 +516,7 @@ class Cluster:
         """How long games may wait for a worker when the scheduler has none before the run stops."""
         self._lost = False
         self.moves_topic = f"alternator-moves-{self._run}"
-        self._listeners: dict[tuple[str, int], Callable[[PlayedMove, int], None]] = {}
+        self._listeners: dict[tuple[str, int], OnMoves] = {}
         self._moves_seen: dict[tuple[str, int], int] = {}
         self._token = trio.lowlevel.current_trio_token()
         client.subscribe_topic(self.moves_topic, self._moves_event)  # type: ignore[no-untyped-call]
@@ -531,8 +531,7 @@ class Cluster:
         listener = self._listeners.get(key)
         if listener is None:
             return  # an earlier attempt, or a game nobody follows
-        for fields in batch["moves"]:
-            listener(*decode_move(fields))
+        listener(decode_moves(batch["moves"]))
         self._moves_seen[key] = self._moves_seen.get(key, 0) + len(batch["moves"])
 
     @classmethod
@@ -658,22 +657,22 @@ class Cluster:
         black: BotSpec,
         white: BotSpec,
         settings: GameSettings,
-        on_move: Callable[[PlayedMove, int], None] | None = None,
+        on_moves: OnMoves | None = None,
         start_timeout_s: float = PROBE_TIMEOUT_S,
     ) -> GameRecord:
         """Play a game on some healthy worker and return its record (a void one when no worker could play it).
-        `on_move` gets its moves as the worker plays them (Dask's events), all of them before the record.
+        `on_moves` gets its moves as the worker plays them (Dask's events, a batch each), all of them before the record.
 
         ClusterLostError when the scheduler is gone; ClusterError when no worker is left in the run.
         """
         if self._lost:
             raise ClusterLostError(self._lost_message())
         attempt = self._attempts[game_id] = self._attempts.get(game_id, 0) + 1
-        topic = None if on_move is None else self.moves_topic
+        topic = None if on_moves is None else self.moves_topic
         job = GameJob(game_id, portable_spec(black), portable_spec(white), settings, topic, attempt, start_timeout_s)
         key = (game_id, attempt)
-        if on_move is not None:
-            self._listeners[key] = on_move
+        if on_moves is not None:
+            self._listeners[key] = on_moves
         submitted = time.monotonic()
         try:
             future = await trio.to_thread.run_sync(self._submit, job, attempt)
@@ -683,7 +682,7 @@ class Cluster:
                 with trio.CancelScope(shield=True):
                     await trio.to_thread.run_sync(self._cancel, future)
                 raise
-            if on_move is not None and not isinstance(reply, str) and reply.record_json is not None:
+            if on_moves is not None and not isinstance(reply, str) and reply.record_json is not None:
                 # The events travel apart from the result: wait (briefly) for the last moves to come in first.
                 with trio.move_on_after(MOVES_WAIT_S):
                     while self._moves_seen.get(key, 0) < reply.moves:
@@ -812,12 +811,10 @@ class ClusterSlot:
     def running(self) -> set[str]:
         return set()  # the bots run on the workers, which choose their own slots
 
-    async def play(
-        self, game: ScheduledGame, settings: GameSettings, on_move: Callable[[PlayedMove, int], None] | None = None
-    ) -> GameRecord:
-        """Play `game` on the cluster; its moves stream back to `on_move` as the worker plays them."""
+    async def play(self, game: ScheduledGame, settings: GameSettings, on_moves: OnMoves | None = None) -> GameRecord:
+        """Play `game` on the cluster; its moves stream back to `on_moves` as the worker plays them."""
         black, white = self._specs[game.black], self._specs[game.white]
-        return await self.cluster.play(game.game_id, black, white, settings, on_move, self._start_timeout_s)
+        return await self.cluster.play(game.game_id, black, white, settings, on_moves, self._start_timeout_s)
 
     async def aclose(self) -> None:
         """Nothing to close here: each worker stops its idle bots itself."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO
@@ -329,20 +329,20 @@ def execute(
         if writer is not None:
             writer(event)
 
-    def on_move(game: ScheduledGame, move: PlayedMove, ply: int) -> None:
-        feed.on_move(game, move, ply)
-        display.move_played(game, move, ply)
+    def on_moves(game: ScheduledGame, moves: Sequence[tuple[PlayedMove, int]]) -> None:
+        feed.moves(game.game_id, moves)
+        display.moves_played(game, moves)
 
     async def main() -> RunSummary:
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             if plan.cluster is None:
-                return await play(signals, Runner(plan, on_event=on_event, on_move=on_move, suspended=suspended))
+                return await play(signals, Runner(plan, on_event=on_event, on_moves=on_moves, suspended=suspended))
             from referee.cluster.dask import ClusterPlayers
 
             cluster = await open_cluster(plan, display, verbose=verbose)
             try:
                 players = ClusterPlayers(cluster, plan.bots, plan.start_timeout_s)
-                runner = Runner(plan, on_event=on_event, on_move=on_move, players=players, suspended=suspended)
+                runner = Runner(plan, on_event=on_event, on_moves=on_moves, players=players, suspended=suspended)
                 summary = await play(signals, runner)
             finally:
                 await cluster.close()

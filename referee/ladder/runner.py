@@ -19,10 +19,11 @@ database and appended to games.jsonl (which `alternator replay DIR GAME_ID` and 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import random
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -107,13 +108,13 @@ class SideStartError(Exception):
         self.side = side
 
 
-OnMove = Callable[[PlayedMove, int], None]
-"""Gets each move of a game as it is played (on the ladder's trio loop), with its ply."""
+OnMoves = Callable[[Sequence[tuple[PlayedMove, int]]], None]
+"""Gets the moves of a game as they are played (on the ladder's trio loop), a batch at a time, each with its ply."""
 
 
 class LadderSlot(Protocol):
     async def play(
-        self, game_id: str, black: BotSpec, white: BotSpec, settings: GameSettings, on_move: OnMove
+        self, game_id: str, black: BotSpec, white: BotSpec, settings: GameSettings, on_moves: OnMoves
     ) -> GameRecord: ...
 
     async def aclose(self) -> None: ...
@@ -128,9 +129,9 @@ class LocalSlot:
         self._limits = limits
 
     async def play(
-        self, game_id: str, black: BotSpec, white: BotSpec, settings: GameSettings, on_move: OnMove
+        self, game_id: str, black: BotSpec, white: BotSpec, settings: GameSettings, on_moves: OnMoves
     ) -> GameRecord:
-        relay = MoveRelay(on_move, trio.lowlevel.current_trio_token())  # the moves, back on this loop in batches
+        relay = MoveRelay(on_moves, trio.lowlevel.current_trio_token())  # the moves, back on this loop in batches
         return await self._loop.run(self._play_here, game_id, black, white, settings, relay)
 
     async def _play_here(
@@ -168,7 +169,7 @@ class ClusterSlot:
         self._checked = checked
 
     async def play(
-        self, game_id: str, black: BotSpec, white: BotSpec, settings: GameSettings, on_move: OnMove
+        self, game_id: str, black: BotSpec, white: BotSpec, settings: GameSettings, on_moves: OnMoves
     ) -> GameRecord:
         from referee.cluster.dask import ClusterError, ClusterLostError
 
@@ -185,7 +186,7 @@ class ClusterSlot:
             except ClusterError as error:
                 raise SideStartError(side, str(error)) from None
             self._checked.add(key)
-        return await self._cluster.play(game_id, black, white, settings, on_move, self._start_timeout_s)
+        return await self._cluster.play(game_id, black, white, settings, on_moves, self._start_timeout_s)
 
     async def aclose(self) -> None:
         pass
@@ -345,9 +346,8 @@ class Ladder:
         self.feed.game_started(game_id, black.key, white.key, settings, number=number)
         record: GameRecord | None = None
         try:
-            record = await slot.play(
-                game_id, black.spec, white.spec, settings, lambda move, ply: self.feed.move(game_id, move)
-            )
+            moves = functools.partial(self.feed.moves, game_id)
+            record = await slot.play(game_id, black.spec, white.spec, settings, moves)
         except SideStartError as error:
             version = black if error.side == "black" else white
             await self._fault(version, f"cannot start: {error}", None, scored=False)

@@ -351,13 +351,14 @@ class RunDisplay:
             self._total = 0  # no more status lines
             self._clear()
 
-    def move_played(self, game: ScheduledGame, move: PlayedMove, ply: int) -> None:
-        """`--show-moves`: one line per move (and its infos), prefixed by the game id; `ply` is the move's number."""
+    def moves_played(self, game: ScheduledGame, moves: Sequence[tuple[PlayedMove, int]]) -> None:
+        """`--show-moves`: one line per move (and its infos), prefixed by the game id; each move with its number."""
         if not self.show_moves:
             return
-        self._line(f"{game.game_id} {format_move(ply, move)}")
-        for line in format_infos(move):
-            self._line(f"{game.game_id} {line}")
+        for move, ply in moves:
+            self._line(f"{game.game_id} {format_move(ply, move)}")
+            for line in format_infos(move):
+                self._line(f"{game.game_id} {line}")
 
     def message(self, text: str) -> None:
         self._line(text)

@@ -16,6 +16,7 @@ import contextlib
 import json
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -57,6 +58,7 @@ class LiveFeed:
         self._kind = "tournament"
         self._size = 0
         self._playing: dict[str, list[str]] = {}  # game id -> its lines so far (a rewrite keeps them)
+        self._move_heads: dict[str, str] = {}  # game id -> the start of its move lines, while it is played
         self._flushed = 0.0
 
     def _write(self, event: dict[str, Any], *, fresh: bool = False) -> None:
@@ -68,6 +70,7 @@ class LiveFeed:
             self._playing[game_id] = [line]
         elif event["type"] == "game_finished":
             self._playing.pop(game_id, None)
+            self._move_heads.pop(game_id, None)
         self._write_line(line, fresh=fresh)
         self.flush()
 
@@ -76,6 +79,7 @@ class LiveFeed:
             if fresh:
                 self.close()
                 self._playing.clear()
+                self._move_heads.clear()
             if self._file is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 # Never through a planted link; buffered: moves are written in batches (`flush`).
@@ -128,9 +132,9 @@ class LiveFeed:
         elif kind == "run_finished":
             self.run_finished(getattr(event, "ended", None))
 
-    def on_move(self, game: Any, move: PlayedMove, ply: int) -> None:
-        """A runner's per-move callback: `game` is the scheduled game (it has a `game_id`)."""
-        self.move(game.game_id, move)
+    def on_moves(self, game: Any, moves: Sequence[tuple[PlayedMove, int]]) -> None:
+        """A runner's moves callback: `game` is the scheduled game (it has a `game_id`)."""
+        self.moves(game.game_id, moves)
 
     def game_started(
         self, game_id: str, black: str, white: str, settings: GameSettings, *, number: int | None = None
@@ -156,21 +160,30 @@ class LiveFeed:
         )
 
     def move(self, game_id: str, move: PlayedMove) -> None:
-        if self._failed:
+        self.moves(game_id, ((move, 0),))
+
+    def moves(self, game_id: str, moves: Sequence[tuple[PlayedMove, int]]) -> None:
+        """A batch of a game's moves (each with its ply, unused here), written as one line each in one write."""
+        if self._failed or not moves:
             return
         # Written by hand, as json.dumps would: this runs for every move of every game.
-        infos = move.infos
-        info = json.dumps(infos[-1], separators=(",", ":")) if infos else "null"
-        clock = "null" if move.clock_ms is None else move.clock_ms
-        line = (
-            f'{{"type":"move","id":{_json_text(game_id)},"move":{_json_text(move.move)},"color":"{move.color}",'
-            f'"t":{round(move.elapsed_ms * 10)},"clock":{clock},"info":{info},'
-            f'"count":{len(infos) + move.infos_dropped},"at":{_now_ms()}}}\n'
-        )
+        head = self._move_heads.get(game_id)
+        if head is None:
+            head = self._move_heads[game_id] = f'{{"type":"move","id":{_json_text(game_id)},"move":'
+        at = _now_ms()
+        lines = []
+        for move, _ in moves:
+            infos = move.infos
+            info = json.dumps(infos[-1], separators=(",", ":")) if infos else "null"
+            clock = "null" if move.clock_ms is None else move.clock_ms
+            lines.append(
+                f'{head}{_json_text(move.move)},"color":"{move.color}","t":{round(move.elapsed_ms * 10)},'
+                f'"clock":{clock},"info":{info},"count":{len(infos) + move.infos_dropped},"at":{at}}}\n'
+            )
         playing = self._playing.get(game_id)
         if playing is not None:
-            playing.append(line)
-        self._write_line(line)
+            playing += lines
+        self._write_line("".join(lines))
         now = time.monotonic()
         if now - self._flushed >= FLUSH_INTERVAL_S:
             self.flush(now)

@@ -51,7 +51,7 @@ __all__ = [
     "MoveRelay",
     "PlayLoop",
     "ProcessPlayLoop",
-    "decode_move",
+    "decode_moves",
     "encode_move",
     "frame",
     "pin",
@@ -72,8 +72,10 @@ CLOSE_WAIT_S = 10.0
 
 DEFAULT_LIMITS = Limits()
 T = TypeVar("T")
-OnMove = Callable[[PlayedMove, int], None]
-"""What the coordinator is told of each move: its record and its ply number (1 for the first move played)."""
+OnMoves = Callable[[Sequence[tuple[PlayedMove, int]]], None]
+"""What the coordinator is told of a game's moves, a batch at a time (`MoveBatches`): each move's record and its ply
+number (1 for the first move played), in the order played. One call a batch, not a move: the coordinator's share
+of a move with instant bots was mostly the calls made for it one by one."""
 
 
 def pin(cores: Sequence[int] | None) -> None:
@@ -247,14 +249,10 @@ class MoveBatches:
 class MoveRelay(MoveBatches):
     """The moves of games played in a `PlayLoop`, handed to the coordinator's loop (`caller`) in batches."""
 
-    def __init__(self, on_move: OnMove, caller: trio.lowlevel.TrioToken) -> None:
+    def __init__(self, on_moves: OnMoves, caller: trio.lowlevel.TrioToken) -> None:
         def hand_over(moves: list[tuple[MoveRecord, int]]) -> None:
             with contextlib.suppress(trio.RunFinishedError):
-                caller.run_sync_soon(deliver, moves)
-
-        def deliver(moves: list[tuple[MoveRecord, int]]) -> None:
-            for move, ply in moves:
-                on_move(move, ply)
+                caller.run_sync_soon(on_moves, moves)
 
         super().__init__(hand_over)
 
@@ -411,9 +409,10 @@ def encode_move(move: MoveRecord, ply: int) -> list[Any]:
     return [ply, str(fields["color"]), *map(fields.__getitem__, _MOVE_FIELDS[1:])]
 
 
-def decode_move(fields: Sequence[Any]) -> tuple[MoveFields, int]:
-    """A move as the worker sent it: trusted (the worker built it), so taken as it is."""
-    return MoveFields(*fields[1:]), int(fields[0])
+def decode_moves(batch: Iterable[Sequence[Any]]) -> list[tuple[PlayedMove, int]]:
+    """A batch of moves as a worker sent it (`encode_move` each), for an `OnMoves`: trusted (the worker built them),
+    so taken as they are."""
+    return [(MoveFields(*fields[1:]), fields[0]) for fields in batch]
 
 
 class PlayWorkerLost(Exception):
@@ -511,7 +510,7 @@ class ProcessPlayLoop:
         black: tuple[str, BotSpec],
         white: tuple[str, BotSpec],
         settings: GameSettings,
-        on_move: OnMove | None,
+        on_moves: OnMoves | None,
         limits: Limits = DEFAULT_LIMITS,
     ) -> tuple[GameRecord, set[str]]:
         """Play one game in the worker (BotStartError, ValueError as `play_in_pool` raises them; a lost worker is
@@ -534,9 +533,8 @@ class ProcessPlayLoop:
             while True:
                 message = await self._receive()
                 op = message.get("op")
-                if op == "moves" and on_move is not None:
-                    for fields in message["moves"]:
-                        on_move(*decode_move(fields))
+                if op == "moves" and on_moves is not None:
+                    on_moves(decode_moves(message["moves"]))
                 elif op == "done":
                     return GameRecord.model_validate_json(message["record"]), set(message["running"])
                 elif op == "failed":

@@ -35,6 +35,7 @@ referee anyway: bubblewrap's --die-with-parent, see `referee.host.sandbox`.)
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import sqlite3
@@ -128,9 +129,9 @@ SUSPENDED_META = "suspended"
 """The store's meta key of the suspended bots: {name: reason}, JSON. A suspension lasts for the run's lifetime."""
 REBUILD_HINT = "run the same command with --rebuild-db (the damaged database is kept beside it)"
 
-OnMove = Callable[[ScheduledGame, PlayedMove, int], None]
-"""Told of each move of a game in progress: the game, the move's record and its ply number."""
-SlotOnMove = Callable[[PlayedMove, int], None]
+OnMoves = Callable[[ScheduledGame, Sequence[tuple[PlayedMove, int]]], None]
+"""Told of the moves of a game in progress, a batch at a time: the game, and each move's record and ply number."""
+SlotOnMoves = Callable[[Sequence[tuple[PlayedMove, int]]], None]
 
 
 class Slot(Protocol):
@@ -140,7 +141,7 @@ class Slot(Protocol):
 
     def running(self) -> set[str]: ...
 
-    async def play(self, game: ScheduledGame, settings: GameSettings, on_move: SlotOnMove | None) -> GameRecord: ...
+    async def play(self, game: ScheduledGame, settings: GameSettings, on_moves: SlotOnMoves | None) -> GameRecord: ...
 
     async def aclose(self) -> None: ...
 
@@ -280,16 +281,16 @@ class GameSlot:
     def running(self) -> set[str]:
         return self._running
 
-    async def play(self, game: ScheduledGame, settings: GameSettings, on_move: SlotOnMove | None) -> GameRecord:
+    async def play(self, game: ScheduledGame, settings: GameSettings, on_moves: SlotOnMoves | None) -> GameRecord:
         """Play `game` to its end (BotStartError: a bot cannot be started; cancelled: stopped)."""
         black, white = (game.black, self._specs[game.black]), (game.white, self._specs[game.white])
         if self._worker is not None:
             record, self._running = await self._worker.play(
-                game.game_id, black, white, settings, on_move, limits=self._limits
+                game.game_id, black, white, settings, on_moves, limits=self._limits
             )
             return record
         assert self._loop is not None
-        relay = None if on_move is None else MoveRelay(on_move, trio.lowlevel.current_trio_token())
+        relay = None if on_moves is None else MoveRelay(on_moves, trio.lowlevel.current_trio_token())
         record, self._running = await self._loop.run(self._play_here, game.game_id, black, white, settings, relay)
         return record
 
@@ -329,7 +330,7 @@ class Runner:
         plan: RunPlan,
         *,
         on_event: Callable[[Event], None] | None = None,
-        on_move: OnMove | None = None,
+        on_moves: OnMoves | None = None,
         players: Players | None = None,
         suspended: Mapping[str, str] | None = None,
     ) -> None:
@@ -337,7 +338,7 @@ class Runner:
         self.players = players or LocalPlayers(plan, plan.out_dir / LOG_DIR)
         """Who plays the games: here (the default), or on a cluster (`referee.cluster.dask.ClusterPlayers`)."""
         self.on_event = on_event or (lambda event: None)
-        self.on_move = on_move
+        self.on_moves = on_moves
         self.out_dir = plan.out_dir
         self.log_dir = plan.out_dir / LOG_DIR
         self.schedule: list[ScheduledGame] = []
@@ -693,7 +694,7 @@ class Runner:
                 slot=slot.index,
             )
         )
-        on_move = self.on_move
+        on_moves = self.on_moves
         started = time.monotonic()
         last = self._backoff.last
         self._calm_at_start[game.number] = not self._backoff.backing_off or (last is not None and last.calm)
@@ -706,7 +707,7 @@ class Runner:
                 record = await slot.play(
                     game,
                     game_settings(self.plan, game),
-                    None if on_move is None else (lambda move, ply: on_move(game, move, ply)),
+                    None if on_moves is None else functools.partial(on_moves, game),
                 )
         except BaseException:
             # Failed mid-game: nothing is scored; it is pending again for the next run.
