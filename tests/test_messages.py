@@ -209,3 +209,36 @@ def test_encode_writes_compact_json_and_keeps_nulls() -> None:
     data: dict[str, Any] = json.loads(line)
     assert line.startswith(b'{"type":"info","depth":3,')
     assert data["score"] is None
+
+
+@given(st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", max_size=40))
+def test_the_compact_move_line_reads_as_the_validator_reads_it(text: str) -> None:
+    # `parse_bot_line` reads the reply most bots write without the validator: it must mean exactly the same.
+    line = b'{"type":"move","move":"%s"}' % text.encode()
+    expected = m.BOT_MESSAGE.validate_json(line, strict=True)
+    for _ in range(2):  # read, then remembered
+        got = m.parse_bot_line(line)
+        assert got == expected and type(got) is type(expected) and got.model_fields_set == expected.model_fields_set
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"type":"move","move":"d5\\u0064"}',  # an escape: the validator decodes it
+        b'{"type":"move","move":"d5 d4"}',
+        b'{"type":"move","move":"d5d4"}\n',
+        b'{"type":"move","move":"d5d4","extra":1}',
+        b'{"type":"move","move":"d5d4"} ',
+        b'{"type":"move","move":"\xc3\xa9"}',
+        b'{"type":"move","move":""}',
+    ],
+)
+def test_any_other_move_line_goes_through_the_validator(line: bytes) -> None:
+    try:
+        expected: Any = m.BOT_MESSAGE.validate_json(line, strict=True)
+    except ValidationError as error:
+        with pytest.raises(ValidationError) as raised:
+            m.parse_bot_line(line)
+        assert raised.value.errors()[0]["type"] == error.errors()[0]["type"]
+    else:
+        assert m.parse_bot_line(line) == expected

@@ -492,8 +492,9 @@ class _Game:
                     # cost of a wait through trio; it returns to trio for anything else the loop has to do.
                     state = bot.wait_output(wake_at)
                 if state == "ready":
-                    bot.catch_up(to_a_line=True)  # the line is taken at the top (or part of it: wait again)
-                    continue
+                    message = bot.read_ready()  # the reply, usually; else what came is buffered (or part of it)
+                    if message is None:
+                        continue
                 if state == "interrupted":
                     await trio.lowlevel.checkpoint()
                     continue
