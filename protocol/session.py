@@ -181,15 +181,19 @@ class Session:
 
     # -- what the bot writes ---------------------------------------------------------------------------------
 
-    def received(self, message: BotSays, *, quote: str | Callable[[], str] = "") -> None:
+    def received(self, message: BotSays, *, quote: str | Callable[[], str] = "", before_turn: bool = False) -> None:
         """Check one message from the bot against the state; ProtocolViolation (and BROKEN) if not allowed. `quote`
-        shows the line in the reason (a function: made only for a violation)."""
+        shows the line in the reason (a function: made only for a violation). `before_turn`: the bot wrote it
+        before the turn it is read during reached it (its write's time says so): judged as between turns."""
         kind = message.type
         state = self.state
-        next_state = BOT_MAY_SEND[state].get(kind)
+        judged = State.BETWEEN_TURNS if before_turn and state is State.ON_TURN else state
+        next_state = BOT_MAY_SEND[judged].get(kind)
         if next_state is None:
             shown = quote() if callable(quote) else quote
-            raise self.violation(VIOLATION[state].format(kind=kind, quote=shown))
+            raise self.violation(VIOLATION[judged].format(kind=kind, quote=shown))
+        if judged is not state:
+            next_state = state  # an info or a pong written between turns: the turn still awaits its move
         if kind == "pong":
             ping_id: int = getattr(message, "id", 0)
             if ping_id > self._pinged:

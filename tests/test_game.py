@@ -337,6 +337,9 @@ CASES = {
     "move-between-turns": Case(
         ["twice"], [], Termination.PROTOCOL, "black", "sent 'move' when it was not asked for anything"
     ),
+    "move-between-turns-read-on-turn": Case(
+        ["twowrites"], [], Termination.PROTOCOL, "black", "sent 'move' when it was not asked for anything"
+    ),
     "pong-between-turns": Case(
         ["strangepong"], [], Termination.PROTOCOL, "black", "answered ping 999, which was never sent"
     ),

@@ -214,3 +214,19 @@ def test_game_over_ends_a_game_from_any_state_of_it() -> None:
     session.gave_up("no move")
     session.sent("game_over")  # telling a broken bot is harmless; it stays broken
     assert session.broken
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_message_written_before_the_turn_is_judged_as_between_turns(kind: str) -> None:
+    # Read during a turn, but written before it reached the bot (its write's time says so): as between turns.
+    session = session_in(State.ON_TURN)
+    expected = EXPECTED[(State.BETWEEN_TURNS, kind)]
+    if isinstance(expected, str):
+        with pytest.raises(ProtocolViolation, match=expected):
+            session.received(Msg(kind, id=1), before_turn=True)
+        assert state_of(session) is State.BROKEN
+    else:
+        session.received(Msg(kind, id=1), before_turn=True)
+        assert state_of(session) is State.ON_TURN  # the turn still awaits its move
+        session.received(Msg("move"))
+        assert state_of(session) is State.BETWEEN_TURNS

@@ -530,8 +530,9 @@ class _Game:
                 self._infos_seen = seen
                 return message
             if isinstance(message, Info):
-                infos.append(message)
-                seen += 1
+                if bot.last_line_ns >= timer.start_ns:  # one written before the turn is not this move's
+                    infos.append(message)
+                    seen += 1
             elif isinstance(message, Pong) and message.id == pending:
                 pending = None
                 check_at = bot.last_line_ns + self._ping_interval_ns

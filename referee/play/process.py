@@ -233,6 +233,9 @@ class BotChannel:
         self._line_error: LineTooLongError | None = None
         self._eof = False
         self._served = 0
+        self._turn_start_ns = 0
+        """When the last turn's write started (`now_ns()`'s clock): a line the bot wrote before it was written between
+        turns, whenever it is read (`check_idle`, `_parse`)."""
         if isinstance(lag_source, HostLagMonitor):
             lag_source.acquire()
 
@@ -290,6 +293,7 @@ class BotChannel:
         else:
             turn = TurnWrite(fileno(), line, written, self.probe.cpu_clock_ns)
             turn.write()
+            self._turn_start_ns = turn.start_ns or 0
             if turn.failed:
                 self.session.gone("closed its input")
                 raise await self._gone_fault("closed its input") from None
@@ -447,8 +451,12 @@ class BotChannel:
         """BotProtocolError if the bot has sent anything but `pong` or `info` since its last awaited reply.
 
         Catches a message sent out of turn (a `move` between turns would otherwise be taken as the answer to
-        the next turn, charged nothing). Reads only what is already there, so it can run before every turn.
+        the next turn, charged nothing). Reads only what is already there, so it can run before every turn. Where
+        the kernel stamps each write with its time (`replies_stamped`), a line not read yet is left for the turn:
+        its stamp tells that it was written before the turn (`_parse`), at no read a move.
         """
+        if not self._lines and self.replies_stamped:
+            return
         self.catch_up()
         while self._lines:
             line, _ = self._lines.popleft()
@@ -465,7 +473,9 @@ class BotChannel:
             fault = _invalid_message_fault(line, error)
             raise self._violation(fault.reason) from None
         try:
-            self.session.received(message, quote=lambda: _quote(line))
+            self.session.received(
+                message, quote=lambda: _quote(line), before_turn=self.last_line_ns < self._turn_start_ns
+            )
         except ProtocolViolation as violation:
             raise BotProtocolError(violation.reason) from None
         return message

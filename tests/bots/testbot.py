@@ -16,6 +16,8 @@ It plays the first legal move instantly and answers pings from a reader thread (
     unknown               sends a message of an unknown type
     outofturn             sends `ready` instead of a move
     twice                 sends its move twice in one write (the second one out of turn)
+    twowrites             sends its move, then the same move again in a write of its own (out of turn, read
+                          only once its next turn is written: its write's time tells it came before)
     strangepong           sends its move and a pong to a ping never sent, in one write
     move TEXT             sends TEXT as its move (an illegal or malformed move)
     badmove               sends {"type": "move", "move": 5} (not a string)
@@ -304,6 +306,11 @@ class Bot:
             }
             # One write: were the second line late, the referee would take it for the next turn's answer.
             self.write(json.dumps(move) + "\n" + json.dumps(move))
+            return True
+        elif mode == "twowrites":
+            move = {"type": "move", "move": first_legal_move(*self.size, [str(m) for m in self.moves])}
+            self.write(move)
+            self.write(move)
             return True
         elif mode == "strangepong":
             move = {"type": "move", "move": first_legal_move(*self.size, [str(m) for m in self.moves])}
