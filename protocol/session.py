@@ -34,6 +34,10 @@ __all__ = [
 class State(enum.Enum):
     """Where a session is. BROKEN and CLOSED are final: restart the bot."""
 
+    # Looked up in the tables below at every message: hashed by identity, in C (members are singletons and compare
+    # by identity; Enum's own __hash__ is a Python function).
+    __hash__ = object.__hash__
+
     NEW = "new"  # the process has started; the referee has not written hello yet
     AWAITING_HELLO = "awaiting hello"  # hello written; the bot's hello expected
     IDLE = "idle"  # between games

@@ -805,10 +805,15 @@ def _alive(pid: int, start: int) -> bool:
     return fields is not None and int(fields[19]) == start and fields[0] not in ("Z", "X")
 
 
+def process_cpu_clock(pid: int) -> int:
+    """The clock id of a process's CPU time (for `time.clock_gettime_ns`: OSError once the process is gone)."""
+    return ((~pid) << 3) | _CPUCLOCK_PROCESS_SCHED
+
+
 def process_cpu_ns(pid: int) -> int:
     """The CPU time of a process so far (all its threads, the current slice included), ns, exact to this instant.
     OSError if it is gone."""
-    return time.clock_gettime_ns(((~pid) << 3) | _CPUCLOCK_PROCESS_SCHED)
+    return time.clock_gettime_ns(process_cpu_clock(pid))
 
 
 def _process_table() -> dict[int, tuple[int, int, int]]:

@@ -289,8 +289,7 @@ class _Game:
         clock = self.clock
         line = self._turn_line(color)
         bot.check_idle()
-        cpu_before = self._before_turn(color)
-        self._off_turn(color, cpu_before)
+        cpu_before = self._start_turn(color)
         timer = MoveTimer(bot.probe, bot.lag_source, bot.now_ns, clock.deadline_ns(color), stamped=bot.replies_stamped)
         try:
             timer.begin(await bot.send_turn(line, timer.written))
@@ -347,13 +346,13 @@ class _Game:
                 "infos": kept,
                 "infos_dropped": self._infos_seen - len(kept),
                 "cpu_ms": cpu_ms,
-                "opponent_cpu_ms": None,  # known at the opponent's next turn (`_off_turn`)
+                "opponent_cpu_ms": None,  # known at the opponent's next turn (`_start_turn`)
             }
         )
         self.moves.append(record)
         self._unpublished = record
         if cpu_ms is not None:
-            self._check_cpu_limit(color, cpu_ms)
+            self._add_cpu(color, cpu_ms)
         return kept
 
     async def _after_move(self, color: Color, infos: list[dict[str, Any]]) -> None:
@@ -375,27 +374,27 @@ class _Game:
         if verdict is not None:
             raise _Adjudicated(verdict)
 
-    def _before_turn(self, color: Color) -> int | None:
-        """Freeze the waiting bot if it may not ponder, sample the mover's CPU time and thaw it (all before its time
-        starts; `referee.host.containment`)."""
+    def _start_turn(self, color: Color) -> int | None:
+        """Before `color`'s time starts: freeze the waiting bot if it may not ponder, sample the mover's CPU time and
+        thaw it (`referee.host.containment`); what the mover used since its last move was on its opponent's move,
+        the last one played. That move is complete now: it goes to `on_move`, and the CPU to the limit. The mover's
+        CPU time now."""
         mover, waiting = self.bots[color], self.bots[color.other]
         if waiting.wait_for_turn():
             # Frozen from now on: what it burned since its move, before the freeze, is nobody's turn.
             self._cpu_mark[color.other] = waiting.cpu_ns()
-        cpu = mover.cpu_ns()  # before a frozen mover is thawed: the opponent's turn ends here
+        cpu_now = mover.cpu_ns()  # before a frozen mover is thawed: the opponent's turn ends here
         mover.begin_turn()
-        return cpu
-
-    def _off_turn(self, color: Color, cpu_now: int | None) -> None:
-        """At `color`'s turn (its CPU time now `cpu_now`): what it used since its last move was on its opponent's
-        move, the last one played. That move is complete now: it goes to `on_move`, and the CPU to the limit."""
         mark = self._cpu_mark.get(color)
         used = None if mark is None or cpu_now is None else max(0, cpu_now - mark) / NS_PER_MS
-        last = self._unpublished
-        if last is not None and last.color != color:
-            last.__dict__["opponent_cpu_ms"] = used  # a field already set (`_move_record`): no pydantic on the way
-        self.publish()
-        self._check_cpu_limit(color, used)
+        last, self._unpublished = self._unpublished, None
+        if last is not None:
+            if last.color != color:
+                last.__dict__["opponent_cpu_ms"] = used  # a field already set (`_move_record`): no pydantic on the way
+            if self.on_move is not None:
+                self.on_move(last, self.position)
+        self._add_cpu(color, used)
+        return cpu_now
 
     def publish(self) -> None:
         """Give the last move to `on_move` (at the next turn, or once the game has ended)."""
@@ -418,7 +417,7 @@ class _Game:
         limit_s = self.bots[side].cpu_limit_s()
         return None if limit_s is None else limit_s * 1000
 
-    def _check_cpu_limit(self, side: Color, ms: float | None) -> None:
+    def _add_cpu(self, side: Color, ms: float | None) -> None:
         """Add CPU milliseconds to the side's game total; a bot past its CPU limit for the game (on its turns and
         off them) loses on time."""
         total = self._cpu_game_ms[side] = self._cpu_game_ms[side] + (ms or 0.0)

@@ -227,6 +227,9 @@ class BotChannel:
         self._send_stream = send_stream
         self._receive_stream = receive_stream
         self._reader = reader
+        self.replies_stamped = reader is not None and reader.stamped
+        """Whether the bot's lines are timed by the kernel at its own write (a stamped socket, `referee.play.reader`):
+        then how late the referee ran while the bot thought changes no move's time."""
         self._monotonic = reader is not None  # the channel's clock, for good (the reader stops at shutdown)
         self._buffer = LineBuffer(MAX_LINE_BYTES)
         self._lines: deque[tuple[bytes, int]] = deque()
@@ -326,12 +329,6 @@ class BotChannel:
 
     # -- receiving ------------------------------------------------------------------------------------
 
-    @property
-    def replies_stamped(self) -> bool:
-        """Whether the bot's lines are timed by the kernel at its own write (a stamped socket, `referee.play.reader`):
-        then how late the referee ran while the bot thought changes no move's time."""
-        return self._reader is not None and self._reader.stamped
-
     async def receive_line(self) -> bytes:
         """The next complete line, without its newline. BotFault on end of output or an over-long line."""
         while not self._lines:
@@ -415,7 +412,8 @@ class BotChannel:
         buffer's round trip); anything else (part of a line, several lines, the end) goes to the buffer, and None
         is returned: `next_buffered` and `receive` take it from there."""
         reader = self._reader
-        if reader is None or self._lines or self._eof or self._line_error is not None or self._buffer.pending:
+        buffer = self._buffer
+        if reader is None or self._lines or self._eof or self._line_error is not None or buffer.pending:
             self.catch_up(to_a_line=True)
             return None
         chunk = reader.take_nowait()
@@ -423,7 +421,7 @@ class BotChannel:
             return None
         data, stamp = chunk
         end = len(data) - 1
-        if end >= 0 and data.find(b"\n") == end and end < self._buffer.max_line_bytes:
+        if end >= 0 and data.find(b"\n") == end and end < buffer.max_line_bytes:
             served = self._served + 1
             if served % YIELD_EVERY_LINES:
                 self._served = served
@@ -509,6 +507,7 @@ class BotChannel:
     async def close_reading(self) -> None:
         """Stop reading (before the pipe is closed) and leave the host's lag monitor."""
         reader, self._reader = self._reader, None
+        self.replies_stamped = False
         if reader is not None:
             await reader.close()
         lag_source, self.lag_source = self.lag_source, NO_LAG
@@ -680,6 +679,8 @@ class BotProcess(BotChannel):
         self.process = process
         self.pid = process.pid
         self.tree = tree
+        if tree is not None:
+            self.cpu_ns = tree.cpu_ns  # type: ignore[method-assign]  # read twice a move: one call, not two
         self.stderr_path = stderr_path
         self._tail: deque[str] = deque(maxlen=_TAIL_LINES)
         self._partial = bytearray()
@@ -706,7 +707,7 @@ class BotProcess(BotChannel):
                 await self._stderr.done.wait()
 
     def cpu_ns(self) -> int | None:
-        return None if self.tree is None else self.tree.cpu_ns()
+        return None if self.tree is None else self.tree.cpu_ns()  # (bound to the tree's own in __init__)
 
     def wait_for_turn(self) -> bool:
         if self.tree is not None and not self.spec.ponder and self.process.returncode is None:

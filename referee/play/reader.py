@@ -290,7 +290,8 @@ class OutputReader:
         """The bot's writes come stamped by the kernel (`stdout_pair`): each chunk's time is the bot's write."""
         self._buffer = memoryview(bytearray(_RECORD_BYTES)) if self._stamped is not None else None
         self._poller: select.poll | None = None
-        self._watched: tuple[int, ...] = ()
+        self._watched: list[int] | None = None
+        self._watched_exit = -1
         """The descriptors besides the bot's output that `_poller` watches (`wait`)."""
         os.set_blocking(fd, False)
 
@@ -318,37 +319,37 @@ class OutputReader:
         """In a sole game loop (`sole_game_loop`): block until the bot has written ("ready"), `until_ns` (monotonic)
         has come ("timeout"), or the loop has other work ("interrupted"). None elsewhere, and when the bot's
         process has exited (its pidfd readable): the caller waits through the event loop."""
-        interrupts: list[int] | None = getattr(_sole, "interrupts", None)
+        sole = _sole.__dict__
+        interrupts: list[int] | None = sole.get("interrupts")
         if interrupts is None or self._closed:
             return None
         exit_fd = self._exit_fd()
-        watched = (*interrupts, exit_fd)
         poller = self._poller
-        if poller is None or watched != self._watched:  # built once a bot, not once a move
-            poller = self._poller = select.poll()
-            self._watched = watched
+        if poller is None or exit_fd != self._watched_exit or interrupts is not self._watched:
+            poller = self._poller = select.poll()  # built once a bot, not once a move
+            self._watched, self._watched_exit = interrupts, exit_fd
             poller.register(self._fd, select.POLLIN)
-            for fd in watched:
+            for fd in (*interrupts, exit_fd):
                 if fd >= 0:
                     poller.register(fd, select.POLLIN)
-        held: tuple[Callable[[], int | None], Callable[[], None]] | None = getattr(_sole, "held", None)
+        held: tuple[Callable[[], int | None], Callable[[], None]] | None = sole.get("held")
         while True:
             wake_ns = until_ns
             due = None if held is None else held[0]()
             if due is not None and due < wake_ns:
                 wake_ns = due  # moves held for a batch are due first
-            timeout_ms = max(0, -(-(wake_ns - time.monotonic_ns()) // 1_000_000))  # rounded up: never early
-            events = poller.poll(timeout_ms)
+            timeout_ms = -(-(wake_ns - time.monotonic_ns()) // 1_000_000)  # rounded up: never early
+            events = poller.poll(timeout_ms if timeout_ms > 0 else 0)
             if events:
                 break
             if wake_ns == until_ns or held is None:
                 return "timeout"
             held[1]()  # hand on the held moves, then wait on
-        ready = {fd for fd, _ in events}
-        if self._fd in ready:
+        fd = self._fd
+        if events[0][0] == fd or any(ready == fd for ready, _ in events):
             return "ready"
         # The bot exited (its tree is being ended, then its output ends): wait through the loop until then.
-        return "interrupted" if ready - {exit_fd} else None
+        return "interrupted" if any(ready != exit_fd for ready, _ in events) else None
 
     async def receive(self) -> Chunk:
         """The next chunk (b"" at the end of the output). Cancel-safe: nothing is taken until it returns."""

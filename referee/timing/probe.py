@@ -16,10 +16,11 @@ import os
 import platform
 import sys
 import termios
+import time
 from collections.abc import Callable
 from typing import Protocol
 
-from referee.host.containment import process_cpu_ns
+from referee.host.containment import process_cpu_clock, process_cpu_ns
 
 __all__ = ["BotProbe", "LinuxProbe", "NullProbe"]
 
@@ -90,6 +91,8 @@ class LinuxProbe:
     def __init__(self, bot_pid: Callable[[], int | None], input_fd: Callable[[], int]) -> None:
         self._bot_pid = bot_pid
         self._input_fd = input_fd
+        self._clock: int | None = None
+        """The CPU clock of the bot's process, once its pid is known (`cpu_clock_ns`: read at every move)."""
         self._fds: dict[str, int] = {}
         """Open files of the bot's main thread in /proc, by name (-1: could not be opened)."""
 
@@ -119,11 +122,14 @@ class LinuxProbe:
             return False
 
     def cpu_clock_ns(self) -> int | None:
-        pid = self._bot_pid()
-        if pid is None:
-            return None
+        clock = self._clock
+        if clock is None:
+            pid = self._bot_pid()
+            if pid is None:
+                return None
+            clock = self._clock = process_cpu_clock(pid)
         try:
-            return process_cpu_ns(pid)
+            return time.clock_gettime_ns(clock)
         except OSError:
             return None
 
