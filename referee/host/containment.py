@@ -805,6 +805,9 @@ def _alive(pid: int, start: int) -> bool:
     return fields is not None and int(fields[19]) == start and fields[0] not in ("Z", "X")
 
 
+_USAGE_AT = len(b"usage_usec ")
+
+
 def process_cpu_clock(pid: int) -> int:
     """The clock id of a process's CPU time (for `time.clock_gettime_ns`: OSError once the process is gone)."""
     return ((~pid) << 3) | _CPUCLOCK_PROCESS_SCHED
@@ -1288,7 +1291,7 @@ class ProcessTree:
             if not self._cpu_v2:
                 return int(data)
             # "usage_usec N" first: the kernel's exact runtime of the cgroup's tasks, in microseconds.
-            return int(data.split(b"\n", 1)[0].split()[1]) * 1000
+            return int(data[_USAGE_AT : data.index(b"\n")]) * 1000 if data.startswith(b"usage_usec ") else None
         except (OSError, ValueError, IndexError):
             return None
 

@@ -36,6 +36,8 @@ and reads it from its start (referee/outputs/serve.py)."""
 
 def _json_text(text: str) -> str:
     """`text` as a JSON string: quoted as is when plain (a game id, a move), else by json.dumps."""
+    if text.isalnum() and text.isascii():  # a move (its text passed the rules): two calls, not four
+        return f'"{text}"'
     if text.isascii() and text.isprintable() and '"' not in text and "\\" not in text:
         return f'"{text}"'
     return json.dumps(text)

@@ -412,7 +412,8 @@ def encode_move(move: MoveRecord, ply: int) -> list[Any]:
 def decode_moves(batch: Iterable[Sequence[Any]]) -> list[tuple[PlayedMove, int]]:
     """A batch of moves as a worker sent it (`encode_move` each), for an `OnMoves`: trusted (the worker built them),
     so taken as they are."""
-    return [(MoveFields(*fields[1:]), fields[0]) for fields in batch]
+    make = tuple.__new__  # a named tuple's own __new__ is a Python function: the fields are whole (`encode_move`)
+    return [(make(MoveFields, fields[1:]), fields[0]) for fields in batch]
 
 
 class PlayWorkerLost(Exception):
