@@ -29,6 +29,11 @@ runs in one process share none of it. What is left is what the operating system 
 The command line's signal handlers (`referee.commands.common.stop_on_signals`) keep one flag beside them: a
 process has one handler per signal, and the flag says what it interrupts.
 
+The heap a process has once it has imported what it runs with (modules, classes, pydantic's schemas: tens of
+thousands of objects that live as long as it does) is set aside from the cyclic garbage collector
+(`settle_startup_heap`): every full collection walked all of it again, a millisecond or more in the middle of
+games, on the hot path of a play worker and of a run's coordinator.
+
 Host detection (`referee.host.containment.host_support`) is cached per process too (`functools.cache`): the
 process's own cgroup, and whether it could become a child subreaper, are facts of the process.
 
@@ -37,6 +42,7 @@ process's own cgroup, and whether it could become a child subreaper, are facts o
 
 from __future__ import annotations
 
+import gc
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -59,6 +65,7 @@ __all__ = [
     "SPAWNER_CORES",
     "STDERR_HUB",
     "Lazy",
+    "settle_startup_heap",
 ]
 
 T = TypeVar("T")
@@ -96,3 +103,11 @@ PLAY_WORKERS: set[int] = set()
 LEFTOVERS_ENDED: set[Path] = set()
 STDERR_HUB: Lazy[_StderrHub] = Lazy("stderr hub")
 DASK_WORKER_GAMES: Lazy[_WorkerGames] = Lazy("dask worker games")
+
+
+def settle_startup_heap() -> None:
+    """Keep every object alive now out of the cyclic garbage collector's sight (`gc.freeze`): called once a process
+    has imported what it runs with, just before it starts playing or coordinating. The objects are still freed
+    when nothing refers to them; only the walk over them at every collection is saved."""
+    gc.collect()  # what the imports left behind goes first, rather than being kept for good
+    gc.freeze()

@@ -31,6 +31,7 @@ from typing import Any
 
 import trio
 
+from referee.host import process_wide
 from referee.host.containment import die_with_parent, host_support
 from referee.play.game import Limits
 from referee.play.loop import BotPool, MoveBatches, encode_move, frame, pin, play_in_pool, read_message
@@ -160,6 +161,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the coordinator stops it (`close`), not the terminal
     cores = [int(core) for core in args.cores.split(",")] if args.cores else None
     pin(cores)  # the loop beside its bots: their turns are written from their own core
+    process_wide.settle_startup_heap()
     trio.run(_main, args, cores)
 
 
