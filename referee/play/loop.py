@@ -62,10 +62,13 @@ __all__ = [
 
 MAX_OPEN_PER_SLOT = 4
 """Bot processes a slot keeps open; with many bots the least recently used is closed to make room."""
-RELAY_INTERVAL_S = 0.25
+RELAY_INTERVAL_S = 0.5
 """Moves reach the coordinator in batches at most this often, so at most this late (the live view and
-`--show-moves` show every move, a quarter of a second late at worst). Measured with bots that think 100 ms a
-move, two games at once: the referee's CPU while they think, 18-19 ms/s at 0.05 s, 14-15 ms/s at 0.25 s."""
+`--show-moves` show every move, half a second late at worst, and only while moves come faster than two a second:
+a move after a longer pause goes at once). While bots think, every batch costs a wake of the coordinator (about
+0.4 ms of CPU, cold) and often one of the worker. Measured with bots that think 100 ms a move, two games at once,
+the referee's CPU while they think: 18-19 ms/s at 0.05 s; at 0.25 s 16.5-18.7 ms/s, at 0.5 s 13.8-15.6 ms/s (the
+coordinator's share 4.1-5.2 -> 2.9-3.3 ms/s), alternately in one session."""
 RELAY_INTERVAL_NS = round(RELAY_INTERVAL_S * 1e9)
 CLOSE_WAIT_S = 10.0
 """How long closing a play loop waits for its bots to stop (each has its own quit grace and kill)."""
