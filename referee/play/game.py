@@ -387,12 +387,10 @@ class _Game:
         mover.begin_turn()
         mark = self._cpu_mark.get(color)
         used = None if mark is None or cpu_now is None else max(0, cpu_now - mark) / NS_PER_MS
-        last, self._unpublished = self._unpublished, None
-        if last is not None:
-            if last.color != color:
-                last.__dict__["opponent_cpu_ms"] = used  # a field already set (`_move_record`): no pydantic on the way
-            if self.on_move is not None:
-                self.on_move(last, self.position)
+        last = self._unpublished
+        if last is not None and last.color != color:
+            last.__dict__["opponent_cpu_ms"] = used  # a field already set (`_move_record`): no pydantic on the way
+        self.publish()
         self._add_cpu(color, used)
         return cpu_now
 

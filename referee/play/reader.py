@@ -319,7 +319,7 @@ class OutputReader:
                 return None
             except OSError:
                 return b"", time.monotonic_ns()
-        buffer = getattr(_buffers, "buffer", None) or _record_buffer()
+        buffer = _record_buffer()
         while True:
             try:
                 record = _receive_record(sock, buffer)
