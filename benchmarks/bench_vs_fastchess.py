@@ -388,7 +388,12 @@ def profile(arenas: dict[str, Path], programs: Programs, games: int, top: int) -
                 caller = max(grown, key=grown.__getitem__) if grown else None
                 per_move.append(((own - old_own) / moves, (calls - old_calls) / moves, function, caller))
             total = sum(item[0] for item in per_move)
-            print(f"\n### {kind}: top {top} functions by own time a move ({total * 1e6:.1f} us a move in all)")
+            calls = sum(item[1] for item in per_move)
+            # The calls are the steadier figure on a shared machine: they do not move with its load.
+            print(
+                f"\n### {kind}: top {top} functions by own time a move ({total * 1e6:.1f} us a move in all,"
+                f" {calls:.1f} Python calls a move)"
+            )
             print("| own us/move | share | calls/move | function | mostly called from |")
             print("| ---: | ---: | ---: | --- | --- |")
             for own, calls, function, caller in sorted(per_move, key=lambda item: item[0], reverse=True)[:top]:
