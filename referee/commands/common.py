@@ -295,7 +295,6 @@ def execute(
 
     from referee.cluster.dask import ClusterError, ClusterLostError
     from referee.exceptions import find_exception
-    from referee.host import process_wide
     from referee.outputs.files import OutputDirError, prepare_output_dir
     from referee.outputs.livefeed import LiveFeed
     from referee.play.process import BotStartError
@@ -372,7 +371,6 @@ def execute(
         return summary
 
     global _finishing
-    process_wide.settle_startup_heap()
     try:
         return trio.run(main)
     except StopRequested:
