@@ -36,8 +36,6 @@ and reads it from its start (referee/outputs/serve.py)."""
 
 def _json_text(text: str) -> str:
     """`text` as a JSON string: quoted as is when plain (a game id, a move), else by json.dumps."""
-    if text.isalnum() and text.isascii():  # a move (its text passed the rules): two calls, not four
-        return f'"{text}"'
     if text.isascii() and text.isprintable() and '"' not in text and "\\" not in text:
         return f'"{text}"'
     return json.dumps(text)
@@ -178,8 +176,10 @@ class LiveFeed:
             infos = move.infos
             info = json.dumps(infos[-1], separators=(",", ":")) if infos else "null"
             clock = "null" if move.clock_ms is None else move.clock_ms
+            text = move.move  # a move's text passed the rules: letters and digits, quoted as they are
+            quoted = f'"{text}"' if text.isalnum() and text.isascii() else _json_text(text)
             lines.append(
-                f'{head}{_json_text(move.move)},"color":"{move.color}","t":{round(move.elapsed_ms * 10)},'
+                f'{head}{quoted},"color":"{move.color}","t":{round(move.elapsed_ms * 10)},'
                 f'"clock":{clock},"info":{info},"count":{len(infos) + move.infos_dropped},"at":{at}}}\n'
             )
         playing = self._playing.get(game_id)

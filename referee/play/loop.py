@@ -423,6 +423,8 @@ class PlayWorkerLost(Exception):
     """The play worker process ended (or stopped answering) while it played."""
 
 
+_DUMPED_MAX = 256
+"""Specs (and limits) kept in their JSON form by a play worker's coordinator side (`ProcessPlayLoop._as_json`)."""
 CANCEL_WAIT_S = 10.0
 """How long a cancelled game may take to unwind in its worker before the worker is killed."""
 
@@ -451,6 +453,7 @@ class ProcessPlayLoop:
         self._stream: trio.SocketStream | None = None
         self._buffer = bytearray()
         self._next = 0
+        self._dumped: dict[int, tuple[BotSpec | Limits, dict[str, Any]]] = {}
 
     async def _start(self) -> trio.SocketStream:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -503,6 +506,18 @@ class ProcessPlayLoop:
                 raise PlayWorkerLost(f"the play worker ended ({self._exit_text()})")
             self._buffer += data
 
+    def _as_json(self, value: BotSpec | Limits) -> dict[str, Any]:
+        """A bot's spec or the limits as a job carries them: made once for each (both are frozen, and the same
+        objects come with every game of a run; `dataclasses.asdict` alone cost more than a move)."""
+        kept = self._dumped.get(id(value))
+        if kept is not None and kept[0] is value:
+            return kept[1]
+        dumped = value.model_dump(mode="json") if isinstance(value, BotSpec) else dataclasses.asdict(value)
+        if len(self._dumped) >= _DUMPED_MAX:
+            self._dumped.clear()
+        self._dumped[id(value)] = (value, dumped)
+        return dumped
+
     def _exit_text(self) -> str:
         process = self._process
         code = None if process is None else process.poll()
@@ -527,10 +542,10 @@ class ProcessPlayLoop:
             "op": "play",
             "id": number,
             "game_id": game_id,
-            "black": [black[0], black[1].model_dump(mode="json")],
-            "white": [white[0], white[1].model_dump(mode="json")],
+            "black": [black[0], self._as_json(black[1])],
+            "white": [white[0], self._as_json(white[1])],
             "settings": settings.model_dump(mode="json"),
-            "limits": dataclasses.asdict(limits),
+            "limits": self._as_json(limits),
         }
         try:
             await self._send(job)
