@@ -327,9 +327,14 @@ class _Reads:
 
     def scheduled(self) -> dict[int, ScheduledGame]:
         rows = self._db.execute("SELECT number, pairing, round, black, white, opening FROM games ORDER BY number")
-        return {
-            row[0]: ScheduledGame(row[0], row[1], row[2], row[3], row[4], tuple(json.loads(row[5]))) for row in rows
-        }
+        openings: dict[str, tuple[str, ...]] = {}  # each opening is played by two games at least: parsed once
+        games = {}
+        for number, pairing, game_round, black, white, text in rows:
+            opening = openings.get(text)
+            if opening is None:
+                opening = openings[text] = tuple(json.loads(text))
+            games[number] = ScheduledGame(number, pairing, game_round, black, white, opening)
+        return games
 
     def game_ids(self) -> list[str]:
         """The game ids of every done game in commit order (what games.jsonl holds)."""
@@ -352,8 +357,7 @@ class _Reads:
             "SELECT number, round, black, white, result, termination, black_cpu_ms, white_cpu_ms, game_id"
             " FROM games WHERE status = 'done' ORDER BY seq"
         )
-        for row in rows:
-            yield DoneGame(*row)
+        return map(DoneGame._make, rows)
 
     def finished(self) -> Iterator[tuple[int, str, str, Result, str, float | None, float | None]]:
         """(number, black, white, result, termination, black and white off-turn CPU ms) of every done game, in
