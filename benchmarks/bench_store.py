@@ -291,7 +291,8 @@ def main() -> None:
         return
     roots = {"after": HERE}
     if not args.no_before:
-        if not (args.before / "referee" / "store.py").is_file():
+        layouts = (args.before / "referee" / "store.py", args.before / "referee" / "run" / "store.py")
+        if not any(path.is_file() for path in layouts):  # a baseline of either layout (flat, or sub-packages)
             raise SystemExit(f"{args.before}: no baseline checkout; git worktree add {args.before} f081fd7")
         roots = {"before": args.before.resolve(), **roots}
     largest = max(args.sizes)
