@@ -176,10 +176,10 @@ def standings(out: Path) -> dict[str, Any]:
         from referee.stats.sprt import count_in_order
         from referee.stats.standings import ScoredGame, compute_standings
 
-        with RunDirectory.open(out) as run:
-            games = [ScoredGame(r.black, r.white, r.result, r.termination) for r in run.scored()]
+        with RunDirectory.open(out) as run:  # streamed: a reader that holds the games shows in the peak RSS
+            games = (ScoredGame(r.black, r.white, r.result, r.termination) for r in run.scored())
             table = compute_standings(games, run.bots)
-            stats, _ = count_in_order(run.counted(), run.sprt)
+            stats, _ = count_in_order(getattr(run, "counted_games", run.counted)(), run.sprt)
         figure = f"{table.bots[0].name} {table.bots[0].points:g}, {stats.games} games counted"
     except ImportError:  # the baseline: its report's reader
         import importlib
