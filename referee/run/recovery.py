@@ -128,7 +128,11 @@ def check_nothing_lost(out_dir: Path, known_game_ids: Iterable[str] | RunStore, 
     """
     path = out_dir / GAMES_FILE
     if isinstance(known_game_ids, RunStore):
-        if _in_sync(path, known_game_ids):
+        try:
+            in_sync = _in_sync(path, known_game_ids)
+        finally:  # the database's own check, which ran meanwhile, answers first (its damage, not the comparison's)
+            known_game_ids.wait_intact()
+        if in_sync:
             return  # the file holds exactly the database's games, byte for byte
         known_game_ids = known_game_ids.game_ids() + known_game_ids.damaged_ids()
     known = set(known_game_ids)
@@ -250,6 +254,19 @@ def _json_bytes(text: str) -> bytes:
     return json.dumps(text).encode()
 
 
+_OUTCOME = re.compile(rb'"result":("[^"]*"|[^,}]*),"winner":(?:"[^"]*"|[^,}]*),"termination":("[^"]*"|[^,}]*)')
+"""The result and the termination as a record lays them out, found in one step from the result's key."""
+
+
+def _outcome(raw: bytes) -> tuple[bytes | None, bytes | None]:
+    """(result, termination) as `_field` finds them (the last of each key), in one step where the record is laid
+    out as the arena writes it (no later "termination" key), else field by field."""
+    found = _OUTCOME.match(raw, max(0, raw.rfind(b'"result":')))
+    if found is not None and raw.find(b'"termination":', found.end()) < 0:
+        return found.group(1), found.group(2)
+    return _field(raw, b"result"), _field(raw, b"termination")
+
+
 _CPU_KEY = b'"off_turn_cpu_ms":'
 
 
@@ -257,7 +274,8 @@ def _columns_agree(row: AuditRow, raw: bytes) -> bool:
     """The cheap check of the small columns against a record both copies agree on (no parsing: ~6 us)."""
     if not raw.startswith(ID_PREFIX + row.game_id.encode() + b'"'):
         return False
-    if _field(raw, b"result") != _json_bytes(row.result) or _field(raw, b"termination") != _json_bytes(row.termination):
+    result, termination = _outcome(raw)
+    if result != _json_bytes(row.result) or termination != _json_bytes(row.termination):
         return False
     black = raw.find(_CPU_KEY)  # black's comes first, white's next (as `_field` finds them)
     white = raw.find(_CPU_KEY, black + 1) if black >= 0 else -1
@@ -310,6 +328,7 @@ def _sync(out_dir: Path, store: RunStore, found: Reconciled) -> None:
     import sqlite3
 
     path = out_dir / GAMES_FILE
+    store.wait_intact()  # the database's own check first: nothing is repaired from, or written out of, a damaged file
     try:
         for number, broken in store.broken_rows():
             _repair_row(out_dir, store, number, broken, found)
