@@ -304,20 +304,19 @@ class _WholeFileCheck:
             self.problems = _whole_file_problems(self._db)
         except (sqlite3.Error, UnicodeDecodeError) as error:
             self.error = error
-        finally:
-            self._db.close()
 
     def result(self) -> list[str]:
         """The problems found (sqlite3.DatabaseError: the file could not be read through)."""
         self._thread.join()
+        self._db.close()  # here, not in the thread: `cancel` never interrupts a connection being closed
         if self.error is not None:
             raise self.error
         return self.problems
 
     def cancel(self) -> None:
-        with contextlib.suppress(sqlite3.Error):
-            self._db.interrupt()
+        self._db.interrupt()
         self._thread.join()
+        self._db.close()
 
 
 def line_crc(line: str | bytes) -> int:
