@@ -294,7 +294,8 @@ class _WholeFileCheck:
     def __init__(self, path: Path) -> None:
         self.problems: list[str] = []
         self.error: sqlite3.Error | UnicodeDecodeError | None = None
-        self._db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+        # as_uri: a '#', '?' or '%' in the run's path is escaped, not taken for a part of the URI
+        self._db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
         self._db.text_factory = _lenient_text
         self._thread = threading.Thread(target=self._run, name="alternator-quick-check", daemon=True)
         self._thread.start()
