@@ -455,3 +455,21 @@ def test_a_page_damaged_under_the_records_is_named_before_anything_is_read_from_
         store.set_meta("title", "x")
     RunStore(tmp_path / DB_NAME).close()  # closed before its check answered: nothing is left running
     assert (tmp_path / "games.jsonl").read_bytes() == lines
+
+
+def test_text_that_is_not_utf8_is_read_leniently_wherever_it_comes(tmp_path: Path) -> None:
+    """A damaged byte in a small column is read as U+FFFD (the checks then name it), in every chunk of a long read."""
+    games = make_schedule(["a", "b", "c"], Format.ROUND_ROBIN, 1400, [])
+    with RunStore(tmp_path / DB_NAME) as store:
+        store.start(FINGERPRINT, games)
+        for game in games[:3]:
+            store.record_game(game.number, record(game))
+    with sqlite3.connect(tmp_path / DB_NAME) as db:
+        for number in (2, 3000):  # in the first chunk read, and in a later one
+            db.execute("UPDATE games SET white = CAST(X'61ff62' AS TEXT) WHERE number = ?", (number,))
+    db.close()
+    with RunStore(tmp_path / DB_NAME) as store:
+        scheduled = store.scheduled()
+        assert len(scheduled) == len(games) and scheduled[2].white == scheduled[3000].white == "a\ufffdb"
+        assert [scheduled[n] for n in (1, 4, 2999, 4200)] == [games[n - 1] for n in (1, 4, 2999, 4200)]
+        assert [game.white for game in store.done_games()] == [games[0].white, "a\ufffdb", games[2].white]

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import os
 import sqlite3
@@ -378,7 +379,7 @@ class _Reads:
         return {**_settings(stored, self.path), **shown}
 
     def scheduled(self) -> dict[int, ScheduledGame]:
-        rows = self._db.execute("SELECT number, pairing, round, black, white, opening FROM games ORDER BY number")
+        rows = self._small_rows("SELECT number, pairing, round, black, white, opening FROM games ORDER BY number")
         openings: dict[str, tuple[str, ...]] = {}  # each opening is played by two games at least: parsed once
         games = {}
         for number, pairing, game_round, black, white, text in rows:
@@ -405,11 +406,15 @@ class _Reads:
 
     def done_games(self) -> Iterator[DoneGame]:
         """Every done game in commit order, from the small columns (no record is read)."""
-        rows = self._db.execute(
+        rows = self._small_rows(
             "SELECT number, round, black, white, result, termination, black_cpu_ms, white_cpu_ms, game_id"
             " FROM games WHERE status = 'done' ORDER BY seq"
         )
         return map(DoneGame._make, rows)
+
+    def _small_rows(self, sql: str) -> Iterator[Any]:
+        """The rows of a query of small columns over every game, one at a time (`RunStore` reads them faster)."""
+        return iter(self._db.execute(sql))
 
     def finished(self) -> Iterator[tuple[int, str, str, Result, str, float | None, float | None]]:
         """(number, black, white, result, termination, black and white off-turn CPU ms) of every done game, in
@@ -732,6 +737,28 @@ class RunStore(_Reads):
         with contextlib.suppress(sqlite3.Error, AttributeError):
             self._db.close()
         self._lock.close()
+
+    def _small_rows(self, sql: str) -> Iterator[Any]:
+        """`_Reads._small_rows`, a thousand rows at a time with their text decoded by SQLite itself: a value costs
+        ~0.3 us less than through `_lenient_text` (a 50,000-game start decodes 400,000: ~0.15 s). Where a chunk
+        holds text that is not UTF-8 (damage), the rows from there are read again leniently. (This store is used from
+        one thread at a time: its connection decodes so only while a chunk is fetched.)"""
+        given = 0
+        try:
+            self._db.text_factory = str
+            cursor = self._db.execute(sql)
+            while chunk := cursor.fetchmany(1024):
+                self._db.text_factory = _lenient_text  # while the caller has the rows, and may query
+                yield from chunk
+                given += len(chunk)
+                self._db.text_factory = str
+            return
+        except sqlite3.OperationalError as error:
+            if "decode" not in str(error):
+                raise
+        finally:
+            self._db.text_factory = _lenient_text
+        yield from itertools.islice(self._db.execute(sql), given, None)
 
     def changes(self) -> int:
         """How many rows this connection has changed since it opened: a change of the database."""
