@@ -467,9 +467,11 @@ def test_text_that_is_not_utf8_is_read_leniently_wherever_it_comes(tmp_path: Pat
     with sqlite3.connect(tmp_path / DB_NAME) as db:
         for number in (2, 3000):  # in the first chunk read, and in a later one
             db.execute("UPDATE games SET white = CAST(X'61ff62' AS TEXT) WHERE number = ?", (number,))
+        db.execute("UPDATE games SET result = CAST(X'31ff30' AS TEXT) WHERE number = 3")
     db.close()
     with RunStore(tmp_path / DB_NAME) as store:
         scheduled = store.scheduled()
         assert len(scheduled) == len(games) and scheduled[2].white == scheduled[3000].white == "a\ufffdb"
         assert [scheduled[n] for n in (1, 4, 2999, 4200)] == [games[n - 1] for n in (1, 4, 2999, 4200)]
         assert [game.white for game in store.done_games()] == [games[0].white, "a\ufffdb", games[2].white]
+        assert [row.result for row in store.audit_rows()] == ["1-0", "1-0", "1\ufffd0"]
