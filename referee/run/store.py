@@ -289,7 +289,7 @@ def _raise_if_damaged(path: Path, whole_file: list[str], tables: list[str]) -> N
 class _WholeFileCheck:
     """`check_integrity`'s `PRAGMA quick_check` of the whole file, on a read-only connection of its own, in a thread:
     SQLite runs it without Python's lock, so a start compares games.jsonl with the records meanwhile (on two cores
-    the check's 0.3 s at 50,000 games are hidden in the comparison's 1.2 s). `RunStore.wait_intact` takes its
+    the check's 0.3 s at 50,000 games are hidden in the comparison's 1.1 s). `RunStore.wait_intact` takes its
     answer: before anything is written, and before the comparison's own answer is acted on."""
 
     def __init__(self, path: Path) -> None:
