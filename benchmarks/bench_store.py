@@ -176,10 +176,10 @@ def standings(out: Path) -> dict[str, Any]:
         from referee.stats.sprt import count_in_order
         from referee.stats.standings import ScoredGame, compute_standings
 
-        with RunDirectory.open(out) as run:
-            games = [ScoredGame(r.black, r.white, r.result, r.termination) for r in run.scored()]
+        with RunDirectory.open(out) as run:  # streamed: a reader that holds the games shows in the peak RSS
+            games = (ScoredGame(r.black, r.white, r.result, r.termination) for r in run.scored())
             table = compute_standings(games, run.bots)
-            stats, _ = count_in_order(run.counted(), run.sprt)
+            stats, _ = count_in_order(getattr(run, "counted_games", run.counted)(), run.sprt)
         figure = f"{table.bots[0].name} {table.bots[0].points:g}, {stats.games} games counted"
     except ImportError:  # the baseline: its report's reader
         import importlib
@@ -291,7 +291,8 @@ def main() -> None:
         return
     roots = {"after": HERE}
     if not args.no_before:
-        if not (args.before / "referee" / "store.py").is_file():
+        layouts = (args.before / "referee" / "store.py", args.before / "referee" / "run" / "store.py")
+        if not any(path.is_file() for path in layouts):  # a baseline of either layout (flat, or sub-packages)
             raise SystemExit(f"{args.before}: no baseline checkout; git worktree add {args.before} f081fd7")
         roots = {"before": args.before.resolve(), **roots}
     largest = max(args.sizes)

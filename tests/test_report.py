@@ -132,6 +132,22 @@ def test_game_detail_is_compact_and_complete(tmp_path: Path) -> None:
     assert detail["bs"] == record.black_score and detail["ws"] == record.white_score
 
 
+def test_the_tables_read_a_line_as_json_does_but_for_its_infos(tmp_path: Path) -> None:
+    from referee.outputs.viewerline import figures_of, line_text
+
+    record = synthesize_tournament(tmp_path, 1, seed=9)[0]
+    whole = json.loads(line_text(record))
+    assert whole["i"] and figures_of(line_text(record)) == {key: value for key, value in whole.items() if key != "i"}
+    # An info that holds the keys that follow the infos: the line is cut where its own keys are, or parsed whole.
+    moves = [move.model_copy(update={"infos": [{"pv": ["a1"], "r": "x", "i": [1]}]}) for move in record.moves]
+    odd = line_text(record.model_copy(update={"moves": moves}))
+    assert {k: v for k, v in figures_of(odd).items() if k != "i"} == {
+        k: v for k, v in json.loads(odd).items() if k != "i"
+    }
+    reordered = json.dumps({"r": whole["r"], **whole})  # laid out otherwise: parsed whole
+    assert figures_of(reordered) == json.loads(reordered)
+
+
 def test_errors_say_what_to_do(tmp_path: Path) -> None:
     with pytest.raises(ReportError, match="no such directory"):
         load_run(tmp_path / "missing")

@@ -56,3 +56,29 @@ def test_a_warm_started_tally_agrees_with_fits_from_scratch() -> None:
                 assert w.elo == pytest.approx(c.elo, abs=1e-6) and w.elo_margin == pytest.approx(c.elo_margin, rel=1e-9)
             assert warm.first_move_elo == pytest.approx(cold.first_move_elo, abs=1e-6)
             assert warm.draw_nu == pytest.approx(cold.draw_nu, rel=1e-9)
+
+
+def test_games_counted_as_a_database_keeps_them_give_the_same_standings() -> None:
+    bots = ["a", "b", "c"]
+    games = [
+        ScoredGame(g.black, g.white, g.result, g.termination, 10.0 + n % 7, None if n % 3 else 2.5)
+        for n, g in enumerate(random_games(300, bots, seed=11))
+    ]
+    stored = StandingsTally()
+    for game in games:
+        stored.add_stored(
+            game.black,
+            game.white,
+            game.result,
+            str(game.termination),
+            game.black_off_turn_cpu_ms,
+            game.white_off_turn_cpu_ms,
+        )
+    assert stored.standings(bots) == StandingsTally(iter(games)).standings(bots)  # a stream, as a list
+
+
+def test_a_stored_game_no_run_could_score_is_refused_as_a_scored_game_is() -> None:
+    with pytest.raises(ValueError, match="a forfeit \\(time\\) cannot be a draw"):
+        StandingsTally().add_stored("a", "b", "1/2-1/2", "time")
+    with pytest.raises(ValueError, match="is not one of"):
+        StandingsTally().add_stored("a", "b", "1-0", "walkover")

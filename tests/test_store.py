@@ -430,3 +430,48 @@ def test_a_run_closed_with_both_copies_in_agreement_is_not_compared_again_until_
     store, starts = opened()
     assert store.trusted is None
     store.close()
+
+
+def test_a_page_damaged_under_the_records_is_named_before_anything_is_read_from_it_or_written(tmp_path: Path) -> None:
+    """The whole file's check runs beside the comparison of the two copies; its answer comes first, and nothing is
+    repaired or rewritten from a file it finds damaged."""
+    from referee.run.recovery import check_nothing_lost, sync_games_file
+    from tests.report_games import synthesize_stored_tournament
+
+    synthesize_stored_tournament(tmp_path, 30, seed=5)
+    with sqlite3.connect(tmp_path / DB_NAME) as db:
+        page = int(db.execute("PRAGMA page_size").fetchone()[0])
+        root = int(db.execute("SELECT rootpage FROM sqlite_master WHERE name = 'records'").fetchone()[0])
+    db.close()
+    data = bytearray((tmp_path / DB_NAME).read_bytes())
+    data[(root - 1) * page] = 0x42  # the records' b-tree page is no page type SQLite knows
+    (tmp_path / DB_NAME).write_bytes(bytes(data))
+    lines = (tmp_path / "games.jsonl").read_bytes()
+    with RunStore(tmp_path / DB_NAME) as store, pytest.raises(StoreError, match="the tournament database is damaged"):
+        check_nothing_lost(tmp_path, store, rebuild_hint="--rebuild-db")
+    with RunStore(tmp_path / DB_NAME) as store, pytest.raises(StoreError, match="the tournament database is damaged"):
+        sync_games_file(tmp_path, store, quiet=True)
+    with RunStore(tmp_path / DB_NAME) as store, pytest.raises(StoreError, match="the tournament database is damaged"):
+        store.set_meta("title", "x")
+    RunStore(tmp_path / DB_NAME).close()  # closed before its check answered: nothing is left running
+    assert (tmp_path / "games.jsonl").read_bytes() == lines
+
+
+def test_text_that_is_not_utf8_is_read_leniently_wherever_it_comes(tmp_path: Path) -> None:
+    """A damaged byte in a small column is read as U+FFFD (the checks then name it), in every chunk of a long read."""
+    games = make_schedule(["a", "b", "c"], Format.ROUND_ROBIN, 1400, [])
+    with RunStore(tmp_path / DB_NAME) as store:
+        store.start(FINGERPRINT, games)
+        for game in games[:3]:
+            store.record_game(game.number, record(game))
+    with sqlite3.connect(tmp_path / DB_NAME) as db:
+        for number in (2, 3000):  # in the first chunk read, and in a later one
+            db.execute("UPDATE games SET white = CAST(X'61ff62' AS TEXT) WHERE number = ?", (number,))
+        db.execute("UPDATE games SET result = CAST(X'31ff30' AS TEXT) WHERE number = 3")
+    db.close()
+    with RunStore(tmp_path / DB_NAME) as store:
+        scheduled = store.scheduled()
+        assert len(scheduled) == len(games) and scheduled[2].white == scheduled[3000].white == "a\ufffdb"
+        assert [scheduled[n] for n in (1, 4, 2999, 4200)] == [games[n - 1] for n in (1, 4, 2999, 4200)]
+        assert [game.white for game in store.done_games()] == [games[0].white, "a\ufffdb", games[2].white]
+        assert [row.result for row in store.audit_rows()] == ["1-0", "1-0", "1\ufffd0"]

@@ -293,7 +293,6 @@ def execute(
     (nothing was recorded); UsageError when a bot cannot start or the output directory is another run's."""
     import trio
 
-    from referee.cluster.dask import ClusterError, ClusterLostError
     from referee.exceptions import find_exception
     from referee.outputs.files import OutputDirError, prepare_output_dir
     from referee.outputs.livefeed import LiveFeed
@@ -376,6 +375,8 @@ def execute(
     except StopRequested:
         return None
     except BaseException as error:
+        from referee.cluster.dask import ClusterError, ClusterLostError  # here: a run without a cluster never needs it
+
         lost = find_exception(error, ClusterLostError)
         if lost is not None:
             raise RunFailed(f"stopped: {lost}; the standings so far are in {plan.out_dir}") from None

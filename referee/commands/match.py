@@ -281,11 +281,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from referee.outputs.display import RunDisplay, format_statistics, format_verdict
-    from referee.outputs.report import write_report_or_warn
     from referee.record import GameSettings
     from referee.run.botspec import BotSpecError
     from referee.run.config import ConfigError, parse_config, resolve_plan
-    from referee.run.rundir import counted_statistics
     from referee.stats.head_to_head import SUMMARY_VERSION, MatchSummary, head_to_head, write_summary
     from referee.timing.latency import latency_text
 
@@ -315,6 +313,10 @@ def _run(args: argparse.Namespace) -> int:
             " and the SPRT learns nothing new from them: use --openings-plies N or --openings-file FILE"
         )
     summary = execute(plan, display, events=args.events, rebuild_db=args.rebuild_db, verbose=args.verbose)
+    # Imported once the games are played: the first game does not wait for the report's modules.
+    from referee.outputs.report import write_report_or_warn
+    from referee.run.rundir import counted_statistics
+
     if summary is not None and summary.statistics is not None:
         first, second = plan.bot_names
         # Read back through the one reader of the run: the figures the report and the live page show.

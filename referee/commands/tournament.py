@@ -219,8 +219,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from referee.outputs.display import RunDisplay, format_statistics, format_verdict
-    from referee.outputs.report import write_report_or_warn
-    from referee.run.rundir import counted_statistics
     from referee.stats.head_to_head import head_to_head
     from referee.stats.standings import to_text
     from referee.timing.latency import latency_text
@@ -235,6 +233,10 @@ def _run(args: argparse.Namespace) -> int:
     summary = execute(
         plan, display, events=args.events, rebuild_db=args.rebuild_db, suspended=suspended, verbose=args.verbose
     )
+    # Imported once the games are played: the first game does not wait for the report's modules.
+    from referee.outputs.report import write_report_or_warn
+    from referee.run.rundir import counted_statistics
+
     if summary is not None:
         table = to_text(summary.standings)
         results_out = sys.stderr if args.events == "-" else sys.stdout

@@ -38,7 +38,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from referee.outputs.display import format_statistics, format_verdict
-from referee.outputs.viewerline import game_line, numbered
+from referee.outputs.viewerline import figures_of, game_line, numbered
 from referee.record import GameRecord, Termination
 from referee.run.rundir import RunDirectory, RunReadError, ScoredRow, counted_game, first_line, format_summary_of
 from referee.stats.head_to_head import head_to_head
@@ -268,27 +268,25 @@ class RunFigures:
 
     def add_text(self, row: ScoredRow, text: str) -> str:
         """Count one game from its stored viewer line; the line with its number, for the page."""
-        self.add(row, json.loads(text))
+        self.add(row, figures_of(text))
         return numbered(self.count, text)
 
     def _add_timing(self, line: dict[str, Any]) -> None:
-        side = {}
+        colours = line["c"]  # "b" for each of Black's moves, "w" for each of White's
         for color, name, cpu, off in (("b", line["b"], line.get("bc"), line.get("bo")),
                                       ("w", line["w"], line.get("wc"), line.get("wo"))):  # fmt: skip
-            timing = self._timing.setdefault(name, _Timing())
-            side[color] = timing
+            timing = self._timing.get(name)
+            if timing is None:
+                timing = self._timing[name] = _Timing()
             if cpu is not None:
                 timing.cpu_on = (timing.cpu_on or 0.0) + cpu
             if off is not None:
                 timing.cpu_off = (timing.cpu_off or 0.0) + off
-        blacks = list(map("b".__eq__, line["c"]))  # which moves are Black's; the rest are White's
-        whites = [not black for black in blacks]
-        for color, mask in (("b", blacks), ("w", whites)):
-            side[color].elapsed.update(compress(line["t"], mask))  # in C: no Python step per move
-            lags = [lag for lag in compress(line.get("lt") or (), mask) if lag is not None]
+            timing.elapsed.update(compress(line["t"], map(color.__eq__, colours)))  # in C: no Python step per move
+            lags = [lag for lag in compress(line.get("lt") or (), map(color.__eq__, colours)) if lag is not None]
             if lags:
-                side[color].lag_sum += sum(lags) / 1000
-                side[color].lag_count += len(lags)
+                timing.lag_sum += sum(lags) / 1000
+                timing.lag_count += len(lags)
 
     # -- the summary -----------------------------------------------------------------------------------
 

@@ -69,6 +69,23 @@ def line_text(record: GameRecord) -> str:
     return json.dumps(game_line(record), separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
+def figures_of(text: str) -> dict[str, Any]:
+    """A stored line parsed for the report's tables and charts, without its infos (`i`), which they do not read
+    and which are two thirds of a line's bytes: parsing the rest takes a third of the time (50,000 games: ~1 s
+    instead of ~3). The infos are cut out between their key and the result's (`r`, the last `,"r":"` of the line:
+    the keys after it are the arena's own, and a string holds no bare quote); a line laid out otherwise, or cut
+    wrongly, is parsed whole (a wrong cut leaves brackets unbalanced, which JSON refuses)."""
+    start, end = text.find(',"i":'), text.rfind(',"r":"')
+    if 0 < start < end:
+        try:
+            line: dict[str, Any] = json.loads(text[:start] + text[end:])
+            return line
+        except ValueError:
+            pass
+    whole: dict[str, Any] = json.loads(text)
+    return whole
+
+
 def numbered(number: int, text: str) -> str:
     """A stored line with the game's number (its place in commit order) first: `{"n":12,"id":...`."""
     return f'{{"n":{number},{text[1:]}'

@@ -10,11 +10,8 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from referee.run.adaptive import Adaptive
 from referee.run.config import RunPlan
-from referee.run.knockout import Knockout
 from referee.run.schedule import FixedPairings, Format, Scheduler
-from referee.run.swiss import Swiss
 
 
 def fixed_field(plan: RunPlan) -> bool:
@@ -36,14 +33,21 @@ def knockout_seeds(field: Sequence[str], seeding: str, ratings: dict[str, float]
 
 def make_scheduler(plan: RunPlan, field: Sequence[str], ratings: dict[str, float] | None = None) -> Scheduler:
     """The scheduler of `plan`'s format over `field` (the bots in their order, retired ones included for a fixed
-    field); `ratings`: the bots' configured ratings, as the run first stored them (a knockout's seeding)."""
+    field); `ratings`: the bots' configured ratings, as the run first stored them (a knockout's seeding). A format's
+    module is imported when a run has that format (a run's start need not wait for the others)."""
     if plan.format is Format.SWISS:
+        from referee.run.swiss import Swiss
+
         assert plan.rounds is not None
         return Swiss(field, plan.rounds, plan.openings)
     if plan.format is Format.KNOCKOUT:
+        from referee.run.knockout import Knockout
+
         seeds = knockout_seeds(field, plan.seeding, ratings or {}, plan.format_seed)
         return Knockout(seeds, plan.games_per_pairing, plan.openings, tiebreak_pairs=plan.tiebreak_pairs)
     if plan.format is Format.ADAPTIVE:
+        from referee.run.adaptive import Adaptive
+
         assert plan.max_games is not None
         return Adaptive(plan.max_games, plan.openings, parallel=(plan.concurrency + 1) // 2, confidence=plan.confidence)
     return FixedPairings(plan.format, plan.games_per_pairing, plan.openings, seeds=plan.seeds, pairs=plan.pairs)

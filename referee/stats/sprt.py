@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 
@@ -390,9 +390,9 @@ class PairCounter:
         return match_statistics(self.wins, self.draws, self.losses, self.pairs, self.sprt, self.status)
 
 
-def count_in_order(games: Sequence[CountedGame], sprt: SprtParameters | None) -> tuple[MatchStatistics, list[int]]:
+def count_in_order(games: Iterable[CountedGame], sprt: SprtParameters | None) -> tuple[MatchStatistics, list[int]]:
     """The statistics of `games` counted in the order given (see `PairCounter`), and the numbers of the games
-    counted."""
+    counted (one at a time: `games` may be a stream of a run's 50,000)."""
     counter = PairCounter(sprt)
     for game in games:
         counter.add(game)

@@ -34,7 +34,7 @@ import io
 import math
 import operator
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -336,19 +336,46 @@ class StandingsTally:
     def __init__(self, results: Iterable[ScoredGame] = (), *, warm_start: bool = False) -> None:
         """`warm_start`: start each fit from the last one's answer (a few Newton steps instead of ~8, for a series
         of standings as games are added); the ratings then agree with a fit from scratch to ~1e-7 Elo, not to
-        the last bit."""
+        the last bit. `results` are counted one after the other, never held (50,000 games in bounded memory)."""
         self._start: dict[str, float] | None = {} if warm_start else None
-        games = list(results)
-        self.counts: Counter[GameKey] = Counter(map(_key, games))
+        self.counts: Counter[GameKey] = Counter()
         self.off_turn_cpu_ms: dict[str, float] = {}
         """Per bot: the off-turn CPU milliseconds of the games that measured it."""
+        self._kinds: dict[tuple[str, str, str, str], GameKey] = {}  # `add_stored`'s kinds of game, each checked once
+        self.counts.update(map(_key, self._with_cpu(results)))  # counted at C speed
+
+    def _with_cpu(self, games: Iterable[ScoredGame]) -> Iterator[ScoredGame]:
         for game in games:
             if game.black_off_turn_cpu_ms is not None or game.white_off_turn_cpu_ms is not None:
                 self._add_cpu(game)
+            yield game
 
     def add(self, game: ScoredGame) -> None:
         self.counts[_key(game)] += 1
         self._add_cpu(game)
+
+    def add_stored(
+        self,
+        black: str,
+        white: str,
+        result: str,
+        termination: str,
+        black_off_turn_cpu_ms: float | None = None,
+        white_off_turn_cpu_ms: float | None = None,
+    ) -> None:
+        """`add` of a game as a run's database keeps it (its termination as text), without making a `ScoredGame`
+        of it: each kind of game (bots, result, termination) is checked once, as `ScoredGame` checks a game
+        (ValueError), so that a resume counts 50,000 stored games in ~60 ms instead of ~250."""
+        kind = (black, white, result, termination)
+        key = self._kinds.get(kind)
+        if key is None:
+            key = self._kinds[kind] = _key(ScoredGame(black, white, result, termination))  # type: ignore[arg-type]
+        self.counts[key] += 1
+        cpu = self.off_turn_cpu_ms
+        if black_off_turn_cpu_ms is not None:
+            cpu[black] = cpu.get(black, 0.0) + black_off_turn_cpu_ms
+        if white_off_turn_cpu_ms is not None:
+            cpu[white] = cpu.get(white, 0.0) + white_off_turn_cpu_ms
 
     def _add_cpu(self, game: ScoredGame) -> None:
         for name, used in ((game.black, game.black_off_turn_cpu_ms), (game.white, game.white_off_turn_cpu_ms)):
