@@ -89,6 +89,8 @@ CGROUP_CONTROLLERS = ("pids", "freezer", "cpuacct", "cpuset")
 """The cgroup v1 controllers that hold a bot without cgroup v2 (all four are needed)."""
 V2 = "v2"
 """The key of a bot's cgroup v2 folder among its cgroups (the others are v1 controllers' names)."""
+_USAGE = b"usage_usec "
+"""The first line of a v2 `cpu.stat`: the kernel's exact runtime of the cgroup's tasks, in microseconds."""
 V2_CONTROLLERS = ("pids", "memory", "cpuset")
 """The cgroup v2 controllers a bot's cgroup uses where the host delegates them: process limit, memory, cores."""
 REFEREE_LEAF = "alternator-referee"
@@ -805,9 +807,6 @@ def _alive(pid: int, start: int) -> bool:
     return fields is not None and int(fields[19]) == start and fields[0] not in ("Z", "X")
 
 
-_USAGE_AT = len(b"usage_usec ")
-
-
 def process_cpu_clock(pid: int) -> int:
     """The clock id of a process's CPU time (for `time.clock_gettime_ns`: OSError once the process is gone)."""
     return ((~pid) << 3) | _CPUCLOCK_PROCESS_SCHED
@@ -1290,8 +1289,9 @@ class ProcessTree:
             data = os.pread(self._cpu_fd, 64, 0)
             if not self._cpu_v2:
                 return int(data)
-            # "usage_usec N" first: the kernel's exact runtime of the cgroup's tasks, in microseconds.
-            return int(data[_USAGE_AT : data.index(b"\n")]) * 1000 if data.startswith(b"usage_usec ") else None
+            if not data.startswith(_USAGE):
+                return None
+            return int(data[len(_USAGE) : data.index(b"\n")]) * 1000
         except (OSError, ValueError, IndexError):
             return None
 

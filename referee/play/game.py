@@ -489,7 +489,8 @@ class _Game:
                     # cost of a wait through trio; it returns to trio for anything else the loop has to do.
                     state = bot.wait_output(wake_at)
                 if state == "ready":
-                    message = bot.read_ready()  # the reply, usually; else what came is buffered (or part of it)
+                    bot.catch_up(to_a_line=True)
+                    message = bot.next_buffered()  # the reply, usually (else part of a line: wait again)
                     if message is None:
                         continue
                 if state == "interrupted":

@@ -509,8 +509,8 @@ class ProcessPlayLoop:
     def _as_json(self, value: BotSpec | Limits) -> dict[str, Any]:
         """A bot's spec or the limits as a job carries them: made once for each (both are frozen, and the same
         objects come with every game of a run; `dataclasses.asdict` alone cost more than a move)."""
-        kept = self._dumped.get(id(value))
-        if kept is not None and kept[0] is value:
+        kept = self._dumped.get(id(value))  # the entry holds the object too: its id is not reused meanwhile
+        if kept is not None:
             return kept[1]
         dumped = value.model_dump(mode="json") if isinstance(value, BotSpec) else dataclasses.asdict(value)
         if len(self._dumped) >= _DUMPED_MAX:

@@ -406,31 +406,6 @@ class BotChannel:
             if to_a_line and self._lines:
                 return
 
-    def read_ready(self) -> BotMessage | None:
-        """After a blocking wait said the bot has written (`wait_output` "ready"): take what it wrote. The usual
-        reply, one whole line in one write, is parsed and returned at once (as `next_buffered` would, without the
-        buffer's round trip); anything else (part of a line, several lines, the end) goes to the buffer, and None
-        is returned: `next_buffered` and `receive` take it from there."""
-        reader = self._reader
-        buffer = self._buffer
-        if reader is None or self._lines or self._eof or self._line_error is not None or buffer.pending:
-            self.catch_up(to_a_line=True)
-            return None
-        chunk = reader.take_nowait()
-        if chunk is None:
-            return None
-        data, stamp = chunk
-        end = len(data) - 1
-        if end >= 0 and data.find(b"\n") == end and end < buffer.max_line_bytes:
-            served = self._served + 1
-            if served % YIELD_EVERY_LINES:
-                self._served = served
-                self.last_line_ns = stamp
-                return self._parse(data[:-2] if data.endswith(b"\r\n") else data[:end])
-        self._eof = not data
-        self._feed(data, stamp)
-        return None
-
     def has_lines(self) -> bool:
         """Whether complete lines are waiting to be returned by `receive` (no read needed)."""
         return bool(self._lines) or self._line_error is not None
