@@ -65,10 +65,8 @@ class Color(enum.StrEnum):
     other: Color
     """The opponent's colour (set on each member below: a plain attribute, read on every move)."""
 
-    # A colour keys dicts on every move of the rules and the referee: hashed, compared and printed as the str it
-    # is, in C. (Enum's own __hash__ and __str__ are Python functions, and hashed its name, not its value.)
-    __hash__ = str.__hash__
-    __str__ = str.__str__
+    def __str__(self) -> str:
+        return self.value
 
 
 BLACK = Color.BLACK
