@@ -45,6 +45,7 @@ async def test_every_sample_bot_plays_every_other_to_a_normal_end(tmp_path: Path
     standings = json.loads((plan.out_dir / "standings.json").read_text(encoding="utf-8"))
     points = {bot["name"]: bot["points"] for bot in standings["bots"]}
     # The search bot is the strongest: it usually wins all four of its games; with about 0.2 s a move on a
-    # loaded machine it may miss one win (a draw is impossible with komi 3.5), never two.
+    # loaded machine it may miss one win (a draw is impossible with komi 3.5), never two. A win missed against
+    # greedy gives greedy 3 points too (that win and its two against random): level then, never ahead.
     assert points["alphabeta"] >= 3, points
-    assert points["alphabeta"] > max(points["random"], points["greedy"]), points
+    assert points["alphabeta"] >= max(points["random"], points["greedy"]), points
