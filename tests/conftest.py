@@ -3,10 +3,12 @@
 - `bot_spec(name_or_script, *args, name=None)`: a BotSpec that starts a test bot with `sys.executable`.
   `name_or_script` is a script in `tests/bots/` by stem (`"testbot"`), or a path to any Python script; extra
   arguments go to the script (see `tests/bots/testbot.py` for its modes: `bot_spec("testbot", "crash", "3")`).
-- `no_child_processes` (autouse): after every test, checks that the test process has no child left
-  (running or zombie), waiting up to `CHILD_GRACE_S` for ones being reaped. Tests that start bots through
-  `referee.play.process.open_bot` get this for free; a test that leaks a process fails here, naming it.
-- `reap_orphans()`: reap the zombies a referee killed with `kill -9` leaves to this process (a subreaper).
+- `no_child_processes` (autouse): after every test, checks that the test process's tree holds no process
+  the test started (running or zombie, child or deeper), waiting up to `CHILD_GRACE_S` for ones being
+  reaped. Tests that start bots through `referee.play.process.open_bot` get this for free; a test that
+  leaks a process fails here, naming it.
+- `reap_orphans()`: reap what a referee killed with `kill -9` leaves to this process (a subreaper), until the
+  tree is as the test found it.
 - `live_pids(pids)` / `pid_alive(pid)`: whether processes still exist (zombies count as gone), for
   checking that grandchildren were killed.
 """
@@ -114,25 +116,25 @@ def reap_orphans(wait_s: float = 2.0, gone: Iterable[int] = ()) -> None:
     """Reap this process's zombie children, for tests that kill a referee with `kill -9`.
 
     Once it has run a bot, the test process is a child subreaper (`referee.host.containment`): the killed
-    referee's bots, dying with it, are re-parented to it and wait to be reaped here, one by one as their parents
-    die. With `gone` (the pids of the killed referee's processes), it waits until none of them is left, reaped
-    here or elsewhere, and none has been re-parented here for a second (`wait_s` the bound, for a loaded
-    machine); without, it reaps for `wait_s`.
+    referee's processes, dying with it, are re-parented to it one by one as their parents die, and wait to be
+    reaped here. Nothing of the killed tree can leave this process's tree (every orphan goes to the nearest
+    subreaper, this one, or to the init of a sandbox's process namespace, itself inside), so the tree is back to
+    what it held when the test began once all is reaped: it reaps until then, or for at most `wait_s` (a bound
+    for a loaded machine). With `gone` (pids of the killed referee's processes), it also waits until none of
+    those is left, reaped here or elsewhere.
     """
     gone = list(gone)
     deadline = time.monotonic() + wait_s
-    last_reaped = time.monotonic()
     while True:
         for pid in child_pids():
             if _proc_state(pid) == "Z":
                 with contextlib.suppress(ChildProcessError):
                     os.waitpid(pid, os.WNOHANG)
-                    last_reaped = time.monotonic()
         now = time.monotonic()
-        settled = gone and now - last_reaped >= 1.0 and not any(Path(f"/proc/{pid}").exists() for pid in gone)
+        settled = not _new_descendants() and not any(Path(f"/proc/{pid}").exists() for pid in gone)
         if settled or now >= deadline:
             return
-        time.sleep(0.05)
+        time.sleep(0.02)
 
 
 def describe_process(pid: int) -> str:
@@ -149,19 +151,38 @@ def describe_process(pid: int) -> str:
     return f"{pid} [{_proc_state(pid)}, parent {parent}, waiting in {wchan}] {cmdline}"
 
 
+# This process's children when the running test began (`no_child_processes`), for `reap_orphans`.
+_children_at_start: set[int] = set()
+
+
+def _new_descendants() -> list[int]:
+    """The children this process gained since the running test began, and all of theirs (zombies included).
+
+    What a process already here then starts (a browser's renderers, a cluster's workers under a fixture of a
+    wider scope) is that process's business, not the test's.
+    """
+    new = [pid for pid in child_pids() if pid not in _children_at_start]
+    return [*new, *(grandchild for pid in new for grandchild in descendants(pid))]
+
+
 @pytest.fixture(autouse=True)
 def no_child_processes() -> Iterator[None]:
-    """Fail a test that leaves a child process behind (running or unreaped)."""
-    before = set(child_pids())
+    """Fail a test that leaves a process behind (running or unreaped, a child it started or one of theirs).
+
+    The children's whole trees, not just the children: a grandchild left running is re-parented here when
+    its parent dies, maybe during a later test, which would then be blamed for it.
+    """
+    _children_at_start.clear()
+    _children_at_start.update(child_pids())
     yield
     deadline = time.monotonic() + CHILD_GRACE_S
     while True:
-        left = [pid for pid in child_pids() if pid not in before]
+        left = _new_descendants()
         if not left or time.monotonic() >= deadline:
             break
         time.sleep(0.02)
     if left:
-        pytest.fail("child processes left behind: " + "; ".join(describe_process(pid) for pid in left), pytrace=False)
+        pytest.fail("processes left behind: " + "; ".join(describe_process(pid) for pid in left), pytrace=False)
 
 
 # -- a busy host (referee.run.backoff): quick pauses on a host that reads calm ---------------------------------

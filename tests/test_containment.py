@@ -155,7 +155,7 @@ def test_a_bot_ignoring_end_of_input_dies_with_a_referee_killed_by_sigkill(tmp_p
         referee.send_signal(signal.SIGKILL)
         referee.wait()
         assert live_pids([bot_pid], wait_s=5) == []
-        reap_orphans(wait_s=0.5)
+        reap_orphans(wait_s=5)
     finally:
         if referee.poll() is None:
             referee.kill()
@@ -187,7 +187,7 @@ def test_a_run_on_the_same_output_directory_ends_what_a_killed_referee_left(
         assert live_pids(escapees) == []
         assert not list((out / "logs" / containment.RUNNING_DIR).glob("*.json"))
     finally:
-        reap_orphans(wait_s=0.5)
+        reap_orphans(wait_s=5)
         if referee.poll() is None:
             referee.kill()
             referee.wait()

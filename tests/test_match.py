@@ -623,7 +623,7 @@ def test_an_sprt_match_killed_with_sigkill_mid_pair_resumes_to_the_same_figures(
         referee.send_signal(signal.SIGKILL)
         referee.communicate(timeout=10)
         wait_until(lambda: not any(alive(pid) for pid in bots), 5, "the orphaned bots to exit on EOF")
-        reap_orphans(wait_s=0.5)  # they died with the referee (PR_SET_PDEATHSIG); this subreaper reaps them
+        reap_orphans(wait_s=5)  # they died with the referee (PR_SET_PDEATHSIG); this subreaper reaps them
     finally:
         if referee.poll() is None:
             referee.kill()

@@ -275,7 +275,7 @@ def test_a_referee_killed_with_sigkill_resumes_and_plays_each_game_once(tmp_path
         referee.communicate(timeout=10)
         # The referee cannot clean up after kill -9: its bots see their stdin close and exit by themselves.
         wait_until(lambda: not any(alive(pid) for pid in bots), 5, "the orphaned bots to exit on EOF")
-        reap_orphans(wait_s=0.5)  # this test process, a subreaper, inherits them
+        reap_orphans(wait_s=5)  # this test process, a subreaper, inherits them
     finally:
         if referee.poll() is None:
             referee.kill()

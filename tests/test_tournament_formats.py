@@ -67,7 +67,7 @@ def kill_mid_run(out: Path, args: list[str], at_least: int) -> int:
         referee.send_signal(signal.SIGKILL)
         referee.communicate(timeout=10)
         wait_until(lambda: not any(alive(pid) for pid in bots), 5, "the orphaned bots to exit on EOF")
-        reap_orphans(wait_s=0.5)
+        reap_orphans(wait_s=5)
     finally:
         if referee.poll() is None:
             referee.kill()
