@@ -347,7 +347,7 @@ class KeptFromReading:
     def __init__(self, ns: int) -> None:
         self.ns = ns
 
-    def open(self, start_ns: int, watch: ReadWatch | None = None) -> LagWindow:
+    def open(self, start_ns: int, watch: ReadWatch | None = None, *, quiet_until_ns: int | None = None) -> LagWindow:
         return self
 
     def lag_ns(self, end_ns: int) -> int:

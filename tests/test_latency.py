@@ -18,9 +18,11 @@ from referee.play.reader import stamped_stdout
 from referee.record import BotInfo, GameRecord, GameSettings, MoveRecord, Termination
 from referee.timing.clock import parse_time_control
 from referee.timing.latency import (
+    IDLE_NS,
     VOID_WARNING_PCT,
     HostLagMonitor,
     LatencyTally,
+    ReadWatch,
     host_lag_monitor,
     latency_text,
     summarize_latency,
@@ -113,7 +115,7 @@ async def test_the_monitor_runs_only_for_bots_it_can_help_and_stops_with_them(
         await second.handshake()
         assert monitor_running() and first.lag_source.monitors  # not pinned: the monitor watches the reads
         assert 0 <= await first.ping() < 10
-    for _ in range(100):  # the monitor thread ends at its next wake
+    for _ in range(400):  # the monitor thread ends when it has had no user for a second (IDLE_NS)
         if not monitor_running():
             break
         await trio.sleep(0.01)
@@ -124,6 +126,61 @@ async def test_the_monitor_runs_only_for_bots_it_can_help_and_stops_with_them(
         async with open_bot(bot_spec("testbot"), tmp_path, cores=sorted(os.sched_getaffinity(0))) as pinned:
             await pinned.handshake()
             assert not pinned.lag_source.monitors and not monitor_running()
+
+
+def test_the_monitor_looks_at_every_period_only_where_a_move_needs_it() -> None:
+    monitor = HostLagMonitor()  # not started: its plan is asked by hand, as its thread would
+    now = time.monotonic_ns()
+    s, ms = 10**9, 10**6
+    # A stamped move that may sleep until 500 ms (its deadline 250 ms after that), its bot asleep on its input:
+    # every period until it reads its turn.
+    watch = ReadWatch(lambda: 0, lambda: 0, start_wait=0)
+    far = monitor.open(now, watch, quiet_until_ns=now + 500 * ms)
+    assert monitor._quiet_until(now, (far,)) is None
+    watch.written = True
+    watch.check(now + ms)  # its input emptied: read
+    assert monitor._quiet_until(now + ms, (far,)) == now + 500 * ms  # asleep until its deadline nears
+    assert monitor._quiet_until(now + 500 * ms, (far,)) is None
+    # Another, read too (no watch), which may sleep less long: the sleep ends when that one's deadline nears.
+    near = monitor.open(now + 100 * ms, quiet_until_ns=now + 200 * ms)
+    assert monitor._quiet_until(now + 150 * ms, (far, near)) == now + 200 * ms
+    assert monitor._quiet_until(now + 200 * ms, (far, near)) is None
+    # One a minute from its deadline: a sleep of a second at most (whether it still has a user).
+    minute = monitor.open(now + 150 * ms, quiet_until_ns=now + 60 * s)
+    assert monitor._quiet_until(now + 160 * ms, (minute,)) == now + 160 * ms + IDLE_NS
+    for window in (far, near, minute):
+        window.close()
+    assert monitor._quiet_until(now + 200 * ms, ()) == now + 200 * ms + IDLE_NS  # nothing to watch: asleep
+    # A move whose reply is not stamped is watched all along.
+    unstamped = monitor.open(now + 300 * ms)
+    assert monitor._quiet_until(now + 300 * ms, (unstamped,)) is None
+    unstamped.close()
+    # Moves that come fast keep it at every period for a second, rather than waking it for each.
+    for at in (now + 400 * ms, now + 405 * ms):
+        monitor.open(at, quiet_until_ns=at + 10 * s).close()
+    assert monitor._quiet_until(now + 900 * ms, ()) is None
+    assert monitor._quiet_until(now + 405 * ms + IDLE_NS, ()) is not None
+
+
+def test_the_monitor_thread_sleeps_through_a_stamped_move_far_from_its_deadline_and_wakes_for_one_near() -> None:
+    monitor = HostLagMonitor()
+    monitor.acquire()
+    try:
+        time.sleep(0.02)  # the thread's first wake, before it knew of any move, is past
+        now = time.monotonic_ns()
+        far = monitor.open(now, quiet_until_ns=now + 60 * 10**9)  # read (no watch), its deadline a minute away
+        before = monitor.wakes
+        time.sleep(0.3)
+        quiet = monitor.wakes - before
+        assert quiet <= 2, quiet  # about 0: every 1 ms would be about 300
+        near = monitor.open(time.monotonic_ns(), quiet_until_ns=time.monotonic_ns())  # at its deadline now
+        before = monitor.wakes
+        time.sleep(0.3)
+        assert monitor.wakes - before > 50, monitor.wakes - before  # about 300: every 1 ms
+        far.close()
+        near.close()
+    finally:
+        monitor.release()
 
 
 def test_a_tally_added_game_by_game_gives_the_same_summary() -> None:

@@ -10,7 +10,9 @@ overrun, the referee cannot show that it was on time itself, and the game is voi
   than asked it woke (host scheduling and the interpreter lock both delay it, as they delay a read).
   A move's window collects the longest such stall overlapping it, and a stall still in progress counts.
   It runs only for bots it can help: not for a bot pinned beside its game's loop whose replies the kernel
-  stamps (`BotProcess`), whose moves are timed exactly and whose turns reach it on its own core.
+  stamps (`BotProcess`), whose moves are timed exactly and whose turns reach it on its own core. For a
+  stamped bot elsewhere, it wakes at every period only until the bot has read its turn and again near the
+  move's deadline, where a verdict may ask.
 - CPU pressure (`/proc/pressure/cpu`, where the kernel has it) is not charged against anything, but it is
   named in the reason of a game voided for the host's lateness, to say what the host was doing.
 
@@ -47,6 +49,7 @@ __all__ = [
     "MONITOR_PERIOD_NS",
     "NO_LAG",
     "VOID_WARNING_PCT",
+    "WATCH_BEFORE_DEADLINE_NS",
     "ConstantLag",
     "HostLagMonitor",
     "LagSource",
@@ -61,7 +64,14 @@ __all__ = [
 ]
 
 MONITOR_PERIOD_NS = 1_000_000
-"""How often the monitor thread wakes (1 ms): a stall shorter than this may go unseen by it."""
+"""How often the monitor thread wakes while a move needs it (1 ms): a stall shorter than this may go unseen."""
+WATCH_BEFORE_DEADLINE_NS = 250_000_000
+"""How long before a stamped move's deadline the monitor watches it at every period (`LagSource.open`)."""
+FAST_MOVES_NS = 20_000_000
+"""Moves that start closer together than this keep the monitor at every period for a second (`IDLE_NS`): a wake
+out of a quiet sleep for each of them would cost more than the periods do."""
+IDLE_NS = 1_000_000_000
+"""With no user for this long, the monitor thread ends (a referee between games keeps it)."""
 PRESSURE_PATH = Path("/proc/pressure/cpu")
 VOID_WARNING_PCT = 2.0
 """More than this share of games voided for the referee's lateness gets a prominent warning."""
@@ -157,7 +167,11 @@ class LagSource(Protocol):
     monitors: bool
     """Whether a window watches the bot read its turn (`ReadWatch`): only a monitor thread does."""
 
-    def open(self, start_ns: int, watch: ReadWatch | None = None) -> LagWindow: ...
+    def open(self, start_ns: int, watch: ReadWatch | None = None, *, quiet_until_ns: int | None = None) -> LagWindow:
+        """A window from `start_ns`. `quiet_until_ns`: the move's reply is stamped by the kernel, so the referee's
+        stalls cannot change its time, and until then (its deadline, less `WATCH_BEFORE_DEADLINE_NS`) no verdict
+        can need them; None: watch it all along."""
+        ...
 
 
 class _FixedWindow:
@@ -184,7 +198,7 @@ class ConstantLag:
     def __init__(self, lag_ns: int = 0) -> None:
         self._window = _FixedWindow(lag_ns)
 
-    def open(self, start_ns: int, watch: ReadWatch | None = None) -> LagWindow:
+    def open(self, start_ns: int, watch: ReadWatch | None = None, *, quiet_until_ns: int | None = None) -> LagWindow:
         return self._window
 
 
@@ -195,14 +209,25 @@ NO_LAG = ConstantLag(0)
 class _MonitorWindow:
     """A window of the host monitor. Its stalls are updated by the monitor thread (under the GIL)."""
 
-    __slots__ = ("_monitor", "stalls", "start_ns", "watch")
+    __slots__ = ("_monitor", "quiet_until_ns", "stalls", "start_ns", "watch")
 
-    def __init__(self, monitor: HostLagMonitor, start_ns: int, watch: ReadWatch | None) -> None:
+    def __init__(
+        self, monitor: HostLagMonitor, start_ns: int, watch: ReadWatch | None, quiet_until_ns: int | None
+    ) -> None:
         self._monitor = monitor
         self.start_ns = start_ns
         self.watch = watch
+        self.quiet_until_ns = quiet_until_ns
+        """Until when the move needs no look at every period (None: it needs them all along)."""
         self.stalls: list[tuple[int, int]] = []
         """(from, to) of the stalls that overlapped the window, each longer than the ones before it."""
+
+    def needs_every_period(self, now_ns: int, period_ns: int) -> bool:
+        """Whether the monitor is to look at this move at every period from `now_ns`: a reply timed at its read,
+        a turn not yet read, or a deadline near."""
+        quiet = self.quiet_until_ns
+        watch = self.watch
+        return quiet is None or quiet <= now_ns + period_ns or (watch is not None and watch.read_seen_ns is None)
 
     def lag_ns(self, end_ns: int) -> int:
         start = self.start_ns
@@ -223,7 +248,14 @@ class _MonitorWindow:
 class HostLagMonitor:
     """A thread that wakes every `period_ns` and notes how late it woke; windows collect the stalls.
 
-    Runs while it has users (`acquire`/`release`), so an idle referee spends nothing on it.
+    It wakes at every period only while a move needs it: one whose reply is timed at the referee's read (no
+    kernel stamps), one whose bot has not yet read its turn (`ReadWatch`: how long the host kept it from
+    reading), one near its deadline (`WATCH_BEFORE_DEADLINE_NS`), and while moves come faster than
+    `FAST_MOVES_NS`. Otherwise, a stamped move read and far from its deadline, it sleeps until the deadline
+    nears or the next move begins: 1,000 wakes a second cost about 30 ms of CPU a second, which a bot that
+    thinks for a second between its reads does not need.
+
+    Runs while it has users (`acquire`/`release`), and ends a second after the last one.
     """
 
     monitors = True
@@ -233,15 +265,28 @@ class HostLagMonitor:
         self.windows: set[_MonitorWindow] = set()
         self.worst_ns = 0
         """The longest stall seen since the monitor started (for summaries)."""
+        self.wakes = 0
+        """How many times the thread has woken."""
         self._target_ns = 0  # when the thread should next wake (0: not sleeping)
+        self._every_period_until = 0  # looks at every period until then (moves came fast)
+        self._last_open_ns = 0
+        self._quiet = False  # in a quiet sleep, which a move that needs every period ends (`_wake`)
+        self._wake = threading.Event()
         self._users = 0
+        self._idle_since = 0
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
-        self._stop = threading.Event()
 
-    def open(self, start_ns: int, watch: ReadWatch | None = None) -> LagWindow:
-        window = _MonitorWindow(self, start_ns, watch)
+    def open(
+        self, start_ns: int, watch: ReadWatch | None = None, *, quiet_until_ns: int | None = None
+    ) -> _MonitorWindow:
+        window = _MonitorWindow(self, start_ns, watch, quiet_until_ns)
         self.windows.add(window)
+        if start_ns - self._last_open_ns < FAST_MOVES_NS:
+            self._every_period_until = start_ns + IDLE_NS  # moves come fast: every period, not a wake for each
+        self._last_open_ns = start_ns
+        if self._quiet and window.needs_every_period(start_ns, self.period_ns):
+            self._wake.set()  # out of its quiet sleep: this move needs it now
         return window
 
     def stall_in_progress(self) -> tuple[int, int]:
@@ -254,41 +299,63 @@ class HostLagMonitor:
         with self._lock:
             self._users += 1
             if self._thread is None or not self._thread.is_alive():
-                self._stop = threading.Event()
-                self._thread = threading.Thread(target=self._run, args=(self._stop,), name="lag-monitor", daemon=True)
+                self._thread = threading.Thread(target=self._run, name="lag-monitor", daemon=True)
                 self._thread.start()
 
     def release(self) -> None:
         with self._lock:
-            self._users -= 1
-            if self._users <= 0:
-                self._users = 0
-                self._stop.set()
+            self._users = max(0, self._users - 1)
+            if self._users == 0:
+                self._idle_since = time.monotonic_ns()
+
+    def _ended(self, now_ns: int) -> bool:
+        """Whether the thread is to end now: no user for `IDLE_NS` (decided under the lock `acquire` takes)."""
+        with self._lock:
+            if self._users == 0 and now_ns - self._idle_since >= IDLE_NS:
                 self._thread = None
                 self._target_ns = 0
+                return True
+            return False
 
-    def _run(self, stop: threading.Event) -> None:
+    def _run(self) -> None:
         period = self.period_ns
-        monotonic_ns, sleep = time.monotonic_ns, time.sleep
+        monotonic_ns, sleep, wake = time.monotonic_ns, time.sleep, self._wake
         target = monotonic_ns() + period
-        while not stop.is_set():
+        while True:
             self._target_ns = target
             delay = target - monotonic_ns()
             if delay > 0:
-                sleep(delay / 1e9)
+                if self._quiet:
+                    wake.wait(delay / 1e9)  # a move that needs every period ends it early: woken before the target
+                else:
+                    sleep(delay / 1e9)
             woke = monotonic_ns()
+            self.wakes += 1
             late = woke - target
             if late > 0:
                 self._note_stall(target, woke, late)
-            for window in tuple(self.windows):
+            windows = tuple(self.windows)
+            for window in windows:
                 if window.watch is not None:
                     try:
                         window.watch.check(woke)
                     except OSError:  # the bot's pipe is gone: nothing to watch
                         window.watch = None
-            # The next wake is a period after this one: a long stall is not followed by catch-up wakes.
-            target = max(target + period, woke + period // 2)
-        self._target_ns = 0
+            # Quiet, and the wake cleared, before the moves are looked at again to choose the next sleep: a move
+            # `open` adds after that look finds the thread quiet and wakes it (the window is added first).
+            self._quiet = True
+            wake.clear()
+            windows = tuple(self.windows)
+            quiet_until = self._quiet_until(woke, windows)
+            if quiet_until is None:
+                self._quiet = False
+                # The next wake is a period after this one: a long stall is not followed by catch-up wakes (and
+                # one woken early, out of a quiet sleep, starts its periods now).
+                target = max(target + period, woke + period // 2) if woke >= target else woke + period
+            elif not windows and self._ended(woke):
+                return
+            else:
+                target = max(quiet_until, woke + period)
 
     def _note_stall(self, stall_from: int, stall_to: int, late: int) -> None:
         self.worst_ns = max(self.worst_ns, late)
@@ -297,6 +364,18 @@ class HostLagMonitor:
             stalls = window.stalls
             if overlap > 0 and (not stalls or overlap > stalls[-1][1] - max(stalls[-1][0], window.start_ns)):
                 stalls.append((stall_from, stall_to))
+
+    def _quiet_until(self, now_ns: int, windows: tuple[_MonitorWindow, ...]) -> int | None:
+        """Until when no move needs a look at every period (None: one does now)."""
+        if now_ns < self._every_period_until:
+            return None
+        period = self.period_ns
+        until = now_ns + IDLE_NS
+        for window in windows:
+            if window.needs_every_period(now_ns, period):
+                return None
+            until = min(until, window.quiet_until_ns)  # type: ignore[type-var]  # not None: it needs no period now
+        return until
 
 
 def host_lag_monitor() -> HostLagMonitor:

@@ -28,11 +28,13 @@ from typing import NamedTuple
 
 from referee.play.reader import TurnWrite
 from referee.timing.clock import Charge
-from referee.timing.latency import LagSource, ReadWatch, cpu_pressure
+from referee.timing.latency import WATCH_BEFORE_DEADLINE_NS, LagSource, ReadWatch, cpu_pressure
 from referee.timing.probe import BotProbe
 from referee.timing.rules import HELD_CPU_NS, GiveUp, Judgement, Overrun, host_kept, judge, past_deadline, write_lag
 
 __all__ = ["MoveTime", "MoveTimer"]
+
+_NEVER_NS = 1 << 62  # a move with no deadline: never judged, so never watched at every period
 
 
 class MoveTime(NamedTuple):
@@ -96,9 +98,14 @@ class MoveTimer:
             watch = ReadWatch(lambda: probe.input_unread() or 0, probe.cpu_wait_ns, waited)
         self._watch = watch
         self._asleep = watch is not None and probe.asleep_on_input()
-        # The lag window opens a moment before the write, so it covers the whole move.
+        # The lag window opens a moment before the write, so it covers the whole move. A stamped reply's time does
+        # not depend on the referee's stalls: they are watched only near the deadline, the one place a verdict
+        # may ask for them (and the bot's read of its turn at the monitor's slower pace until then).
         opened = self._opened = self.start_ns = now_ns()
-        self._window = lag.open(opened, watch)
+        quiet_until = None
+        if stamped:
+            quiet_until = opened + (_NEVER_NS if limit_ns is None else limit_ns - WATCH_BEFORE_DEADLINE_NS)
+        self._window = lag.open(opened, watch, quiet_until_ns=quiet_until)
         self._turn: TurnWrite | None = None
         self._deadline: int | None = None
         self._grace = 0
