@@ -372,9 +372,10 @@ class HostLagMonitor:
         period = self.period_ns
         until = now_ns + IDLE_NS
         for window in windows:
-            if window.needs_every_period(now_ns, period):
+            quiet = window.quiet_until_ns
+            if quiet is None or window.needs_every_period(now_ns, period):
                 return None
-            until = min(until, window.quiet_until_ns)  # type: ignore[type-var]  # not None: it needs no period now
+            until = min(until, quiet)
         return until
 
 
