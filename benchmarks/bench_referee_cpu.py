@@ -1,6 +1,7 @@
 """Referee CPU per move, play workers included: the price of the move path, by process and thread.
 
     python benchmarks/bench_referee_cpu.py [--games 60] [--concurrency 1 2] [--rounds 3] [--against DIR]
+        [--no-ponder]
 
 Plays tournaments of two instant sample bots (random, 8x8, 60+1) and samples, every 20 ms while each runs,
 the CPU time of the referee's own threads and of its play worker processes (`referee.play.worker`, which play
@@ -9,7 +10,8 @@ and the slope between them per move, so start-up cancels out (as ../shared/tools
 counts the referee's process only: with play workers, that misses the moves).
 
 `--against DIR` runs the same measurement with another checkout (its `referee` package, this interpreter)
-alternately, round by round, so that the machine's noise hits both alike.
+alternately, round by round, so that the machine's noise hits both alike. `--no-ponder` plays bots that may not
+run on their opponent's turn (`ponder=0`): each is frozen after its move and thawed at its turn, at every move.
 """
 
 from __future__ import annotations
@@ -79,20 +81,21 @@ def sample(command: list[str], folder: Path) -> tuple[float, float, float]:
     return main, sum(workers.values()), wall
 
 
-def run(folder: Path, games: int, concurrency: int, out: Path) -> tuple[float, float, int]:
+def run(folder: Path, games: int, concurrency: int, out: Path, ponder: bool = True) -> tuple[float, float, int]:
     """(the referee's CPU s, its play workers' CPU s, bot moves) of one tournament."""
-    command = [sys.executable, "-m", "referee", "tournament", "--bot", "a=random", "--bot", "b=random"]
+    bots = ["a=random", "b=random"] if ponder else ["name=a cmd=random ponder=0", "name=b cmd=random ponder=0"]
+    command = [sys.executable, "-m", "referee", "tournament", "--bot", bots[0], "--bot", bots[1]]
     command += ["--games", str(games), "--concurrency", str(concurrency), "--tc", "60+1", "--out", str(out)]
     main, workers, _ = sample(command, folder)
     moves = sum(len(json.loads(line)["moves"]) for line in (out / "games.jsonl").read_text().splitlines() if line)
     return main, workers, moves
 
 
-def per_move(folder: Path, games: int, concurrency: int) -> tuple[float, float]:
+def per_move(folder: Path, games: int, concurrency: int, ponder: bool = True) -> tuple[float, float]:
     """The referee's and its workers' CPU per move (us), as the slope between 10 games and `games`."""
     with tempfile.TemporaryDirectory() as scratch:
-        short = run(folder, 10, concurrency, Path(scratch) / "short")
-        long = run(folder, games, concurrency, Path(scratch) / "long")
+        short = run(folder, 10, concurrency, Path(scratch) / "short", ponder)
+        long = run(folder, games, concurrency, Path(scratch) / "long", ponder)
     moves = max(1, long[2] - short[2])
     return (long[0] - short[0]) / moves * 1e6, (long[1] - short[1]) / moves * 1e6
 
@@ -103,13 +106,14 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--against", type=Path, help="another checkout to measure alternately (e.g. a baseline)")
+    parser.add_argument("--no-ponder", action="store_true", help="bots frozen on their opponent's turn (ponder=0)")
     args = parser.parse_args()
     sides = {"this": ROOT} | ({"against": args.against.resolve()} if args.against else {})
     for concurrency in args.concurrency:
         totals: dict[str, list[tuple[float, float]]] = {name: [] for name in sides}
         for _ in range(args.rounds):
             for name, folder in sides.items():
-                totals[name].append(per_move(folder, args.games, concurrency))
+                totals[name].append(per_move(folder, args.games, concurrency, not args.no_ponder))
         for name, values in totals.items():
             main_us = statistics.median(value[0] for value in values)
             worker_us = statistics.median(value[1] for value in values)

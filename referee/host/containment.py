@@ -517,17 +517,31 @@ class _Slot:
             _write(self.paths[key] / name, text)
             self.written[key, name] = text
 
-    def fd(self, key: str, name: str) -> int | None:
+    def fd(self, key: str, name: str, *, write: bool = False) -> int | None:
         """A descriptor of one of its control files, opened once and kept (None if it cannot be opened)."""
+        entry = (key, f"{name} (w)") if write else (key, name)
         with self._lock:
-            fd = self._fds.get((key, name))
+            fd = self._fds.get(entry)
             if fd is None:
                 try:
-                    fd = os.open(self.file(key, name), os.O_RDONLY | os.O_CLOEXEC)
+                    fd = os.open(self.file(key, name), (os.O_WRONLY if write else os.O_RDONLY) | os.O_CLOEXEC)
                 except OSError:
                     return None
-                self._fds[key, name] = fd
+                self._fds[entry] = fd
             return fd
+
+    def set_v2_frozen(self, frozen: bool) -> bool:
+        """Freeze (and wait, briefly, until `cgroup.events` says so) or thaw its v2 cgroup, through descriptors kept
+        open: at every move of a bot that may not ponder, where an open, a write and a close of each file cost
+        about as much as the rest of the move (measured). False if the freeze is not there or did not hold."""
+        fd = self.fd(V2, "cgroup.freeze", write=True)
+        if fd is None:
+            return False
+        try:
+            os.pwrite(fd, b"1" if frozen else b"0", 0)
+        except OSError:
+            return False
+        return not frozen or _holds_soon(lambda: b"frozen 1" in (self.read(V2, "cgroup.events") or b""))
 
     def read(self, key: str, name: str) -> bytes | None:
         """A control file that the kernel renders anew at every read (v2 `cgroup.procs`, `cgroup.events`,
@@ -1000,6 +1014,7 @@ class ProcessTree:
         self.token = secrets.token_hex(8)
         self.pid: int | None = None
         self.frozen = False
+        self._stopped = False  # frozen by SIGSTOP: the cgroup freeze was not there or did not hold
         self._seen: dict[tuple[int, int], int] = {}
         """(pid, start time) -> last CPU ticks seen, for every live process of the tree (no cgroups)."""
         self._dead_ticks = 0
@@ -1309,6 +1324,7 @@ class ProcessTree:
         self.frozen = True
         if self._set_frozen(True):
             return
+        self._stopped = True
         _signal_all(self.pids(), signal.SIGSTOP)
 
     @_locked
@@ -1317,14 +1333,17 @@ class ProcessTree:
             return
         self.frozen = False
         self._set_frozen(False)
-        _signal_all(self.pids(), signal.SIGCONT)
+        if self._stopped:  # only where the freeze fell back on SIGSTOP (a list of the processes, and a kill each)
+            self._stopped = False
+            _signal_all(self.pids(), signal.SIGCONT)
 
     def _set_frozen(self, frozen: bool) -> bool:
         """Freeze or thaw the bot's cgroup (v2 `cgroup.freeze`, else the v1 freezer); False without one, or if it
         did not hold in time."""
         v2 = self.cgroups.get(V2)
         if v2 is not None:
-            return _set_v2_frozen(v2, frozen)
+            slot = self._slot
+            return _set_v2_frozen(v2, frozen) if slot is None else slot.set_v2_frozen(frozen)
         freezer = self.cgroups.get("freezer")
         if freezer is not None:
             return _set_freezer(freezer, "FROZEN" if frozen else "THAWED")
