@@ -15,7 +15,7 @@ from protocol.messages import TimeControl
 from protocol.rules import BLACK, WHITE
 from referee.record import BotInfo, GameRecord, GameSettings, Termination
 from referee.run.schedule import Format, ScheduledGame, make_schedule
-from referee.run.store import DB_NAME, RunStore, StoreError
+from referee.run.store import DB_NAME, RunStore, StoreError, StoreReader
 
 FINGERPRINT = {"bots": ["a", "b", "c"], "time_control": {"base_ms": 1000}, "size": "4x4"}
 
@@ -83,6 +83,21 @@ def test_a_finished_game_is_committed_at_once_and_survives_reopening(tmp_path: P
         assert again.pending() == [2, 3, 4, 5, 6]
         assert list(again.finished()) == [(1, games[0].black, games[0].white, "1-0", "normal", None, None)]
         assert [json.loads(r)["game_id"] for r in again.records()] == ["g0001"]
+
+
+@pytest.mark.parametrize("folder", ["run #3", "what?", "100%", "a b"])
+def test_a_run_in_a_folder_whose_name_means_something_in_a_uri_is_read_back(tmp_path: Path, folder: str) -> None:
+    games = schedule()
+    path = tmp_path / folder / DB_NAME
+    path.parent.mkdir()
+    with RunStore(path) as store:
+        store.start(FINGERPRINT, games)
+        store.mark_running(1)
+        store.record_game(1, record(games[0]))
+    # The read-only view (the report, the live page, `alternator export`) opens it by a file: URI.
+    with StoreReader(path) as reader:
+        assert [json.loads(r)["game_id"] for r in reader.records()] == ["g0001"]
+    assert not (tmp_path / "run ").exists() and not (tmp_path / "what").exists()  # no database made elsewhere
 
 
 def test_a_game_left_running_by_a_killed_referee_is_pending_again(tmp_path: Path) -> None:

@@ -635,7 +635,8 @@ class StoreReader(_Reads):
             raise damaged_database(path, error) from None
 
     def _open(self) -> sqlite3.Connection:
-        db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+        # as_uri: a '#', '?' or '%' in the run's path is escaped, not taken for a part of the URI
+        db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
         db.text_factory = _lenient_text
         db.execute("PRAGMA busy_timeout=5000")
         return db
