@@ -1340,10 +1340,9 @@ class ProcessTree:
     def _set_frozen(self, frozen: bool) -> bool:
         """Freeze or thaw the bot's cgroup (v2 `cgroup.freeze`, else the v1 freezer); False without one, or if it
         did not hold in time."""
-        v2 = self.cgroups.get(V2)
-        if v2 is not None:
-            slot = self._slot
-            return _set_v2_frozen(v2, frozen) if slot is None else slot.set_v2_frozen(frozen)
+        if V2 in self.cgroups:
+            slot = self._slot  # None once closed: its cgroups may be another bot's already
+            return slot is not None and slot.set_v2_frozen(frozen)
         freezer = self.cgroups.get("freezer")
         if freezer is not None:
             return _set_freezer(freezer, "FROZEN" if frozen else "THAWED")
@@ -1556,15 +1555,6 @@ def _read_pairs(path: Path) -> dict[str, int]:
     return pairs
 
 
-def _set_v2_frozen(path: Path, frozen: bool) -> bool:
-    """Freeze (and wait, briefly, until `cgroup.events` says so) or thaw a v2 cgroup."""
-    try:
-        _write(path / "cgroup.freeze", "1" if frozen else "0")
-        return not frozen or _holds_soon(lambda: _read_pairs(path / "cgroup.events").get("frozen") == 1)
-    except OSError:
-        return False
-
-
 def _set_freezer(path: Path, state: str) -> bool:
     """Set a v1 freezer state and wait (briefly) until it holds."""
     try:
@@ -1632,7 +1622,7 @@ def end_leftovers(log_dir: Path) -> int:
             if (freezer / "freezer.state").exists():
                 _set_freezer(freezer, "THAWED")
             elif (freezer / "cgroup.freeze").exists():
-                _set_v2_frozen(freezer, False)
+                _write_if_there(freezer / "cgroup.freeze", "0")
             for _ in range(50):
                 try:
                     freezer.rmdir()
