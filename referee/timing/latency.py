@@ -222,12 +222,14 @@ class _MonitorWindow:
         self.stalls: list[tuple[int, int]] = []
         """(from, to) of the stalls that overlapped the window, each longer than the ones before it."""
 
-    def needs_every_period(self, now_ns: int, period_ns: int) -> bool:
-        """Whether the monitor is to look at this move at every period from `now_ns`: a reply timed at its read,
-        a turn not yet read, or a deadline near."""
+    def quiet_until(self, now_ns: int, period_ns: int) -> int | None:
+        """Until when the monitor need not look at this move at every period; None when it must from `now_ns`: a
+        reply timed at its read, a turn not yet read, or a deadline near."""
         quiet = self.quiet_until_ns
         watch = self.watch
-        return quiet is None or quiet <= now_ns + period_ns or (watch is not None and watch.read_seen_ns is None)
+        if quiet is None or quiet <= now_ns + period_ns or (watch is not None and watch.read_seen_ns is None):
+            return None
+        return quiet
 
     def lag_ns(self, end_ns: int) -> int:
         start = self.start_ns
@@ -285,7 +287,7 @@ class HostLagMonitor:
         if start_ns - self._last_open_ns < FAST_MOVES_NS:
             self._every_period_until = start_ns + IDLE_NS  # moves come fast: every period, not a wake for each
         self._last_open_ns = start_ns
-        if self._quiet and window.needs_every_period(start_ns, self.period_ns):
+        if self._quiet and window.quiet_until(start_ns, self.period_ns) is None:
             self._wake.set()  # out of its quiet sleep: this move needs it now
         return window
 
@@ -372,8 +374,8 @@ class HostLagMonitor:
         period = self.period_ns
         until = now_ns + IDLE_NS
         for window in windows:
-            quiet = window.quiet_until_ns
-            if quiet is None or window.needs_every_period(now_ns, period):
+            quiet = window.quiet_until(now_ns, period)
+            if quiet is None:
                 return None
             until = min(until, quiet)
         return until
