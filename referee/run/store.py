@@ -286,6 +286,14 @@ def _raise_if_damaged(path: Path, whole_file: list[str], tables: list[str]) -> N
         )
 
 
+def _connect_read_only(path: Path) -> sqlite3.Connection:
+    """A read-only connection to a run's database (text that is not UTF-8 read leniently)."""
+    # as_uri: a '#', '?' or '%' in the run's path is escaped, not taken for a part of the URI
+    db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
+    db.text_factory = _lenient_text
+    return db
+
+
 class _WholeFileCheck:
     """`check_integrity`'s `PRAGMA quick_check` of the whole file, on a read-only connection of its own, in a thread:
     SQLite runs it without Python's lock, so a start compares games.jsonl with the records meanwhile (on two cores
@@ -295,9 +303,7 @@ class _WholeFileCheck:
     def __init__(self, path: Path) -> None:
         self.problems: list[str] = []
         self.error: sqlite3.Error | UnicodeDecodeError | None = None
-        # as_uri: a '#', '?' or '%' in the run's path is escaped, not taken for a part of the URI
-        self._db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
-        self._db.text_factory = _lenient_text
+        self._db = _connect_read_only(path)
         self._thread = threading.Thread(target=self._run, name="alternator-quick-check", daemon=True)
         self._thread.start()
 
@@ -635,9 +641,7 @@ class StoreReader(_Reads):
             raise damaged_database(path, error) from None
 
     def _open(self) -> sqlite3.Connection:
-        # as_uri: a '#', '?' or '%' in the run's path is escaped, not taken for a part of the URI
-        db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
-        db.text_factory = _lenient_text
+        db = _connect_read_only(self.path)
         db.execute("PRAGMA busy_timeout=5000")
         return db
 
