@@ -371,16 +371,16 @@ class StandingsTally:
         if key is None:
             key = self._kinds[kind] = _key(ScoredGame(black, white, result, termination))  # type: ignore[arg-type]
         self.counts[key] += 1
-        cpu = self.off_turn_cpu_ms
-        if black_off_turn_cpu_ms is not None:
-            cpu[black] = cpu.get(black, 0.0) + black_off_turn_cpu_ms
-        if white_off_turn_cpu_ms is not None:
-            cpu[white] = cpu.get(white, 0.0) + white_off_turn_cpu_ms
+        self._add_cpu_of(black, black_off_turn_cpu_ms)
+        self._add_cpu_of(white, white_off_turn_cpu_ms)
 
     def _add_cpu(self, game: ScoredGame) -> None:
-        for name, used in ((game.black, game.black_off_turn_cpu_ms), (game.white, game.white_off_turn_cpu_ms)):
-            if used is not None:
-                self.off_turn_cpu_ms[name] = self.off_turn_cpu_ms.get(name, 0.0) + used
+        self._add_cpu_of(game.black, game.black_off_turn_cpu_ms)
+        self._add_cpu_of(game.white, game.white_off_turn_cpu_ms)
+
+    def _add_cpu_of(self, name: str, used: float | None) -> None:
+        if used is not None:
+            self.off_turn_cpu_ms[name] = self.off_turn_cpu_ms.get(name, 0.0) + used
 
     def standings(self, bots: Sequence[str], *, prior_draws: float = 1.0, anchor: Anchor | None = None) -> Standings:
         """The standings of `bots` (every bot of the field) after the games added so far; `anchor` fixes the scale."""
