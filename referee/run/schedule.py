@@ -223,8 +223,12 @@ class FixedPairings:
 
     def _wanted_keys(self, bots: Sequence[str]) -> set[tuple[str, str, int]]:
         """The `_pair_key` of every game `wanted` gives, without making the games (each pair plays its rounds)."""
-        ordered = [_key_of(first, second, 0)[:2] for first, second in self._pairs(bots)]
-        return {(low, high, game_round) for game_round in range(self.games_per_pairing) for low, high in ordered}
+        pairs = self._pairs(bots)
+        return {
+            _key_of(first, second, game_round)
+            for game_round in range(self.games_per_pairing)
+            for first, second in pairs
+        }
 
     def check(self, progress: Progress) -> None:
         """ScheduleError when a stored game of two bots still in the field is not in this schedule (fewer games
