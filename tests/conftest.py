@@ -126,12 +126,15 @@ def reap_orphans(wait_s: float = 2.0, gone: Iterable[int] = ()) -> None:
     gone = list(gone)
     deadline = time.monotonic() + wait_s
     while True:
+        children = []
         for pid in child_pids():
             if _proc_state(pid) == "Z":
                 with contextlib.suppress(ChildProcessError):
                     os.waitpid(pid, os.WNOHANG)
+                    continue  # reaped: no longer a child
+            children.append(pid)
         now = time.monotonic()
-        settled = not _new_descendants() and not any(Path(f"/proc/{pid}").exists() for pid in gone)
+        settled = not _new_descendants(children) and not any(Path(f"/proc/{pid}").exists() for pid in gone)
         if settled or now >= deadline:
             return
         time.sleep(0.02)
@@ -155,13 +158,14 @@ def describe_process(pid: int) -> str:
 _children_at_start: set[int] = set()
 
 
-def _new_descendants() -> list[int]:
-    """The children this process gained since the running test began, and all of theirs (zombies included).
+def _new_descendants(children: Iterable[int] | None = None) -> list[int]:
+    """The children this process gained since the running test began, and all of theirs (zombies included);
+    `children`: this process's, if just listed (`child_pids`), else listed here.
 
     What a process already here then starts (a browser's renderers, a cluster's workers under a fixture of a
     wider scope) is that process's business, not the test's.
     """
-    new = [pid for pid in child_pids() if pid not in _children_at_start]
+    new = [pid for pid in (child_pids() if children is None else children) if pid not in _children_at_start]
     return [*new, *(grandchild for pid in new for grandchild in descendants(pid))]
 
 
