@@ -690,7 +690,7 @@ class Runner:
 
     async def _play(self, slot: Slot, game: ScheduledGame) -> None:
         store = self._require_store()
-        await self._in_thread(store.mark_running, game.number)
+        await self._write(store.mark_running, game.number)
         self.on_event(
             GameStarted(
                 type="game_started",
@@ -721,18 +721,18 @@ class Runner:
         except BaseException:
             # Failed mid-game: nothing is scored; it is pending again for the next run.
             with trio.CancelScope(shield=True):
-                await self._in_thread(store.release, game.number)
+                await self._write(store.release, game.number)
             raise
         finally:
             self._game_scopes.discard(scope)
         if record is None:
             # Stopped mid-game (a signal, the SPRT's verdict): abandoned, not scored, pending for the next run.
             with trio.CancelScope(shield=True):
-                await self._in_thread(store.release, game.number)
+                await self._write(store.release, game.number)
             return
         if self._failed_start(game, record, time.monotonic() - started):
             with trio.CancelScope(shield=True):
-                await self._in_thread(store.release, game.number)
+                await self._write(store.release, game.number)
             return
         await self._commit(game, record, started)
 
@@ -743,7 +743,7 @@ class Runner:
     async def _forfeit(self, game: ScheduledGame, loser: str) -> None:
         """Record a suspended bot's game as its forfeit, without starting anything."""
         record = forfeit_record(self.plan, game, loser, f"{loser} is suspended: {self._suspended[loser]}")
-        await self._in_thread(self._require_store().mark_running, game.number)
+        await self._write(self._require_store().mark_running, game.number)
         await self._commit(game, record, time.monotonic())
 
     async def _commit(self, game: ScheduledGame, record: GameRecord, started: float) -> None:
@@ -753,10 +753,10 @@ class Runner:
             async with self._write_lock:
                 if self._ended == "sprt":
                     # The SPRT decided while this game was finishing: it is not counted (nor kept).
-                    await trio.to_thread.run_sync(store.release, game.number)
+                    store.release(game.number)
                     return
                 # Counted under the lock: no other game can commit between this one and the SPRT's look at it.
-                counts, pair_done = await trio.to_thread.run_sync(self._save, game, record)
+                counts, pair_done = self._save(game, record)
                 if counts:
                     self._points[game.number] = result_points(record.result)
                     self._tally.add(
@@ -835,9 +835,8 @@ class Runner:
         )
 
     def _save(self, game: ScheduledGame, record: GameRecord) -> tuple[bool, bool]:
-        """Commit a finished game, append it to games.jsonl and count its pair (in a worker thread, under the
-        write lock: the LLR and the statistics take a millisecond or two, which must not be charged to the
-        bots whose moves arrive meanwhile). Whether it counts now, and whether it completed a pair."""
+        """Commit a finished game, append it to games.jsonl and count its pair (under the write lock, in this loop:
+        see `_write`). Whether it counts now, and whether it completed a pair."""
         text = record.model_dump_json()  # once, for the database and games.jsonl alike
         if self._suspended_dirty:
             self._require_store().set_meta(SUSPENDED_META, json.dumps(self._suspended, sort_keys=True))
@@ -848,15 +847,18 @@ class Runner:
         append_line(self.out_dir / GAMES_FILE, text + "\n")
         return True, self._count_pair(game, record.result)
 
-    async def _in_thread(self, function: Callable[..., object], *args: object) -> None:
-        """Run a file or database write off the trio thread, one at a time.
+    async def _write(self, function: Callable[..., object], *args: object) -> None:
+        """Run a file or database write, one at a time (the games share one SQLite connection), in this loop.
 
-        A commit usually takes ~35 us, but a WAL checkpoint or an fsync on a busy disk can take tens of
-        milliseconds; on the trio thread that stall would be charged to the bots whose moves arrive
-        meanwhile. One write at a time, because the games share one SQLite connection.
+        No game is played in this loop: each slot plays in a loop of its own (a thread, or a play worker process,
+        `referee.play.loop`), and a bot's move is timed there, by the kernel's stamp where there is one. A slow
+        write (a WAL checkpoint or an fsync on a busy disk can take tens of milliseconds; a commit usually ~35 us)
+        delays only the coordinator's own bookkeeping, and SQLite lets go of the interpreter lock while it waits
+        on the disk. A hop to a worker thread and back for each write cost the coordinator more than the writes
+        did (two or three a game: about a fifth of its CPU per move with instant bots, measured).
         """
         async with self._write_lock:
-            await trio.to_thread.run_sync(function, *args)
+            function(*args)
 
     def _count_pair(self, game: ScheduledGame | DoneGame, result: str, *, replaying: bool = False) -> bool:
         """Count a committed game of a two-bot run; True when it completed a game pair (the statistics are then
@@ -928,7 +930,7 @@ class Runner:
             # After the last game `run` writes every output file anyway.
             if not finishing and time.monotonic() - self._last_standings_write >= STANDINGS_WRITE_INTERVAL_S:
                 self._last_standings_write = time.monotonic()
-                await self._in_thread(write_standings, standings, self.out_dir)
+                await self._write(write_standings, standings, self.out_dir)
 
     # -- a busy host (`referee.run.backoff`) ---------------------------------------------------------------
 
