@@ -17,7 +17,7 @@ import pytest
 import trio
 import trio.testing
 
-from referee.play.loop import BotPool, MoveRelay, PlayLoop, ProcessPlayLoop, play_in_pool
+from referee.play.loop import PAYLOAD, BotPool, MoveRelay, PlayLoop, ProcessPlayLoop, frame, play_in_pool, read_message
 from referee.play.process import BotStartError
 from referee.record import GameRecord, GameSettings, MoveRecord, PlayedMove, Termination
 from referee.run.botspec import BotSpec
@@ -123,6 +123,26 @@ async def test_a_game_in_a_play_loop_streams_every_move_before_its_record(
 
 
 # -- a slot's games in a play worker process ------------------------------------------------------------------
+
+
+def test_worker_messages_are_taken_whole_from_any_cut_of_the_stream_with_their_payloads_as_sent() -> None:
+    record = b'{"game_id":"g1","reason":"a \\"quoted\\" reason\\n","moves":["a1b1"]}'
+    stream = frame({"op": "moves", "id": 1, "moves": [[1, "black"]]}) + frame({"op": "done", "id": 1}, record)
+    for cut in range(len(stream) + 1):  # every way the socket may split the two messages
+        buffer = bytearray(stream[:cut])
+        taken = []
+        while (message := read_message(buffer)) is not None:
+            taken.append(message)
+        buffer += stream[cut:]
+        while (message := read_message(buffer)) is not None:
+            taken.append(message)
+        assert taken == [{"op": "moves", "id": 1, "moves": [[1, "black"]]}, {"op": "done", "id": 1, PAYLOAD: record}]
+        assert not buffer
+
+
+def test_a_worker_message_claiming_more_than_the_limit_is_refused_before_it_is_buffered() -> None:
+    with pytest.raises(ValueError, match="play worker message of"):
+        read_message(bytearray(b"\x00\x00\x00\x10\x7f\xff\xff\xff{}"))
 
 
 async def test_a_game_in_a_play_worker_streams_every_move_and_returns_its_record(

@@ -6,13 +6,13 @@ one loop. So with two or more slots each slot plays in a process of its own (`Pr
 `referee.play.loop` starts it as `python -m referee.play.worker`): the same `play_in_pool` and the same bot pool,
 with no lock shared with the coordinator or the other slots. It hosts the slot's bots (their death signal and
 cgroups are its own; it dies with the referee by its own death signal), and talks to the coordinator over a
-socket with length-prefixed JSON messages:
+socket with length-prefixed JSON messages (a game's record goes beside its message, as it is: `frame`):
 
 - to the worker: `play` (a game: its id, both sides as a pool key and a bot spec, the settings), `cancel`
   (stop that game), `close` (stop every bot and exit);
 - from the worker: `moves` (a batch of moves of the game in progress, every `RELAY_INTERVAL_S` at most),
-  `done` (the record and the pool's running keys), `failed` (a bot could not start, or the game could not be
-  played: the error's kind and text), `cancelled`.
+  `done` (the pool's running keys, and the record's JSON as the message's payload), `failed` (a bot could not
+  start, or the game could not be played: the error's kind and text), `cancelled`.
 """
 
 from __future__ import annotations
@@ -51,9 +51,10 @@ class _Worker:
         self.pool = pool
         self.scopes: dict[int, trio.CancelScope] = {}
 
-    def send(self, message: dict[str, Any]) -> None:
-        """Send a message whole; a coordinator that is gone ends the worker (its bots die with it)."""
-        data = frame(message)
+    def send(self, message: dict[str, Any], payload: bytes = b"") -> None:
+        """Send a message whole (with its payload: `frame`); a coordinator that is gone ends the worker (its bots
+        die with it)."""
+        data = frame(message, payload)
         while data:
             try:
                 sent = self.sock.send(data)
@@ -97,7 +98,8 @@ class _Worker:
                 del self.scopes[number]
             batches.flush()
             self.send(
-                {"op": "done", "id": number, "record": record.model_dump_json(), "running": sorted(self.pool.running())}
+                {"op": "done", "id": number, "running": sorted(self.pool.running())},
+                record.model_dump_json().encode(),
             )
             return
         self.send({"op": "cancelled", "id": number})
