@@ -197,6 +197,59 @@ async def test_one_thread_copies_every_bot_s_stderr_each_to_its_own_log(tmp_path
                 os.close(write_fd)
 
 
+def _hub_runs() -> int:
+    """How many times the stderr thread has been put on a CPU (its schedstat's count of runs)."""
+    (hub,) = [thread for thread in threading.enumerate() if thread.name == "stderr-copier"]
+    with open(f"/proc/self/task/{hub.native_id}/schedstat") as stat:
+        return int(stat.read().split()[2])
+
+
+async def test_a_bot_s_start_and_stop_do_not_wake_the_stderr_thread_and_a_stop_takes_what_is_left(
+    tmp_path: Path,
+) -> None:
+    pipes = [os.pipe() for _ in range(20)]
+    try:
+        first = StderrCopier(pipes[0][0], tmp_path / "first.log", 1_000, lambda data: None, "first")  # the thread
+        before = _hub_runs()
+        for i, (read_fd, _) in enumerate(pipes[1:], start=1):
+            copier = StderrCopier(read_fd, tmp_path / f"bot{i}.log", 1_000, lambda data: None, f"bot{i}")
+            await copier.stop()
+            assert copier.done.is_set()
+        assert _hub_runs() - before < 5  # it was never needed: each start and stop woke it twice before
+        await first.stop()
+        # What a bot wrote just before its stop is in its log at once, read by the stop itself.
+        read_fd, write_fd = os.pipe()
+        pipes.append((read_fd, write_fd))
+        copier = StderrCopier(read_fd, tmp_path / "last.log", 1_000, lambda data: None, "last")
+        os.write(write_fd, b"my last words\n")
+        await copier.stop()
+        assert (tmp_path / "last.log").read_bytes() == b"my last words\n"
+    finally:
+        for read_fd, write_fd in pipes:
+            for fd in (read_fd, write_fd):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+
+
+async def test_the_stderr_thread_lets_go_of_an_ended_pipe_that_its_owner_still_holds(tmp_path: Path) -> None:
+    # The copy ends at the output's end while the bot's owner keeps its own descriptor of the pipe open: the pipe
+    # must leave the thread's epoll, or its end, always readable, would wake the thread again and again.
+    read_fd, write_fd = os.pipe()
+    try:
+        copier = StderrCopier(read_fd, tmp_path / "bot.log", 1_000, lambda data: None, "bot")
+        os.write(write_fd, b"bye\n")
+        os.close(write_fd)
+        with trio.fail_after(30):
+            await copier.done.wait()
+        before = _hub_runs()
+        await trio.sleep(0.2)
+        assert _hub_runs() - before < 5
+        assert (tmp_path / "bot.log").read_bytes() == b"bye\n"
+        await copier.stop()  # after the end: nothing left to do
+    finally:
+        os.close(read_fd)
+
+
 # -- a bot's stdout as a socket that stamps each write ----------------------------------------------------------
 
 needs_stamps = pytest.mark.skipif(not stamped_stdout(), reason="no socket that stamps each write here (not Linux)")

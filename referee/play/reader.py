@@ -11,7 +11,8 @@ write call. With the loop pinned to the bot's cores (--cpu-affinity), the write 
 core at once; woken from another core, a halted virtual CPU took up to a millisecond to run it (ftrace).
 
 Every bot's stderr is copied to its log by one thread of the process (`StderrCopier`), at most every
-`STDERR_DRAIN_S` for a bot that writes to it all the time, not at all for one that does not.
+`STDERR_DRAIN_S` for a bot that writes to it all the time, not at all for one that does not; what is left at
+a bot's stop is read by the stop itself.
 """
 
 from __future__ import annotations
@@ -405,10 +406,14 @@ class StderrCopier:
     copy belongs off the loop. One thread serves every bot: a thread per bot cost its start and its join at each
     bot's start and stop, and a wake-up per bot every `STDERR_DRAIN_S` while it thought. The hub sleeps until some
     bot writes to stderr, then reads every pipe with data, then rests for `STDERR_DRAIN_S` before it looks again
-    (a chatty bot is read at most that often; its pipe is enlarged to hold what it writes meanwhile), and at once
-    when a copy is stopped, so a record's tail is complete. `on_chunk(data)` is called on that thread for every
-    chunk (it must be thread-safe); `done` is set on the creating trio loop when the copy ends (end of output, or
-    `stop`).
+    (a chatty bot is read at most that often; its pipe is enlarged to hold what it writes meanwhile).
+
+    A bot's start and stop do not wake the hub: the log is opened and the pipe added to the hub's epoll by the
+    caller, and `stop` takes the pipe out of it and reads what is left itself, so a record's tail is complete
+    (a wake of the hub and of the caller's loop at every start and stop cost more than the copies). One reader
+    at a time: the hub's thread or the stopping caller (`_lock`). `on_chunk(data)` is called on whichever of the
+    two reads a chunk (it must be thread-safe); `done` is set on the creating trio loop when the copy ends (end of
+    output, or `stop`).
     """
 
     def __init__(
@@ -427,18 +432,20 @@ class StderrCopier:
         self._cap_bytes = cap_bytes
         self._on_chunk = on_chunk
         self._log_file: BinaryIO | None = None
+        self._lock = threading.Lock()
+        self._ended = False
         self.copied = 0
         """Bytes read from the pipe so far (the log keeps only the first `cap_bytes`)."""
         self.done = trio.Event()
         self._token = trio.lowlevel.current_trio_token()
-        self.stopping = False
         os.set_blocking(self.fd, False)
         if STDERR_DRAIN_S:
             with contextlib.suppress(OSError):  # a smaller pipe still works: a flooding bot waits for the drain
                 fcntl.fcntl(self.fd, _F_SETPIPE_SZ, STDERR_PIPE_BYTES)
+        self._open_log()
         process_wide.STDERR_HUB.get(_StderrHub).add(self)
 
-    def open_log(self) -> None:
+    def _open_log(self) -> None:
         try:
             # Never through a link planted in the output directory (its target would be overwritten).
             fd = open_output_fd(self._log_path, os.O_WRONLY | os.O_CREAT)
@@ -448,7 +455,8 @@ class StderrCopier:
             log.warning("cannot write the stderr log %s: %s (stderr is still read)", self._log_path, error)
 
     def drain(self, chunks: int) -> bool:
-        """Read what is in the pipe (at most `chunks` reads, never waiting); True at the end of the output."""
+        """Read what is in the pipe (at most `chunks` reads, never waiting); True at the end of the output. Under
+        `_lock`."""
         for _ in range(chunks):
             try:
                 data = os.read(self.fd, CHUNK_BYTES)
@@ -461,15 +469,35 @@ class StderrCopier:
             self._copy(data)
         return False
 
-    def finish(self) -> None:
-        """On the hub's thread, once: the copy is over."""
+    def copy_ready(self) -> bool:
+        """On the hub's thread, the pipe having data: copy it; True at the output's end (then the hub stops watching
+        the pipe and calls `end`)."""
+        with self._lock:
+            if self._ended:
+                return False  # stopped meanwhile by its owner
+            try:
+                return self.drain(_STOP_DRAIN_CHUNKS)
+            except Exception:
+                log.exception("the copy of %s's stderr failed", self.name)
+                return True
+
+    def end(self) -> None:
+        """On the hub's thread, once it no longer watches the pipe: the copy has reached the output's end."""
+        with self._lock:
+            if not self._ended:
+                self._end()
+        with contextlib.suppress(trio.RunFinishedError):
+            self._token.run_sync_soon(self.done.set)
+
+    def _end(self) -> None:
+        """Once, under `_lock`, and only once the hub no longer watches the pipe (an epoll watches the pipe itself,
+        not the descriptor: a descriptor closed while watched would leave the pipe in it): the copy is over."""
+        self._ended = True
         with contextlib.suppress(OSError):
             os.close(self.fd)
         if self._log_file is not None:
             with contextlib.suppress(OSError):
                 self._log_file.close()
-        with contextlib.suppress(trio.RunFinishedError):
-            self._token.run_sync_soon(self.done.set)
 
     def _copy(self, data: bytes) -> None:
         written, cap = self.copied, self._cap_bytes
@@ -486,82 +514,61 @@ class StderrCopier:
         self._on_chunk(data)
 
     async def stop(self) -> None:
-        """End the copy (taking what is in the pipe already) and wait for it: before the pipe is closed."""
-        if not self.stopping:
-            self.stopping = True
-            process_wide.STDERR_HUB.get(_StderrHub).poke()
-        with trio.move_on_after(2.0):
-            await self.done.wait()
+        """End the copy, taking what is in the pipe already (never waiting for more, and never more than
+        `_STOP_DRAIN_CHUNKS` reads: a process that escaped every net may write as fast as it is read): before the
+        pipe is closed. Called on the creating trio loop."""
+        process_wide.STDERR_HUB.get(_StderrHub).remove(self)  # the hub reads it no more (but for a read under way)
+        with self._lock:
+            if not self._ended:
+                try:
+                    self.drain(_STOP_DRAIN_CHUNKS)
+                except Exception:
+                    log.exception("the copy of %s's stderr failed", self.name)
+                self._end()
+        self.done.set()
+        await trio.lowlevel.checkpoint()
 
 
 class _StderrHub:
-    """The thread that copies every bot's stderr (`StderrCopier`): one per process, started by the first bot."""
+    """The thread that copies every bot's stderr (`StderrCopier`): one per process, started by the first bot.
+
+    It waits in an epoll that the bots' owners add their pipes to and take them out of (`add`, `remove`), from
+    their own threads: a start or a stop never has to wake it."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._added: list[StderrCopier] = []
-        self._wake_r, self._wake_w = os.pipe()
-        os.set_blocking(self._wake_r, False)
-        os.set_blocking(self._wake_w, False)
-        self._waker_poll: select.poll | None = None
+        self._copiers: dict[int, StderrCopier] = {}
+        self._epoll = select.epoll()
         threading.Thread(target=self._run, name="stderr-copier", daemon=True).start()
 
     def add(self, copier: StderrCopier) -> None:
         with self._lock:
-            self._added.append(copier)
-        self.poke()
+            self._copiers[copier.fd] = copier
+            self._epoll.register(copier.fd, select.EPOLLIN)
 
-    def poke(self) -> None:
-        with contextlib.suppress(BlockingIOError):  # a full wake pipe has a wake-up in it already
-            os.write(self._wake_w, b"x")
+    def remove(self, copier: StderrCopier) -> None:
+        """Stop watching `copier`'s pipe (before its descriptor is closed); nothing if it is not watched."""
+        with self._lock:
+            if self._copiers.get(copier.fd) is copier:
+                del self._copiers[copier.fd]
+                with contextlib.suppress(OSError):
+                    self._epoll.unregister(copier.fd)
 
     def _run(self) -> None:
-        copiers: dict[int, StderrCopier] = {}
-        poller = select.poll()
-        poller.register(self._wake_r, select.POLLIN)
-        period_ms = round(STDERR_DRAIN_S * 1000)
         rest_until = 0.0
         while True:
-            resting = period_ms and time.monotonic() < rest_until
-            if resting:
-                # Rested pipes are not looked at: only a new bot or a stop wakes the thread before the rest ends.
-                events = self._waker().poll(max(1, round((rest_until - time.monotonic()) * 1000)))
-            else:
-                events = poller.poll()
-            ready = {fd for fd, _ in events}
-            if self._wake_r in ready or resting:
-                with contextlib.suppress(BlockingIOError):
-                    os.read(self._wake_r, 4096)
-                with self._lock:
-                    added, self._added = self._added, []
-                for copier in added:
-                    copier.open_log()
-                    copiers[copier.fd] = copier
-                    poller.register(copier.fd, select.POLLIN)
-            if resting and not any(copier.stopping for copier in copiers.values()):
-                continue
+            rest = rest_until - time.monotonic()
+            if rest > 0:
+                time.sleep(rest)  # pipes are not looked at while the hub rests; their bots' stops read them
             read_any = False
-            for fd, copier in list(copiers.items()):
-                if fd not in ready and not copier.stopping:
-                    continue
-                # On stop, take what is already in the pipe (never waiting for more, and never more than
-                # `_STOP_DRAIN_CHUNKS`: a process that escaped every net may write as fast as it is read).
-                try:
-                    ended = copier.drain(_STOP_DRAIN_CHUNKS)
-                except Exception:
-                    log.exception("the copy of %s's stderr failed", copier.name)
-                    ended = True
+            for fd, _ in self._epoll.poll():
+                with self._lock:
+                    copier = self._copiers.get(fd)
+                if copier is None:
+                    continue  # taken out since the poll returned
                 read_any = True
-                if ended or copier.stopping:
-                    poller.unregister(fd)
-                    del copiers[fd]
-                    copier.finish()
-            if read_any and period_ms:
+                if copier.copy_ready():
+                    self.remove(copier)
+                    copier.end()
+            if read_any and STDERR_DRAIN_S:
                 rest_until = time.monotonic() + STDERR_DRAIN_S
-
-    def _waker(self) -> select.poll:
-        """A poll of the wake pipe alone (for the rests)."""
-        if self._waker_poll is None:
-            self._waker_poll = select.poll()
-            self._waker_poll.register(self._wake_r, select.POLLIN)
-        return self._waker_poll
