@@ -38,7 +38,7 @@ def _cpu(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / TICK
 
 
-def _children(pid: int) -> list[int]:
+def children(pid: int) -> list[int]:
     found = []
     try:
         for task in os.listdir(f"/proc/{pid}/task"):
@@ -48,7 +48,7 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-def _is_worker(pid: int) -> bool:
+def is_worker(pid: int) -> bool:
     try:
         command = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
@@ -67,8 +67,8 @@ def sample(command: list[str], folder: Path) -> tuple[float, float, float]:
         main = 0.0
         while process.poll() is None:
             main = _cpu(process.pid) or main
-            for child in _children(process.pid):
-                if child in workers or _is_worker(child):
+            for child in children(process.pid):
+                if child in workers or is_worker(child):
                     cpu = _cpu(child)
                     if cpu is not None:
                         workers[child] = cpu

@@ -28,8 +28,8 @@ report and fastchess's exit, up to a second late as it checks for the end of its
   `--games`-game run of two instant bots, so start-up cancels out (the wall time includes the bots' instant
   replies and the pipes: the whole cost of a move with a free bot);
 - games per minute at concurrency 2 over `--throughput-games` games (start-up included, as above);
-- referee CPU while bots think: bots that sleep `--think-ms` a move, concurrency 2, the slope of CPU over wall
-  time between a 2-game and a 6-game run, in ms of CPU per second;
+- referee CPU while bots think: bots that sleep `--think-ms` a move, concurrency 2, the referee's CPU over a
+  steady 10 s window of a run (per thread, in ns: `thinking`), in ms of CPU per second;
 - bot start to hello (p50), stop (p50) and the referee's CPU per start + stop: `bench_bot_start.py`'s own
   functions (`bare`, `referee`), run in a process of each arena checkout (arenas only; the bare spawn floor is
   printed beside);
@@ -49,11 +49,14 @@ and a `--profile-games`-game run, so that start-up and the final report cancel o
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import math
 import os
 import pstats
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -68,7 +71,7 @@ BENCH = ROOT / "benchmarks"
 sys.path.insert(0, str(ROOT))
 
 from benchmarks import bench_bot_start  # noqa: E402
-from benchmarks.bench_referee_cpu import sample  # noqa: E402
+from benchmarks.bench_referee_cpu import children, is_worker, sample  # noqa: E402
 
 TC = "60+1"
 SIDES = ("this", "baseline", "fastchess")
@@ -170,15 +173,37 @@ def find_fastchess(path: Path | None) -> Path | None:
 Run = Callable[[int, int, int, int, Path], tuple[float, float, int, int]]
 
 
-def arena_run(checkout: Path, programs: Programs) -> Run:
-    def run(games: int, concurrency: int, think_ms: int, bots: int, out: Path) -> tuple[float, float, int, int]:
-        command = [sys.executable, "-m", "referee", "tournament"]
+Command = Callable[[int, int, int, int, Path], tuple[list[str], Path]]
+"""A side's tournament as a command: (games, concurrency, think ms, bots, out) -> (argv, working directory)."""
+
+
+@dataclass
+class Side:
+    run: Run
+    command: Command
+    referee: Callable[[int], list[int]]
+    """The processes whose CPU is the referee's, given the pid of the one started (its bots left out)."""
+
+
+def arena_command(checkout: Path, programs: Programs) -> Command:
+    def command(games: int, concurrency: int, think_ms: int, bots: int, out: Path) -> tuple[list[str], Path]:
+        argv = [sys.executable, "-m", "referee", "tournament"]
         for number in range(1, bots + 1):
             bot = f"{programs.bot} {think_ms}" if think_ms else str(programs.bot)
-            command += ["--bot", f"b{number:02d}={bot}"]
-        command += ["--games", str(games), "--concurrency", str(concurrency), "--tc", TC, "--out", str(out)]
+            argv += ["--bot", f"b{number:02d}={bot}"]
+        argv += ["--games", str(games), "--concurrency", str(concurrency), "--tc", TC, "--out", str(out)]
+        return argv, checkout
+
+    return command
+
+
+def arena_side(checkout: Path, programs: Programs) -> Side:
+    command = arena_command(checkout, programs)
+
+    def run(games: int, concurrency: int, think_ms: int, bots: int, out: Path) -> tuple[float, float, int, int]:
+        argv, folder = command(games, concurrency, think_ms, bots, out)
         begun = time.time()
-        main, workers, _ = sample(command, checkout)
+        main, workers, _ = sample(argv, folder)
         wall = (out / "games.jsonl").stat().st_mtime - begun  # to the last game stored: the final report left out
         records = [json.loads(line) for line in (out / "games.jsonl").read_text().splitlines() if line]
         for record in records:
@@ -186,21 +211,25 @@ def arena_run(checkout: Path, programs: Programs) -> Run:
                 ABNORMAL[checkout.name] = ABNORMAL.get(checkout.name, 0) + 1
         return main + workers, wall, len(records), sum(len(record["moves"]) for record in records)
 
-    return run
+    return Side(run, command, lambda pid: [pid, *(child for child in children(pid) if is_worker(child))])
 
 
-def fastchess_run(binary: Path, programs: Programs) -> Run:
-    def run(games: int, concurrency: int, think_ms: int, bots: int, out: Path) -> tuple[float, float, int, int]:
-        out.mkdir(parents=True)
-        command = [str(binary)]
+def fastchess_side(binary: Path, programs: Programs) -> Side:
+    def command(games: int, concurrency: int, think_ms: int, bots: int, out: Path) -> tuple[list[str], Path]:
+        out.mkdir(parents=True, exist_ok=True)
+        argv = [str(binary)]
         for number in range(1, bots + 1):
-            command += ["-engine", f"cmd={programs.uci}", f"name=e{number:02d}"]
-            command += [f"args={think_ms}"] if think_ms else []
+            argv += ["-engine", f"cmd={programs.uci}", f"name=e{number:02d}"]
+            argv += [f"args={think_ms}"] if think_ms else []
         # `games` per pairing, as the arena's --games: rounds of 2 games (colours swapped).
-        command += ["-each", f"tc={TC}", "proto=uci", "-rounds", str(max(1, games // 2)), "-games", "2"]
-        command += ["-concurrency", str(concurrency), "-pgnout", f"file={out / 'games.pgn'}", "notation=uci"]
+        argv += ["-each", f"tc={TC}", "proto=uci", "-rounds", str(max(1, games // 2)), "-games", "2"]
+        argv += ["-concurrency", str(concurrency), "-pgnout", f"file={out / 'games.pgn'}", "notation=uci"]
+        return argv, out  # in `out`: fastchess saves its config.json where it runs
+
+    def run(games: int, concurrency: int, think_ms: int, bots: int, out: Path) -> tuple[float, float, int, int]:
+        argv, folder = command(games, concurrency, think_ms, bots, out)
         begun = time.time()
-        main, _, _ = sample(command, out)  # in `out`: fastchess saves its config.json where it runs
+        main, _, _ = sample(argv, folder)
         # To the last game stored: fastchess checks for the end of its games once a second, so its exit is late.
         wall = (out / "games.pgn").stat().st_mtime - begun
         text = (out / "games.pgn").read_text()
@@ -210,7 +239,7 @@ def fastchess_run(binary: Path, programs: Programs) -> Run:
         moves = len(UCI_MOVE.findall(re.sub(r"\{[^}]*\}|\[[^\]]*\]", " ", text)))
         return main, wall, played, moves
 
-    return run
+    return Side(run, command, lambda pid: [pid])
 
 
 def load() -> float:
@@ -231,11 +260,64 @@ def per_move(run: Run, games: int, concurrency: int, scratch: Path) -> tuple[flo
     return (long[0] - short[0]) / moves * 1e6, (long[1] - short[1]) / moves * 1e6
 
 
-def thinking(run: Run, think_ms: int, scratch: Path) -> float:
-    """Referee CPU per second of wall time (ms/s) while the bots think: the slope between 2 and 6 games."""
-    short = run(2, 2, think_ms, 2, scratch / "short")
-    long = run(6, 2, think_ms, 2, scratch / "long")
-    return (long[0] - short[0]) / max(1e-9, long[1] - short[1]) * 1e3
+THINK_WARMUP_S = 4.0
+"""How long a thinking run is left to start its bots and its first games before its window opens."""
+THINK_WINDOW_S = 10.0
+
+
+def thinking(side: Side, think_ms: int, scratch: Path) -> float:
+    """Referee CPU per second of wall time (ms/s) while the bots think, over a steady window: a run of two bots that
+    sleep `think_ms` a move, concurrency 2, is given `THINK_WARMUP_S`, then its referee's threads are read at the
+    start and the end of `THINK_WINDOW_S` (their schedstat: nanoseconds, where /proc's stat counts 10 ms ticks),
+    and the run is stopped. A thread that began in the window counts whole; one that ended in it is missed. (The
+    slope between a short and a long run, which this replaced, swung by more than the figure itself.)"""
+    moves_per_game = 64
+    games = 2 * (math.ceil((THINK_WARMUP_S + THINK_WINDOW_S) / (moves_per_game * think_ms / 1000)) + 1)
+    argv, folder = side.command(games, 2, think_ms, 2, scratch)
+    process = subprocess.Popen(
+        argv, cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+    try:
+        time.sleep(THINK_WARMUP_S)
+        first, begun = _threads_ns(side.referee(process.pid)), time.monotonic()
+        time.sleep(THINK_WINDOW_S)
+        last, ended = _threads_ns(side.referee(process.pid)), time.monotonic()
+        if process.poll() is not None:
+            raise SystemExit(
+                f"bench_vs_fastchess: {argv[0]} ended before the thinking window closed (exit {process.returncode})"
+            )
+    finally:
+        _stop(process)
+    used = sum(ns - first.get(thread, 0) for thread, ns in last.items())
+    return used / 1e6 / (ended - begun)
+
+
+def _threads_ns(pids: Sequence[int]) -> dict[tuple[int, int], int]:
+    """The CPU time (ns) of every thread of `pids`, by (pid, thread id)."""
+    found: dict[tuple[int, int], int] = {}
+    for pid in pids:
+        try:
+            threads = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for thread in threads:
+            try:
+                found[(pid, int(thread))] = int(Path(f"/proc/{pid}/task/{thread}/schedstat").read_text().split()[0])
+            except (OSError, IndexError, ValueError):
+                continue
+    return found
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    """Stop a run as Ctrl-C does (its own group: the arena, or fastchess and its engines), killing it after 60 s."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGINT)
+    try:
+        process.wait(60)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
 
 
 def starts(checkout: Path, programs: Programs, runs: int, scratch: Path) -> dict[str, list[list[float]]]:
@@ -252,11 +334,12 @@ def starts(checkout: Path, programs: Programs, runs: int, scratch: Path) -> dict
 ROWS = ("move", "throughput", "think", "start", "rr")
 
 
-def measure(args: argparse.Namespace, sides: dict[str, Run], arenas: dict[str, Path], programs: Programs) -> Table:
+def measure(args: argparse.Namespace, sides: dict[str, Side], arenas: dict[str, Path], programs: Programs) -> Table:
     table: Table = {}
     rows = args.only or ROWS
     for round_number in range(1, args.rounds + 1):
-        for side, run in sides.items():
+        for side, parts in sides.items():
+            run = parts.run
             with tempfile.TemporaryDirectory(prefix=f"bench-vs-{side}-") as folder:
                 scratch = Path(folder)
                 print(f"round {round_number}/{args.rounds}, {side}: load {load():.1f}", flush=True)
@@ -273,7 +356,7 @@ def measure(args: argparse.Namespace, sides: dict[str, Run], arenas: dict[str, P
                     put(table, row, side, played / wall * 60, (before, load()))
                 if "think" in rows:
                     before = load()
-                    per_second = thinking(run, args.think_ms, scratch / "think")
+                    per_second = thinking(parts, args.think_ms, scratch / "think")
                     put(
                         table,
                         f"referee CPU while bots think ({args.think_ms} ms a move, c2; ms/s)",
@@ -450,9 +533,9 @@ def main() -> None:
             profile(arenas, programs, args.profile_games, args.top)
             return
         fastchess = find_fastchess(args.fastchess)
-        sides: dict[str, Run] = {name: arena_run(checkout, programs) for name, checkout in arenas.items()}
+        sides = {name: arena_side(checkout, programs) for name, checkout in arenas.items()}
         if fastchess:
-            sides["fastchess"] = fastchess_run(fastchess, programs)
+            sides["fastchess"] = fastchess_side(fastchess, programs)
         labels = {"this": f"this ({revision(ROOT)})", "baseline": "baseline", "fastchess": "fastchess"}
         if baseline:
             labels["baseline"] = f"baseline ({revision(baseline)})"
