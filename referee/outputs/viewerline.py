@@ -2,7 +2,7 @@
 
 The report and the live page show a game from this line, not from its record: moves as one string, times
 as integers (tenths of a millisecond), the last info of each move rather than all sixteen, so it is about a
-third of the record. It is made once, when the game is stored (referee.run.store: ~0.1 ms, in the writer thread),
+third of the record. It is made once, when the game is stored (referee.run.store: ~0.1 ms),
 so a report of 50,000 games reads lines instead of parsing and projecting 575 MB of records (that took
 ~0.2 ms a game). The line has no game number: the page numbers games in commit order, which the reader adds.
 """
@@ -19,12 +19,31 @@ from referee.timing.time_odds import time_odds_note
 
 def game_line(record: GameRecord) -> dict[str, Any]:
     """Everything the viewer needs for one game, compactly (the report's tables read it too)."""
-    infos: list[list[Any]] = []
-    for ply, move in enumerate(record.moves):
-        if move.infos:
-            # The last info as the bot sent it (the viewer leaves out its `type` tag).
-            infos.append([ply, move.infos[-1], len(move.infos) + move.infos_dropped])
     control = record.settings.time_control
+    texts: list[str] = []
+    colors: list[str] = []
+    # Elapsed in tenths of a millisecond: integers are a third the size of floats in JSON.
+    times: list[int] = []
+    clocks: list[int | None] = []
+    # Newer records measure the mover's CPU and the referee's own lateness per move (in microseconds: it is tiny).
+    cpus: list[int | None] = []
+    lags: list[int | None] = []
+    infos: list[list[Any]] = []
+    # One pass over the moves, each read through its __dict__ (on a pydantic model a missing attribute costs an
+    # exception: older records lack the newer fields): the line is made at every save.
+    for ply, move in enumerate(record.moves):
+        fields = move.__dict__
+        texts.append(fields["move"])
+        colors.append("b" if fields["color"] == "black" else "w")
+        times.append(round(fields["elapsed_ms"] * 10))
+        clocks.append(fields.get("clock_ms"))
+        cpu, lag = fields.get("cpu_ms"), fields.get("latency_ms")
+        cpus.append(None if cpu is None else round(cpu * 10))
+        lags.append(None if lag is None else round(lag * 1000))
+        kept = fields.get("infos")
+        if kept:
+            # The last info as the bot sent it (the viewer leaves out its `type` tag).
+            infos.append([ply, kept[-1], len(kept) + fields.get("infos_dropped", 0)])
     return {
         "id": record.game_id,
         "b": record.black.name,
@@ -35,14 +54,12 @@ def game_line(record: GameRecord) -> dict[str, Any]:
         "tc": describe_time_control(control) + time_odds_note(record),
         "base": control.base_ms,
         "o": " ".join(record.settings.opening),
-        "m": " ".join(m.move for m in record.moves),
-        "c": "".join("b" if m.color == "black" else "w" for m in record.moves),
-        # Elapsed in tenths of a millisecond: integers are a third the size of floats in JSON.
-        "t": [round(m.elapsed_ms * 10) for m in record.moves],
-        "k2": [m.clock_ms for m in record.moves] if control.base_ms is not None else None,
-        # Newer records measure the mover's CPU and the referee's own lateness per move.
-        "u": _per_move(record, "cpu_ms"),
-        "lt": _per_move(record, "latency_ms", scale=1000),  # in microseconds: the referee's lateness is tiny
+        "m": " ".join(texts),
+        "c": "".join(colors),
+        "t": times,
+        "k2": clocks if control.base_ms is not None else None,
+        "u": None if cpus.count(None) == len(cpus) else cpus,
+        "lt": None if lags.count(None) == len(lags) else lags,
         "i": infos,
         "r": record.result,
         "x": str(record.termination),
@@ -89,15 +106,6 @@ def figures_of(text: str) -> dict[str, Any]:
 def numbered(number: int, text: str) -> str:
     """A stored line with the game's number (its place in commit order) first: `{"n":12,"id":...`."""
     return f'{{"n":{number},{text[1:]}'
-
-
-def _per_move(record: GameRecord, field: str, scale: int = 10) -> list[int | None] | None:
-    """A per-move figure in tenths of a millisecond (`scale` per ms), or None when no move carries it."""
-    # __dict__, not getattr: on a pydantic model a missing attribute costs an exception (older records).
-    values = [move.__dict__.get(field) for move in record.moves]
-    if values.count(None) == len(values):
-        return None
-    return [None if value is None else round(value * scale) for value in values]
 
 
 def _version(name: str | None, version: str | None) -> str:
