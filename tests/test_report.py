@@ -132,6 +132,32 @@ def test_game_detail_is_compact_and_complete(tmp_path: Path) -> None:
     assert detail["bs"] == record.black_score and detail["ws"] == record.white_score
 
 
+def test_a_viewer_line_holds_each_move_s_figures_in_its_own_units_and_none_where_none_was_measured(
+    tmp_path: Path,
+) -> None:
+    from referee.outputs.viewerline import game_line
+
+    record = synthesize_tournament(tmp_path, 1, seed=9)[0]
+    first, second, third = record.moves[:3]
+    moves = [
+        first.model_copy(update={"elapsed_ms": 12.34, "cpu_ms": 1.25, "latency_ms": 0.0123, "infos": []}),
+        second.model_copy(
+            update={"elapsed_ms": 0.05, "cpu_ms": None, "latency_ms": None, "infos": [{"depth": 1}, {"depth": 2}]}
+        ),
+        third.model_copy(update={"elapsed_ms": 7.0, "cpu_ms": 0.0, "latency_ms": 2.0, "infos_dropped": 3}),
+    ]
+    line = game_line(record.model_copy(update={"moves": moves}))
+    assert line["m"] == " ".join(move.move for move in moves)
+    assert line["c"] == "".join("b" if move.color == "black" else "w" for move in moves)
+    assert line["t"] == [123, 0, 70]  # tenths of a millisecond
+    assert line["u"] == [12, None, 0] and line["lt"] == [12, None, 2000]  # the lag in microseconds
+    assert line["i"][0] == [1, {"depth": 2}, 2]  # the last info of the second move, of two sent
+    assert len(line["i"]) == 1 + bool(third.infos)
+    unmeasured = [move.model_copy(update={"cpu_ms": None, "latency_ms": None}) for move in moves]
+    line = game_line(record.model_copy(update={"moves": unmeasured}))
+    assert line["u"] is None and line["lt"] is None
+
+
 def test_the_tables_read_a_line_as_json_does_but_for_its_infos(tmp_path: Path) -> None:
     from referee.outputs.viewerline import figures_of, line_text
 
