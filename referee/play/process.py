@@ -659,7 +659,7 @@ class BotProcess(BotChannel):
         self.stderr_path = stderr_path
         self._tail: deque[str] = deque(maxlen=_TAIL_LINES)
         self._partial = bytearray()
-        self._tail_lock = threading.Lock()  # the tail is kept by the stderr thread and read by the game
+        self._tail_lock = threading.Lock()  # kept by the stderr thread (or the stop), read by the game
         self._stderr: StderrCopier | None = None
         self._bot_pid_found: int | None = None
         self.probe = LinuxProbe(self._bot_pid, self._send_stream.fileno)  # type: ignore[attr-defined]
