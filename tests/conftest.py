@@ -112,6 +112,10 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
+SETTLE_S = 0.5
+"""How long this process's tree must stay as it was when a test began before `reap_orphans` is done."""
+
+
 def reap_orphans(wait_s: float = 2.0, gone: Iterable[int] = ()) -> None:
     """Reap this process's zombie children, for tests that kill a referee with `kill -9`.
 
@@ -119,23 +123,33 @@ def reap_orphans(wait_s: float = 2.0, gone: Iterable[int] = ()) -> None:
     referee's processes, dying with it, are re-parented to it one by one as their parents die, and wait to be
     reaped here. Nothing of the killed tree can leave this process's tree (every orphan goes to the nearest
     subreaper, this one, or to the init of a sandbox's process namespace, itself inside), so the tree is back to
-    what it held when the test began once all is reaped: it reaps until then, or for at most `wait_s` (a bound
-    for a loaded machine). With `gone` (pids of the killed referee's processes), it also waits until none of
-    those is left, reaped here or elsewhere.
+    what it held when the test began once all is reaped: it reaps until then, and `SETTLE_S` more in which
+    nothing comes, or for at most `wait_s` (a bound for a loaded machine). With `gone` (pids of the killed
+    referee's processes), it also waits until none of those is left, reaped here or elsewhere.
     """
     gone = list(gone)
     deadline = time.monotonic() + wait_s
+    settled_since: float | None = None
     while True:
         children = []
+        reaped = False
         for pid in child_pids():
             if _proc_state(pid) == "Z":
                 with contextlib.suppress(ChildProcessError):
                     os.waitpid(pid, os.WNOHANG)
+                    reaped = True
                     continue  # reaped: no longer a child
             children.append(pid)
         now = time.monotonic()
         settled = not _new_descendants(children) and not any(Path(f"/proc/{pid}").exists() for pid in gone)
-        if settled or now >= deadline:
+        if not settled or reaped:
+            settled_since = None
+        elif settled_since is None:
+            settled_since = now
+        # Settled for a moment, not at one instant: a process on its way here (its parent, in a sandbox's
+        # namespace, exiting) is in no tree /proc shows until it arrives (seen once in CI, a zombie late by
+        # less than a second).
+        if (settled_since is not None and now - settled_since >= SETTLE_S) or now >= deadline:
             return
         time.sleep(0.02)
 
