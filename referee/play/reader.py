@@ -473,25 +473,30 @@ class StderrCopier:
         """On the hub's thread, the pipe having data: copy it; True at the output's end (then the hub stops watching
         the pipe and calls `end`)."""
         with self._lock:
-            if self._ended:
-                return False  # stopped meanwhile by its owner
-            try:
-                return self.drain(_STOP_DRAIN_CHUNKS)
-            except Exception:
-                log.exception("the copy of %s's stderr failed", self.name)
-                return True
+            return not self._ended and self._take()  # ended already: stopped meanwhile by its owner
 
     def end(self) -> None:
         """On the hub's thread, once it no longer watches the pipe: the copy has reached the output's end."""
         with self._lock:
-            if not self._ended:
-                self._end()
+            self._end()
         with contextlib.suppress(trio.RunFinishedError):
             self._token.run_sync_soon(self.done.set)
 
+    def _take(self) -> bool:
+        """`drain` what is there (at most `_STOP_DRAIN_CHUNKS` reads), under `_lock`; True at the output's end, or
+        if the copy failed (logged)."""
+        try:
+            return self.drain(_STOP_DRAIN_CHUNKS)
+        except Exception:
+            log.exception("the copy of %s's stderr failed", self.name)
+            return True
+
     def _end(self) -> None:
-        """Once, under `_lock`, and only once the hub no longer watches the pipe (an epoll watches the pipe itself,
-        not the descriptor: a descriptor closed while watched would leave the pipe in it): the copy is over."""
+        """Under `_lock`, and only once the hub no longer watches the pipe (an epoll watches the pipe itself, not the
+        descriptor: a descriptor closed while watched would leave the pipe in it): the copy is over. Once: again,
+        nothing."""
+        if self._ended:
+            return
         self._ended = True
         with contextlib.suppress(OSError):
             os.close(self.fd)
@@ -520,11 +525,8 @@ class StderrCopier:
         process_wide.STDERR_HUB.get(_StderrHub).remove(self)  # the hub reads it no more (but for a read under way)
         with self._lock:
             if not self._ended:
-                try:
-                    self.drain(_STOP_DRAIN_CHUNKS)
-                except Exception:
-                    log.exception("the copy of %s's stderr failed", self.name)
-                self._end()
+                self._take()
+            self._end()
         self.done.set()
         await trio.lowlevel.checkpoint()
 
