@@ -480,7 +480,7 @@ class _Slot:
         self.written: dict[tuple[str, str], str] = {}
         """(key, file) -> the text the file holds: written here, or the kernel's default in a new cgroup."""
         self._files: dict[tuple[str, str], str] = {}
-        self._fds: dict[tuple[str, str], int] = {}
+        self._fds: dict[tuple[str, str, bool], int] = {}
         self._lock = threading.Lock()
 
     @classmethod
@@ -519,7 +519,7 @@ class _Slot:
 
     def fd(self, key: str, name: str, *, write: bool = False) -> int | None:
         """A descriptor of one of its control files, opened once and kept (None if it cannot be opened)."""
-        entry = (key, f"{name} (w)") if write else (key, name)
+        entry = (key, name, write)
         with self._lock:
             fd = self._fds.get(entry)
             if fd is None:
