@@ -134,6 +134,12 @@ def quiet(directory: Path) -> bool:
         return not store.playing() and store.game_count() == before
 
 
+def lines_of(directory: Path, name: str) -> list[str]:
+    """The lines of games.jsonl that name `name` (none while the file is not there)."""
+    path = directory / "games.jsonl"
+    return [line for line in path.read_text().splitlines() if name in line] if path.exists() else []
+
+
 def games_of(directory: Path, name: str) -> int:
     entry = entries(directory).get(name)
     return 0 if entry is None or entry.version is None else int(entry.version.games)
@@ -309,7 +315,9 @@ def test_uploads_are_accepted_played_in_the_sandbox_and_refused_for_every_bad_ki
     assert (status, body["version"], body["added"]) == (201, 1, True), body
     # It plays, in the sandbox with the ladder's limits.
     wait_for("a game of the uploaded bot", lambda: games_of(out, "alicebot") >= 1, ladder)
-    record = next(json.loads(line) for line in (out / "games.jsonl").read_text().splitlines() if "alicebot.v1" in line)
+    # Its line in games.jsonl is appended just after the game is stored: waited for, not raced.
+    wait_for("its record in games.jsonl", lambda: bool(lines_of(out, "alicebot.v1")), ladder)
+    record = json.loads(lines_of(out, "alicebot.v1")[0])
     side = record["black"] if record["black"]["name"] == "alicebot.v1" else record["white"]
     assert side["sandbox"] is True and side["memory_mb"] == 512 and side["run_command"][0].endswith("bwrap")
 
