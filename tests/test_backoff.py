@@ -222,6 +222,40 @@ def test_a_run_on_a_busy_host_plays_fewer_games_at_once_pauses_and_completes(
     assert "the host was busy: the run came down to 1 game(s) at once and was paused 1 time(s)" in text
 
 
+def test_on_a_calm_host_the_host_watch_sleeps_until_the_run_backs_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The watch's one-second sleep, told apart by its length: on a calm host it never runs (it woke the referee every
+    # second for nothing); after a void it does, and the host is read.
+    import trio
+
+    import referee.run.runner as runner_module
+
+    interval = 0.0123
+    monkeypatch.setattr(runner_module, "HOST_READING_INTERVAL_S", interval)
+    sleep, watch_sleeps, reads = trio.sleep, [], []
+
+    async def counted(seconds: float) -> None:
+        if seconds == interval:
+            watch_sleeps.append(seconds)
+        await sleep(seconds)
+
+    class CountedHost(HostWatch):
+        async def read(self, at_s: float) -> HostReading:
+            reads.append(at_s)
+            return calm(at_s)
+
+    monkeypatch.setattr(trio, "sleep", counted)
+    monkeypatch.setattr(backoff, "HostWatch", CountedHost)
+    a, b = f"name=a cmd='python3 {TESTBOT}'", f"name=b cmd='python3 {TESTBOT}'"
+    argv = ["match", "--black", a, "--white", b, "--size", "3x3", "--games", "4", "-j", "2"]
+    assert main([*argv, "--out", str(tmp_path / "calm")]) == 0
+    assert watch_sleeps == [] and reads == []
+    first_plays_void(monkeypatch, 1)
+    assert main([*argv, "--out", str(tmp_path / "busy")]) == 0
+    assert watch_sleeps and reads
+
+
 @pytest.mark.usefixtures("quick_backoff")
 def test_past_the_limit_of_one_pause_the_run_stops_with_the_message_about_the_machine(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]

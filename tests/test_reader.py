@@ -21,7 +21,7 @@ import trio.testing
 from protocol.framing import MAX_LINE_BYTES
 from protocol.rules import Position
 from protocol.session import State
-from referee.play.loop import RELAY_INTERVAL_S, MoveBatches
+from referee.play.loop import RELAY_INTERVAL_S, MoveBatches, relay_due_ns, until_next_relay_s
 from referee.play.process import BotChannel
 from referee.play.reader import (
     OutputReader,
@@ -352,6 +352,28 @@ def test_a_slow_turn_write_reads_the_bot_s_cpu_clock(monkeypatch: pytest.MonkeyP
     finally:
         os.close(r)
         os.close(w)
+
+
+def test_batches_of_moves_are_due_on_the_whole_seconds_of_the_monotonic_clock() -> None:
+    # Every process of the machine reads the same monotonic clock: two slots' batches (and the coordinator's tick,
+    # `until_next_relay_s`) come due at the same instants, so the host wakes once for them all.
+    interval = round(RELAY_INTERVAL_S * 1e9)
+    assert relay_due_ns(7 * interval) == 8 * interval
+    assert relay_due_ns(7 * interval + 1) == relay_due_ns(8 * interval - 1) == 8 * interval
+    assert 0 < until_next_relay_s() <= RELAY_INTERVAL_S
+    sent: list[list[str]] = []
+    first, second = (MoveBatches(lambda moves: sent.append([move.move for move, _ in moves])) for _ in range(2))
+    position = Position(3, 3)
+    for batches in (first, second):
+        # The first move of a game goes at once; the next is held until the next whole second.
+        batches.push(MoveRecord.model_construct(move="a1b1"), position)
+        batches.push(MoveRecord.model_construct(move="pass"), position)
+    due = first.due_ns()
+    assert due is not None and due % interval == 0 and due - time.monotonic_ns() <= interval
+    assert second.due_ns() in (due, due + interval)  # the same second, unless one just began between the pushes
+    assert sent == [["a1b1"], ["a1b1"]]
+    first.flush_due()
+    assert sent[-1] == ["pass"] and first.due_ns() is None
 
 
 def test_a_move_held_for_a_batch_is_handed_on_by_the_wait_for_the_next_reply() -> None:

@@ -296,6 +296,7 @@ def execute(
     from referee.exceptions import find_exception
     from referee.outputs.files import OutputDirError, prepare_output_dir
     from referee.outputs.livefeed import LiveFeed
+    from referee.play.loop import until_next_relay_s
     from referee.play.process import BotStartError
     from referee.run.runner import Runner, rebuild_from_games_file
     from referee.run.store import StoreError, database_path
@@ -353,7 +354,7 @@ def execute(
 
             async def tick() -> None:
                 while True:
-                    await trio.sleep(1)
+                    await trio.sleep(until_next_relay_s())  # with the slots' batches of moves: one wake for both
                     display.tick()
                     feed.flush()  # the last moves of a batch, when no other write came since
 

@@ -58,18 +58,23 @@ __all__ = [
     "pin",
     "play_in_pool",
     "read_message",
+    "relay_due_ns",
+    "until_next_relay_s",
     "void_record",
 ]
 
 MAX_OPEN_PER_SLOT = 4
 """Bot processes a slot keeps open; with many bots the least recently used is closed to make room."""
-RELAY_INTERVAL_S = 0.5
-"""Moves reach the coordinator in batches at most this often, so at most this late (the live view and
-`--show-moves` show every move, half a second late at worst, and only while moves come faster than two a second:
-a move after a longer pause goes at once). While bots think, every batch costs a wake of the coordinator (about
-0.4 ms of CPU, cold) and often one of the worker. Measured with bots that think 100 ms a move, two games at once,
-the referee's CPU while they think: 18-19 ms/s at 0.05 s; at 0.25 s 16.5-18.7 ms/s, at 0.5 s 13.8-15.6 ms/s (the
-coordinator's share 4.1-5.2 -> 2.9-3.3 ms/s), alternately in one session."""
+RELAY_INTERVAL_S = 1.0
+"""Moves reach the coordinator in batches, on the whole seconds of the monotonic clock (`relay_due_ns`), so at most a
+second late (the live view and `--show-moves` show every move a second late at worst, and only while moves come
+faster than one a second: a move after a longer pause goes at once). While bots think, every batch costs a wake of
+the coordinator (about 0.5 ms of CPU, cold) and often one of the worker. The monotonic clock is the same in every
+process of the machine, so every slot's batches are due at the same instants as one another and as the coordinator's
+own one-second tick (`referee.commands.common`): the host wakes for them together, not each at a time of its own.
+Measured with bots that think 100 ms a move, two games at once, the referee's CPU while they think (alternately in
+one session): batches every 0.5 s after the last, 14.4-16.6 ms/s; on the whole second, with the tick on it too and
+no host watch while the host is calm, 12.1-14.2 ms/s (the coordinator's share 3.2-4.2 -> 1.5-2.4 ms/s)."""
 RELAY_INTERVAL_NS = round(RELAY_INTERVAL_S * 1e9)
 CLOSE_WAIT_S = 10.0
 """How long closing a play loop waits for its bots to stop (each has its own quit grace and kill)."""
@@ -80,6 +85,18 @@ OnMoves = Callable[[Sequence[tuple[PlayedMove, int]]], None]
 """What the coordinator is told of a game's moves, a batch at a time (`MoveBatches`): each move's record and its ply
 number (1 for the first move played), in the order played. One call a batch, not a move: the coordinator's share
 of a move with instant bots was mostly the calls made for it one by one."""
+
+
+def relay_due_ns(now_ns: int) -> int:
+    """When the next batch of moves is due after `now_ns` (monotonic ns): the next whole `RELAY_INTERVAL_S`."""
+    return (now_ns // RELAY_INTERVAL_NS + 1) * RELAY_INTERVAL_NS
+
+
+def until_next_relay_s() -> float:
+    """Seconds from now to the next instant batches of moves are due (`relay_due_ns`): a periodic task that sleeps
+    until then wakes with them."""
+    now = time.monotonic_ns()
+    return (relay_due_ns(now) - now) / 1e9
 
 
 def pin(cores: Sequence[int] | None) -> None:
@@ -214,12 +231,13 @@ class PlayLoop:
 
 
 class MoveBatches:
-    """A game's moves, handed on in batches: at most every `RELAY_INTERVAL_S` as they are played, and whatever is
-    left at `flush` (called before the game's record goes, so that its moves come first).
+    """A game's moves, handed on in batches: at most one in each whole `RELAY_INTERVAL_S` as they are played, and
+    whatever is left at `flush` (called before the game's record goes, so that its moves come first).
 
     `push` is the game's `on_move`; `send(moves)` gets each batch as (move, ply number) pairs. Every move handed
     on is complete (`run_game` gives it to `on_move` once its opponent's CPU is known) and is not touched again.
-    A move held for the next batch is due `RELAY_INTERVAL_S` after the last one went (`due_ns`): a game played in a
+    A move held for the next batch is due at the next whole `RELAY_INTERVAL_S` after the last one went (`due_ns`,
+    `relay_due_ns`): a game played in a
     sole game loop hands it on then (`referee.play.reader.held_moves`, `flush_due`), however long its next move takes.
     """
 
@@ -232,7 +250,7 @@ class MoveBatches:
         self._moves.append((move, len(position.history)))
         now = time.monotonic_ns()
         if now >= self._due:
-            self._due = now + RELAY_INTERVAL_NS
+            self._due = relay_due_ns(now)
             self.flush()
 
     def due_ns(self) -> int | None:
@@ -241,7 +259,7 @@ class MoveBatches:
 
     def flush_due(self) -> None:
         """Hand on the held moves at their due time; the next batch is due an interval later."""
-        self._due = time.monotonic_ns() + RELAY_INTERVAL_NS
+        self._due = relay_due_ns(time.monotonic_ns())
         self.flush()
 
     def flush(self) -> None:

@@ -10,7 +10,7 @@ socket with length-prefixed JSON messages (a game's record goes beside its messa
 
 - to the worker: `play` (a game: its id, both sides as a pool key and a bot spec, the settings), `cancel`
   (stop that game), `close` (stop every bot and exit);
-- from the worker: `moves` (a batch of moves of the game in progress, every `RELAY_INTERVAL_S` at most),
+- from the worker: `moves` (a batch of moves of the game in progress, one in each whole `RELAY_INTERVAL_S` at most),
   `done` (the pool's running keys, and the record's JSON as the message's payload), `failed` (a bot could not
   start, or the game could not be played: the error's kind and text), `cancelled`.
 """
