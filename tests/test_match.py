@@ -162,7 +162,20 @@ def test_match_as_a_subprocess(tmp_path: Path) -> None:
 
 def test_ctrl_c_stops_cleanly_and_the_same_command_resumes(tmp_path: Path) -> None:
     out = tmp_path / "m"
-    argv = ["--black", "alphabeta", "--white", "alphabeta", "--movetime", "0.2", "--games", "2", "--out", str(out)]
+    argv = [
+        "--black",
+        "alphabeta",
+        "--white",
+        "alphabeta",
+        "--movetime",
+        "0.2",
+        "--size",
+        "5x5",
+        "--games",
+        "2",
+        "--out",
+        str(out),
+    ]
     command = [sys.executable, "-m", "referee", "match", *argv, "-j", "1"]
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     # Wait until both bots have started and some moves are played.

@@ -390,8 +390,10 @@ def test_a_move_held_for_a_batch_is_handed_on_by_the_wait_for_the_next_reply() -
             batches.push(MoveRecord.model_construct(move="a1b1"), position)
             batches.push(MoveRecord.model_construct(move="pass"), position)
             assert sent == [["a1b1"]] and batches.due_ns() is not None
-            # No reply comes: the wait times out, having handed on the held move on the way.
-            assert reader.wait(time.monotonic_ns() + 5 * round(RELAY_INTERVAL_S * 1e9)) == "timeout"
+            # No reply comes: the wait times out, having handed on the held move on the way (it is due within a batch's
+            # interval, on the next whole second of the clock).
+            due = batches.due_ns()
+            assert due is not None and reader.wait(due + 50_000_000) == "timeout"
         assert sent == [["a1b1"], ["pass"]] and batches.due_ns() is None
     finally:
         for fd in (ours, theirs, interrupt_r, interrupt_w):
