@@ -17,6 +17,7 @@ from referee.run.schedule import (
     make_schedule,
     parse_openings,
     pick_next,
+    playing_order,
     random_opening,
     random_openings,
     read_openings_file,
@@ -188,3 +189,29 @@ def test_a_slot_prefers_games_whose_bots_it_has_running() -> None:
     assert pick_next(pending, {"c", "d"}, window=4) == 1
     assert pick_next(pending, {"a", "c"}, window=4) == 2
     assert pick_next(pending, {"a", "c"}, window=2) == 0  # beyond the window: order wins
+
+
+def test_a_game_whose_two_bots_another_slot_has_is_left_to_that_slot() -> None:
+    # The second game of a's and b's game pair is first; another slot has a and b (it plays their first game).
+    pending = [
+        ScheduledGame(4, 0, 1, "b", "a", ()),
+        ScheduledGame(2, 1, 0, "a", "c", ()),
+        ScheduledGame(5, 1, 1, "c", "a", ()),
+    ]
+    assert pick_next(pending, set(), window=4, elsewhere=[{"a", "b"}]) == 1
+    assert pick_next(pending, {"c"}, window=4, elsewhere=[{"a", "b"}]) == 1
+    assert pick_next(pending, {"a", "b"}, window=4, elsewhere=[{"a", "b"}]) == 0  # this slot has both too
+    assert pick_next(pending, set(), window=4, elsewhere=[{"d"}, {"a", "b", "c"}]) == 0  # every game is another's
+    assert pick_next(pending, set(), window=1, elsewhere=[{"a", "b"}]) == 0  # nothing else in the window
+
+
+def test_game_pairs_are_played_back_to_back_and_keep_their_numbers() -> None:
+    schedule = make_schedule(["a", "b", "c"], Format.ROUND_ROBIN, 4, [])
+    played = sorted(schedule, key=playing_order)
+    assert [(g.pairing, g.round) for g in played] == [
+        (0, 0), (0, 1), (1, 0), (1, 1), (2, 0), (2, 1),
+        (0, 2), (0, 3), (1, 2), (1, 3), (2, 2), (2, 3),
+    ]  # fmt: skip
+    assert [g.number for g in played[:4]] == [1, 4, 2, 5]
+    for first, second in zip(played[::2], played[1::2], strict=True):
+        assert (first.black, first.white) == (second.white, second.black) and first.opening == second.opening

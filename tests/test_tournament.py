@@ -121,6 +121,25 @@ async def test_round_robin_with_openings_and_two_games_at_once(tmp_path: Path) -
         assert parse_event(encode_event(event)) == event
 
 
+async def test_game_pairs_are_played_back_to_back_so_a_round_robin_starts_fewer_bots(tmp_path: Path) -> None:
+    # Eight bots, more than a slot keeps running: each game pair's second game is played where its first was, by
+    # the same two processes, so the run starts at most about one bot a pair (28 pairs; 36-37 starts before).
+    names = [f"b{n}" for n in range(8)]
+    plan = make_plan(tmp_path / "two", [bot_config(name) for name in names], games=2, concurrency=2)
+    summary = await Runner(plan).run()
+    assert summary.games_done == 56
+    records = read_games(plan.out_dir)
+    started = {side.stderr_log for record in records for side in (record.black, record.white)}
+    assert len(started) <= 28, len(started)
+    # One game at a time: the pairs in order, each pair's games one after the other; the numbers are the schedule's.
+    plan = make_plan(tmp_path / "one", [bot_config(name) for name in names[:3]], games=4, concurrency=1)
+    await Runner(plan).run()
+    lines = (plan.out_dir / GAMES_FILE).read_text(encoding="utf-8").splitlines()
+    finished = [GameRecord.model_validate_json(line).game_id for line in lines]
+    assert finished == ["g0001", "g0004", "g0002", "g0005", "g0003", "g0006", "g0007", "g0010", "g0008", "g0011",
+                        "g0009", "g0012"]  # fmt: skip
+
+
 async def test_gauntlet_of_sample_bots_on_a_tiny_board(tmp_path: Path) -> None:
     bots = [{"name": "greedy", "command": "greedy"}, {"name": "random", "command": "random"}, bot_config("t")]
     plan = make_plan(tmp_path, bots, format="gauntlet", size=3, games=2)

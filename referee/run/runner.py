@@ -99,6 +99,7 @@ from referee.run.schedule import (
     Scheduler,
     make_schedule,
     pick_next,
+    playing_order,
     schedule_pairs,
 )
 from referee.run.store import DB_NAME, DoneGame, RunStore, StoreError, damaged_database, database_path
@@ -370,6 +371,8 @@ class Runner:
         self._counter = PairCounter(plan.sprt)
         self._statistics: HeadToHead | None = None  # two-bot runs: as of the last counted pair
         self._pending: list[ScheduledGame] = []
+        self._slot_bots: dict[int, set[str]] = {}
+        """Each slot's bots: running, or in the game it plays (`pick_next` leaves a game of those to that slot)."""
         self._voids: dict[int, int] = {}
         self._played_now = 0
         self._started_ok: set[str] = set()
@@ -441,6 +444,8 @@ class Runner:
         from referee.run.formats import fixed_field
 
         fixed = fixed_field(self.plan)
+        if self.plan.format.is_fixed:
+            games = sorted(games, key=playing_order)  # game pairs back to back; numbers kept
         for game in games:
             self._scheduled.append(game)
             retired = game.black in self._retired or game.white in self._retired
@@ -673,8 +678,10 @@ class Runner:
                 if not self._backoff.admits(index):
                     await self._changed.wait()  # a busy host: fewer games at once, or none for now
                     continue
-                at = pick_next(self._pending, slot.running(), window=2 * self.plan.concurrency)
+                elsewhere = (bots for other, bots in self._slot_bots.items() if other != index)
+                at = pick_next(self._pending, slot.running(), 2 * self.plan.concurrency, elsewhere)
                 game = self._pending.pop(at)
+                self._slot_bots[index] = slot.running() | {game.black, game.white}
                 self._in_flight += 1
                 try:
                     withdrawn = self._withdrawn(game)
@@ -683,6 +690,7 @@ class Runner:
                     else:
                         await self._play(slot, game)
                 finally:
+                    self._slot_bots[index] = set(slot.running())
                     self._in_flight -= 1
                     self._wake()
         finally:
