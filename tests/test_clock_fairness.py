@@ -343,9 +343,13 @@ class KeptFromReading:
     """A lag source whose windows say the host kept the bot from reading its turn for `ns` (no referee lag)."""
 
     monitors = False
+    look_ns = None
 
     def __init__(self, ns: int) -> None:
         self.ns = ns
+
+    def look(self) -> None:
+        pass
 
     def open(self, start_ns: int, watch: ReadWatch | None = None, *, quiet_until_ns: int | None = None) -> LagWindow:
         return self

@@ -8,14 +8,17 @@ import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
 
 from protocol.rules import BLACK, WHITE
+from referee.play.game import run_game
 from referee.play.process import open_bot
 from referee.play.reader import stamped_stdout
 from referee.record import BotInfo, GameRecord, GameSettings, MoveRecord, Termination
+from referee.timing import latency as latency_module
 from referee.timing.clock import parse_time_control
 from referee.timing.latency import (
     IDLE_NS,
@@ -132,11 +135,15 @@ def test_the_monitor_looks_at_every_period_only_where_a_move_needs_it() -> None:
     monitor = HostLagMonitor()  # not started: its plan is asked by hand, as its thread would
     now = time.monotonic_ns()
     s, ms = 10**9, 10**6
-    # A stamped move that may sleep until 500 ms (its deadline 250 ms after that), its bot asleep on its input:
-    # every period until it reads its turn.
+    # A stamped move that may sleep until 500 ms (its deadline 250 ms after that), its bot asleep on its input: no
+    # look for its first period (the game's to ask, `look`: most moves are over by then), then every period until
+    # it reads its turn.
     watch = ReadWatch(lambda: 0, lambda: 0, start_wait=0)
     far = monitor.open(now, watch, quiet_until_ns=now + 500 * ms)
-    assert monitor._quiet_until(now, (far,)) is None
+    assert far.look_ns == now + monitor.period_ns
+    assert monitor._quiet_until(now, (far,)) == now + 500 * ms
+    far.look()
+    assert far.look_ns is None and monitor._quiet_until(now + ms, (far,)) is None
     watch.written = True
     watch.check(now + ms)  # its input emptied: read
     assert monitor._quiet_until(now + ms, (far,)) == now + 500 * ms  # asleep until its deadline nears
@@ -151,15 +158,19 @@ def test_the_monitor_looks_at_every_period_only_where_a_move_needs_it() -> None:
     for window in (far, near, minute):
         window.close()
     assert monitor._quiet_until(now + 200 * ms, ()) == now + 200 * ms + IDLE_NS  # nothing to watch: asleep
-    # A move whose reply is not stamped is watched all along.
-    unstamped = monitor.open(now + 300 * ms)
-    assert monitor._quiet_until(now + 300 * ms, (unstamped,)) is None
+    # A move whose reply is not stamped is watched all along, with no look asked of the game.
+    unstamped = monitor.open(now + 300 * ms, ReadWatch(lambda: 0, lambda: 0, start_wait=0))
+    assert unstamped.look_ns is None and monitor._quiet_until(now + 300 * ms, (unstamped,)) is None
     unstamped.close()
-    # Moves that come fast keep it at every period for a second, rather than waking it for each.
+    # Stamped moves that come fast and end within a period leave it asleep (nothing to look at) ...
     for at in (now + 400 * ms, now + 405 * ms):
-        monitor.open(at, quiet_until_ns=at + 10 * s).close()
+        monitor.open(at, ReadWatch(lambda: 0, lambda: 0, start_wait=0), quiet_until_ns=at + 10 * s).close()
+    assert monitor._quiet_until(now + 410 * ms, ()) is not None
+    # ... and unstamped ones keep it at every period for a second, rather than waking it for each.
+    for at in (now + 500 * ms, now + 505 * ms):
+        monitor.open(at).close()
     assert monitor._quiet_until(now + 900 * ms, ()) is None
-    assert monitor._quiet_until(now + 405 * ms + IDLE_NS, ()) is not None
+    assert monitor._quiet_until(now + 505 * ms + IDLE_NS, ()) is not None
 
 
 def test_the_monitor_thread_sleeps_through_a_stamped_move_far_from_its_deadline_and_wakes_for_one_near() -> None:
@@ -181,6 +192,60 @@ def test_the_monitor_thread_sleeps_through_a_stamped_move_far_from_its_deadline_
         near.close()
     finally:
         monitor.release()
+
+
+def test_a_stamped_move_is_watched_once_the_game_asks_a_period_after_its_start_and_until_its_turn_is_read() -> None:
+    monitor = HostLagMonitor()
+    monitor.acquire()
+    try:
+        time.sleep(0.02)  # the thread's first wake, before it knew of any move, is past
+        unread = [40]
+        watch = ReadWatch(lambda: unread[0], lambda: 0, start_wait=0)
+        watch.written = True
+        now = time.monotonic_ns()
+        window = monitor.open(now, watch, quiet_until_ns=now + 60 * 10**9)  # a stamped move, its deadline far
+        before = monitor.wakes
+        time.sleep(0.2)
+        assert monitor.wakes - before <= 2, monitor.wakes - before  # not woken for it: most moves end sooner
+        window.look()  # still on a period after its start: the game asks
+        time.sleep(0.2)
+        assert monitor.wakes - before > 30, monitor.wakes - before  # about 200: every period while it is unread
+        assert watch.read_seen_ns is None
+        unread[0] = 0
+        time.sleep(0.05)
+        assert watch.read_seen_ns is not None  # read: seen within a period
+        before = monitor.wakes
+        time.sleep(0.2)
+        assert monitor.wakes - before <= 2, monitor.wakes - before  # asleep again until its deadline nears
+        window.close()
+    finally:
+        monitor.release()
+
+
+async def test_a_game_asks_the_monitor_to_watch_only_the_moves_still_on_a_period_after_their_start(
+    bot_spec: BotSpecFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not stamped_stdout():
+        pytest.skip("replies are not stamped by the kernel here: the monitor watches every move all along")
+    looks: list[int] = []
+    look = latency_module._MonitorWindow.look
+
+    def counted(window: Any) -> None:
+        looks.append(window.start_ns)
+        look(window)
+
+    monkeypatch.setattr(latency_module._MonitorWindow, "look", counted)
+    settings = GameSettings(width=3, height=3, time_control=parse_time_control("30+0"))
+    # Bots that take 20 ms a move, not pinned (the monitor watches their reads): every move is still on after a
+    # period, and is watched from then on.
+    async with (
+        open_bot(bot_spec("testbot", "slow", "20"), tmp_path) as black,
+        open_bot(bot_spec("testbot", "slow", "20"), tmp_path) as white,
+    ):
+        assert black.lag_source.monitors
+        record = await run_game("g1", black, white, settings)
+    assert record.termination is Termination.NORMAL
+    assert len(looks) >= len(record.moves) > 2, (len(looks), len(record.moves))
 
 
 def test_a_tally_added_game_by_game_gives_the_same_summary() -> None:

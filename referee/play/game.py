@@ -480,6 +480,9 @@ class _Game:
             if message is None:
                 due = timer.due_ns
                 wake_at = check_at if due is None or check_at < due else due
+                look = timer.look_ns
+                if look is not None and look < wake_at:
+                    wake_at = look
                 if bot.has_news():
                     state = None  # the output's end, a bad line, or a pause due in a flood: through `receive`
                 else:
@@ -506,6 +509,8 @@ class _Game:
                     if bot.has_lines():
                         continue
                     now = bot.now_ns()
+                    if look is not None and now >= look:
+                        timer.look()
                     if due is not None and now >= due:
                         if timer.expired(now):
                             self._infos_seen = seen

@@ -11,8 +11,9 @@ overrun, the referee cannot show that it was on time itself, and the game is voi
   A move's window collects the longest such stall overlapping it, and a stall still in progress counts.
   It runs only for bots it can help: not for a bot pinned beside its game's loop whose replies the kernel
   stamps (`BotProcess`), whose moves are timed exactly and whose turns reach it on its own core. For a
-  stamped bot elsewhere, it wakes at every period only until the bot has read its turn and again near the
-  move's deadline, where a verdict may ask.
+  stamped bot elsewhere, it wakes at every period only for a move still on a period after its start (the game
+  asks: `LagWindow.look`), until the bot has read its turn, and again near the move's deadline, where a verdict
+  may ask.
 - CPU pressure (`/proc/pressure/cpu`, where the kernel has it) is not charged against anything, but it is
   named in the reason of a game voided for the host's lateness, to say what the host was doing.
 
@@ -148,6 +149,18 @@ class ReadWatch:
 class LagWindow(Protocol):
     """The referee's lateness measured from one instant (a move's start) on."""
 
+    @property
+    def look_ns(self) -> int | None:
+        """When the game is to call `look` if the move is still on (None: never). A stamped move's read of its turn
+        is first looked at a period after its start, by the monitor woken then by the game (`look`), not by a wake
+        of the monitor at every move: most moves are over by then (with instant bots the monitor woke a thousand
+        times a second for moves that had ended, a quarter of the referee's CPU a move with one game at a time)."""
+        ...
+
+    def look(self) -> None:
+        """The move is still on at `look_ns`: have the monitor watch it from now on (`look_ns` is None after)."""
+        ...
+
     def lag_ns(self, end_ns: int) -> int:
         """The longest the referee was measurably late between the window's start and `end_ns`."""
         ...
@@ -177,8 +190,13 @@ class LagSource(Protocol):
 class _FixedWindow:
     __slots__ = ("_lag_ns",)
 
+    look_ns = None
+
     def __init__(self, lag_ns: int) -> None:
         self._lag_ns = lag_ns
+
+    def look(self) -> None:
+        pass
 
     def lag_ns(self, end_ns: int) -> int:
         return self._lag_ns
@@ -209,7 +227,7 @@ NO_LAG = ConstantLag(0)
 class _MonitorWindow:
     """A window of the host monitor. Its stalls are updated by the monitor thread (under the GIL)."""
 
-    __slots__ = ("_monitor", "quiet_until_ns", "stalls", "start_ns", "watch")
+    __slots__ = ("_monitor", "look_ns", "quiet_until_ns", "stalls", "start_ns", "watch")
 
     def __init__(
         self, monitor: HostLagMonitor, start_ns: int, watch: ReadWatch | None, quiet_until_ns: int | None
@@ -219,17 +237,25 @@ class _MonitorWindow:
         self.watch = watch
         self.quiet_until_ns = quiet_until_ns
         """Until when the move needs no look at every period (None: it needs them all along)."""
+        self.look_ns: int | None = None if quiet_until_ns is None or watch is None else start_ns + monitor.period_ns
+        """A stamped move whose read is watched: when the game wakes the monitor for it, if it is still on (`look`)."""
         self.stalls: list[tuple[int, int]] = []
         """(from, to) of the stalls that overlapped the window, each longer than the ones before it."""
 
     def quiet_until(self, now_ns: int, period_ns: int) -> int | None:
         """Until when the monitor need not look at this move at every period; None when it must from `now_ns`: a
-        reply timed at its read, a turn not yet read, or a deadline near."""
+        reply timed at its read, a turn not yet read (once the game has asked, `look`), or a deadline near."""
         quiet = self.quiet_until_ns
+        if quiet is None or quiet <= now_ns + period_ns:
+            return None
         watch = self.watch
-        if quiet is None or quiet <= now_ns + period_ns or (watch is not None and watch.read_seen_ns is None):
+        if watch is not None and watch.read_seen_ns is None and self.look_ns is None:
             return None
         return quiet
+
+    def look(self) -> None:
+        self.look_ns = None
+        self._monitor.needed()
 
     def lag_ns(self, end_ns: int) -> int:
         start = self.start_ns
@@ -252,7 +278,8 @@ class HostLagMonitor:
 
     It wakes at every period only while a move needs it: one whose reply is timed at the referee's read (no
     kernel stamps), one whose bot has not yet read its turn (`ReadWatch`: how long the host kept it from
-    reading), one near its deadline (`WATCH_BEFORE_DEADLINE_NS`), and while moves come faster than
+    reading; for a stamped move, once it is still on a period after its start: `_MonitorWindow.look`), one near
+    its deadline (`WATCH_BEFORE_DEADLINE_NS`), and while moves timed at their read come faster than
     `FAST_MOVES_NS`. Otherwise, a stamped move read and far from its deadline, it sleeps until the deadline
     nears or the next move begins: 1,000 wakes a second cost about 30 ms of CPU a second, which a bot that
     thinks for a second between its reads does not need.
@@ -284,12 +311,18 @@ class HostLagMonitor:
     ) -> _MonitorWindow:
         window = _MonitorWindow(self, start_ns, watch, quiet_until_ns)
         self.windows.add(window)
-        if start_ns - self._last_open_ns < FAST_MOVES_NS:
-            self._every_period_until = start_ns + IDLE_NS  # moves come fast: every period, not a wake for each
-        self._last_open_ns = start_ns
+        if quiet_until_ns is None:  # timed at its read: watched all along
+            if start_ns - self._last_open_ns < FAST_MOVES_NS:
+                self._every_period_until = start_ns + IDLE_NS  # moves come fast: every period, not a wake for each
+            self._last_open_ns = start_ns
         if self._quiet and window.quiet_until(start_ns, self.period_ns) is None:
             self._wake.set()  # out of its quiet sleep: this move needs it now
         return window
+
+    def needed(self) -> None:
+        """A move needs the thread now (`_MonitorWindow.look`): out of its quiet sleep, if it is in one."""
+        if self._quiet:
+            self._wake.set()
 
     def stall_in_progress(self) -> tuple[int, int]:
         """(from, now) if the thread is late to wake right now (a stall it cannot report yet), else (0, 0)."""

@@ -138,6 +138,16 @@ class MoveTimer:
     # -- when to wake -----------------------------------------------------------------------------------------
 
     @property
+    def look_ns(self) -> int | None:
+        """When to `look`, if the move is still on then (None: no need): a period after a stamped move's start, the
+        lag monitor's first look at its read of the turn (`referee.timing.latency.LagWindow.look_ns`)."""
+        return self._window.look_ns
+
+    def look(self) -> None:
+        """The move is still on at `look_ns`: the lag monitor watches it from now on."""
+        self._window.look()
+
+    @property
     def due_ns(self) -> int | None:
         """When the move is next due to be looked at: its deadline, plus the host's delay once it passed."""
         deadline = self._deadline
