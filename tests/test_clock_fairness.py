@@ -348,10 +348,12 @@ class KeptFromReading:
     def __init__(self, ns: int) -> None:
         self.ns = ns
 
-    def look(self) -> None:
+    def look(self, watch: ReadWatch | None = None) -> None:
         pass
 
-    def open(self, start_ns: int, watch: ReadWatch | None = None, *, quiet_until_ns: int | None = None) -> LagWindow:
+    def open(
+        self, start_ns: int, watch: ReadWatch | None = None, *, quiet_until_ns: int | None = None, look: bool = False
+    ) -> LagWindow:
         return self
 
     def lag_ns(self, end_ns: int) -> int:

@@ -230,9 +230,10 @@ async def test_a_game_asks_the_monitor_to_watch_only_the_moves_still_on_a_period
     looks: list[int] = []
     look = latency_module._MonitorWindow.look
 
-    def counted(window: Any) -> None:
+    def counted(window: Any, watch: ReadWatch | None = None) -> None:
         looks.append(window.start_ns)
-        look(window)
+        assert watch is not None and watch.written  # the bot's read, watched from now on
+        look(window, watch)
 
     monkeypatch.setattr(latency_module._MonitorWindow, "look", counted)
     settings = GameSettings(width=3, height=3, time_control=parse_time_control("30+0"))

@@ -15,7 +15,7 @@ import pytest
 from protocol.rules import BLACK
 from referee.play.reader import TurnWrite
 from referee.timing.clock import Charge, GameClock, parse_time_control
-from referee.timing.latency import NO_LAG, ConstantLag
+from referee.timing.latency import NO_LAG, ConstantLag, HostLagMonitor
 from referee.timing.move_timer import MoveTime, MoveTimer
 from referee.timing.probe import BotProbe, NullProbe
 from referee.timing.rules import HELD_CHECK_NS, HELD_MAX_NS, Judgement
@@ -101,6 +101,51 @@ def test_a_move_in_time_reads_the_probe_at_its_start_only() -> None:
     timer.close()
     assert (measured.elapsed_ns, charge.in_time, verdict) == (40 * MS, True, None)
     assert probe.reads == ["wait", "cpu"] and not asked  # nothing of the host is read for a move in time
+
+
+@dataclass
+class AsleepProbe(ScriptedProbe):
+    """A bot blocked on its input, its turn not read yet."""
+
+    def input_unread(self) -> int | None:
+        self.reads.append("unread")
+        return 30
+
+    def asleep_on_input(self) -> bool:
+        self.reads.append("asleep")
+        return True
+
+
+def test_a_stamped_move_far_from_its_deadline_has_its_read_watched_only_if_still_on_a_period_after_its_start() -> None:
+    monitor = HostLagMonitor()  # its thread not started: its windows are looked at here
+    now = Now()
+    probe = AsleepProbe(wait=5 * MS, cpu=7 * MS)
+    timer = MoveTimer(probe, monitor, now, 10_000 * MS, stamped=True)
+    written = timer.written
+    assert written is not None
+    timer.begin(TurnWrite.made(b"turn\n", now.ns))
+    written(now.ns)
+    # No watch yet: neither the bot's input nor whether it sleeps on it is read at the start of every move.
+    assert probe.reads == ["wait", "cpu"] and timer.look_ns == START + monitor.period_ns
+    (window,) = monitor.windows
+    assert window.watch is None
+    now.ns += 2 * MS
+    timer.look()  # still on: the watch is made now, and the monitor watches from here
+    assert probe.reads == ["wait", "cpu", "unread", "asleep"] and timer.look_ns is None
+    watch = window.watch
+    assert watch is not None and watch.written and watch.start_wait == 5 * MS
+    assert watch.asleep_from_ns == START and watch.deadline_ns == START + 10_000 * MS  # asleep since its turn came
+    timer.close()
+    # A move over before its look reads nothing more; one near its deadline is watched from its start, as before.
+    quick = AsleepProbe()
+    over = MoveTimer(quick, monitor, now, 10_000 * MS, stamped=True)
+    over.stop(now.ns + MS, answered=True)
+    over.close()
+    assert quick.reads == ["wait", "cpu"]
+    near = AsleepProbe()
+    MoveTimer(near, monitor, now, 100 * MS, stamped=True).close()
+    assert near.reads == ["wait", "cpu", "unread", "asleep"]
+    assert monitor.windows == set()
 
 
 def test_a_move_with_no_deadline_has_no_due_time_and_reads_nothing() -> None:

@@ -60,6 +60,7 @@ __all__ = [
     "ReadWatch",
     "cpu_pressure",
     "host_lag_monitor",
+    "lag_period_ns",
     "latency_text",
     "summarize_latency",
 ]
@@ -157,8 +158,9 @@ class LagWindow(Protocol):
         times a second for moves that had ended, a quarter of the referee's CPU a move with one game at a time)."""
         ...
 
-    def look(self) -> None:
-        """The move is still on at `look_ns`: have the monitor watch it from now on (`look_ns` is None after)."""
+    def look(self, watch: ReadWatch | None = None) -> None:
+        """The move is still on at `look_ns`: have the monitor watch it from now on (`look_ns` is None after), with
+        `watch` (the bot's read of its turn) if given."""
         ...
 
     def lag_ns(self, end_ns: int) -> int:
@@ -180,10 +182,13 @@ class LagSource(Protocol):
     monitors: bool
     """Whether a window watches the bot read its turn (`ReadWatch`): only a monitor thread does."""
 
-    def open(self, start_ns: int, watch: ReadWatch | None = None, *, quiet_until_ns: int | None = None) -> LagWindow:
+    def open(
+        self, start_ns: int, watch: ReadWatch | None = None, *, quiet_until_ns: int | None = None, look: bool = False
+    ) -> LagWindow:
         """A window from `start_ns`. `quiet_until_ns`: the move's reply is stamped by the kernel, so the referee's
         stalls cannot change its time, and until then (its deadline, less `WATCH_BEFORE_DEADLINE_NS`) no verdict
-        can need them; None: watch it all along."""
+        can need them; None: watch it all along. `look`: the game will call `LagWindow.look` (with the watch of the
+        bot's read, made then) if the move is still on a period after its start."""
         ...
 
 
@@ -195,7 +200,7 @@ class _FixedWindow:
     def __init__(self, lag_ns: int) -> None:
         self._lag_ns = lag_ns
 
-    def look(self) -> None:
+    def look(self, watch: ReadWatch | None = None) -> None:
         pass
 
     def lag_ns(self, end_ns: int) -> int:
@@ -216,7 +221,9 @@ class ConstantLag:
     def __init__(self, lag_ns: int = 0) -> None:
         self._window = _FixedWindow(lag_ns)
 
-    def open(self, start_ns: int, watch: ReadWatch | None = None, *, quiet_until_ns: int | None = None) -> LagWindow:
+    def open(
+        self, start_ns: int, watch: ReadWatch | None = None, *, quiet_until_ns: int | None = None, look: bool = False
+    ) -> LagWindow:
         return self._window
 
 
@@ -230,14 +237,20 @@ class _MonitorWindow:
     __slots__ = ("_monitor", "look_ns", "quiet_until_ns", "stalls", "start_ns", "watch")
 
     def __init__(
-        self, monitor: HostLagMonitor, start_ns: int, watch: ReadWatch | None, quiet_until_ns: int | None
+        self,
+        monitor: HostLagMonitor,
+        start_ns: int,
+        watch: ReadWatch | None,
+        quiet_until_ns: int | None,
+        look: bool = False,
     ) -> None:
         self._monitor = monitor
         self.start_ns = start_ns
         self.watch = watch
         self.quiet_until_ns = quiet_until_ns
         """Until when the move needs no look at every period (None: it needs them all along)."""
-        self.look_ns: int | None = None if quiet_until_ns is None or watch is None else start_ns + monitor.period_ns
+        watched = quiet_until_ns is not None and (watch is not None or look)
+        self.look_ns: int | None = start_ns + monitor.period_ns if watched else None
         """A stamped move whose read is watched: when the game wakes the monitor for it, if it is still on (`look`)."""
         self.stalls: list[tuple[int, int]] = []
         """(from, to) of the stalls that overlapped the window, each longer than the ones before it."""
@@ -253,7 +266,9 @@ class _MonitorWindow:
             return None
         return quiet
 
-    def look(self) -> None:
+    def look(self, watch: ReadWatch | None = None) -> None:
+        if watch is not None:
+            self.watch = watch  # whole: the monitor sees it or not (a reference, replaced atomically)
         self.look_ns = None
         self._monitor.needed()
 
@@ -307,9 +322,9 @@ class HostLagMonitor:
         self._thread: threading.Thread | None = None
 
     def open(
-        self, start_ns: int, watch: ReadWatch | None = None, *, quiet_until_ns: int | None = None
+        self, start_ns: int, watch: ReadWatch | None = None, *, quiet_until_ns: int | None = None, look: bool = False
     ) -> _MonitorWindow:
-        window = _MonitorWindow(self, start_ns, watch, quiet_until_ns)
+        window = _MonitorWindow(self, start_ns, watch, quiet_until_ns, look)
         self.windows.add(window)
         if quiet_until_ns is None:  # timed at its read: watched all along
             if start_ns - self._last_open_ns < FAST_MOVES_NS:
@@ -412,6 +427,11 @@ class HostLagMonitor:
                 return None
             until = min(until, quiet)
         return until
+
+
+def lag_period_ns(lag: LagSource) -> int:
+    """How often `lag` looks at a move it watches (ns; 0 for a source with no thread)."""
+    return lag.period_ns if isinstance(lag, HostLagMonitor) else 0
 
 
 def host_lag_monitor() -> HostLagMonitor:

@@ -28,7 +28,7 @@ from typing import NamedTuple
 
 from referee.play.reader import TurnWrite
 from referee.timing.clock import Charge
-from referee.timing.latency import WATCH_BEFORE_DEADLINE_NS, LagSource, ReadWatch, cpu_pressure
+from referee.timing.latency import WATCH_BEFORE_DEADLINE_NS, LagSource, ReadWatch, cpu_pressure, lag_period_ns
 from referee.timing.probe import BotProbe
 from referee.timing.rules import HELD_CPU_NS, GiveUp, Judgement, Overrun, host_kept, judge, past_deadline, write_lag
 
@@ -63,6 +63,7 @@ class MoveTimer:
         "_grace",
         "_held_from",
         "_held_since",
+        "_later",
         "_limit",
         "_now_ns",
         "_opened",
@@ -72,6 +73,7 @@ class MoveTimer:
         "_waited",
         "_watch",
         "_window",
+        "_written_ns",
         "start_ns",
     )
 
@@ -92,20 +94,26 @@ class MoveTimer:
         # is measured from (their values now cannot be read later). A move with no deadline is never late.
         waited = self._waited = None if limit_ns is None else probe.cpu_wait_ns()
         self._cpu_from = None if waited is None else probe.cpu_clock_ns()
-        watch = None
-        if waited is not None and lag.monitors and probe.input_unread() is not None:
-            # The monitor notes how long the host kept the bot from reading this turn (its wait for a CPU).
-            watch = ReadWatch(lambda: probe.input_unread() or 0, probe.cpu_wait_ns, waited)
-        self._watch = watch
-        self._asleep = watch is not None and probe.asleep_on_input()
         # The lag window opens a moment before the write, so it covers the whole move. A stamped reply's time does
         # not depend on the referee's stalls: they are watched only near the deadline, the one place a verdict
-        # may ask for them (and the bot's read of its turn at the monitor's slower pace until then).
+        # may ask for them (and the bot's read of its turn, from a period after the start: `look`).
         opened = self._opened = self.start_ns = now_ns()
         quiet_until = None
         if stamped:
             quiet_until = opened + (_NEVER_NS if limit_ns is None else limit_ns - WATCH_BEFORE_DEADLINE_NS)
-        self._window = lag.open(opened, watch, quiet_until_ns=quiet_until)
+        watch = None
+        watchable = waited is not None and lag.monitors
+        # A stamped move far from its deadline has its read watched only if it is still on a period after its start
+        # (`look`): most moves are over by then, and the two reads of the bot that a watch needs at the start (its
+        # input and whether it sleeps on it, about 6 us a move) are made then, for the few that are not.
+        self._later = watchable and quiet_until is not None and quiet_until > opened + lag_period_ns(lag)
+        if waited is not None and lag.monitors and not self._later and probe.input_unread() is not None:
+            # The monitor notes how long the host kept the bot from reading this turn (its wait for a CPU).
+            watch = ReadWatch(lambda: probe.input_unread() or 0, probe.cpu_wait_ns, waited)
+        self._watch = watch
+        self._asleep = watch is not None and probe.asleep_on_input()
+        self._written_ns: int | None = None
+        self._window = lag.open(opened, watch, quiet_until_ns=quiet_until, look=self._later)
         self._turn: TurnWrite | None = None
         self._deadline: int | None = None
         self._grace = 0
@@ -118,14 +126,16 @@ class MoveTimer:
     @property
     def written(self) -> Callable[[int], None] | None:
         """What the turn's writer calls once its last byte went in (`TurnWrite`): None when nothing watches it."""
-        return None if self._watch is None else self._note_written
+        return None if self._watch is None and not self._later else self._note_written
 
     def _note_written(self, start_ns: int) -> None:
+        self._written_ns = start_ns
         watch = self._watch
         if watch is not None:
             limit = self._limit
             watch.deadline_ns = None if limit is None else start_ns + limit
-            watch.asleep_from_ns = start_ns if self._asleep else None
+            if self._asleep:
+                watch.asleep_from_ns = start_ns
             watch.written = True
 
     def begin(self, turn: TurnWrite) -> None:
@@ -144,8 +154,25 @@ class MoveTimer:
         return self._window.look_ns
 
     def look(self) -> None:
-        """The move is still on at `look_ns`: the lag monitor watches it from now on."""
-        self._window.look()
+        """The move is still on at `look_ns`: the lag monitor watches it from now on, and the bot's read of its turn
+        (a `ReadWatch` made now: a bot still blocked on its input, its turn unread, was so when the turn came)."""
+        watch = None
+        probe = self._probe
+        unread = probe.input_unread() if self._later and self._watch is None else None
+        if unread is not None:
+            watch = ReadWatch(lambda: probe.input_unread() or 0, probe.cpu_wait_ns, self._waited or 0)
+            written = self._written_ns
+            if written is not None:
+                limit = self._limit
+                watch.deadline_ns = None if limit is None else written + limit
+                if unread and probe.asleep_on_input():
+                    self._asleep = True
+                    watch.asleep_from_ns = written
+                watch.written = True
+            elif probe.asleep_on_input():
+                self._asleep = True  # its turn's write has not ended yet: `_note_written` completes the watch
+            self._watch = watch  # whole before the monitor can see it
+        self._window.look(watch)
 
     @property
     def due_ns(self) -> int | None:
