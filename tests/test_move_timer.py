@@ -41,6 +41,8 @@ class ScriptedProbe:
     wait: int | None = 0
     cpu: int | None = 0
     ready: bool = False
+    unread: int = 0
+    asleep: bool = False
     reads: list[str] = field(default_factory=list)
 
     def cpu_wait_ns(self) -> int | None:
@@ -49,11 +51,11 @@ class ScriptedProbe:
 
     def input_unread(self) -> int | None:
         self.reads.append("unread")
-        return 0
+        return self.unread
 
     def asleep_on_input(self) -> bool:
         self.reads.append("asleep")
-        return False
+        return self.asleep
 
     def cpu_clock_ns(self) -> int | None:
         self.reads.append("cpu")
@@ -103,23 +105,10 @@ def test_a_move_in_time_reads_the_probe_at_its_start_only() -> None:
     assert probe.reads == ["wait", "cpu"] and not asked  # nothing of the host is read for a move in time
 
 
-@dataclass
-class AsleepProbe(ScriptedProbe):
-    """A bot blocked on its input, its turn not read yet."""
-
-    def input_unread(self) -> int | None:
-        self.reads.append("unread")
-        return 30
-
-    def asleep_on_input(self) -> bool:
-        self.reads.append("asleep")
-        return True
-
-
 def test_a_stamped_move_far_from_its_deadline_has_its_read_watched_only_if_still_on_a_period_after_its_start() -> None:
     monitor = HostLagMonitor()  # its thread not started: its windows are looked at here
     now = Now()
-    probe = AsleepProbe(wait=5 * MS, cpu=7 * MS)
+    probe = ScriptedProbe(wait=5 * MS, cpu=7 * MS, unread=30, asleep=True)  # blocked on its input, the turn unread
     timer = MoveTimer(probe, monitor, now, 10_000 * MS, stamped=True)
     written = timer.written
     assert written is not None
@@ -137,12 +126,12 @@ def test_a_stamped_move_far_from_its_deadline_has_its_read_watched_only_if_still
     assert watch.asleep_from_ns == START and watch.deadline_ns == START + 10_000 * MS  # asleep since its turn came
     timer.close()
     # A move over before its look reads nothing more; one near its deadline is watched from its start, as before.
-    quick = AsleepProbe()
+    quick = ScriptedProbe(unread=30, asleep=True)
     over = MoveTimer(quick, monitor, now, 10_000 * MS, stamped=True)
     over.stop(now.ns + MS, answered=True)
     over.close()
     assert quick.reads == ["wait", "cpu"]
-    near = AsleepProbe()
+    near = ScriptedProbe(unread=30, asleep=True)
     MoveTimer(near, monitor, now, 100 * MS, stamped=True).close()
     assert near.reads == ["wait", "cpu", "unread", "asleep"]
     assert monitor.windows == set()
