@@ -101,15 +101,13 @@ class MoveTimer:
         quiet_until = None
         if stamped:
             quiet_until = opened + (_NEVER_NS if limit_ns is None else limit_ns - WATCH_BEFORE_DEADLINE_NS)
-        watch = None
         watchable = waited is not None and lag.monitors
         # A stamped move far from its deadline has its read watched only if it is still on a period after its start
         # (`look`): most moves are over by then, and the two reads of the bot that a watch needs at the start (its
         # input and whether it sleeps on it, about 6 us a move) are made then, for the few that are not.
         self._later = watchable and quiet_until is not None and quiet_until > opened + lag_period_ns(lag)
-        if waited is not None and lag.monitors and not self._later and probe.input_unread() is not None:
-            # The monitor notes how long the host kept the bot from reading this turn (its wait for a CPU).
-            watch = ReadWatch(lambda: probe.input_unread() or 0, probe.cpu_wait_ns, waited)
+        # The monitor notes how long the host kept the bot from reading this turn (its wait for a CPU).
+        watch = self._read_watch() if watchable and not self._later and probe.input_unread() is not None else None
         self._watch = watch
         self._asleep = watch is not None and probe.asleep_on_input()
         self._written_ns: int | None = None
@@ -155,24 +153,23 @@ class MoveTimer:
 
     def look(self) -> None:
         """The move is still on at `look_ns`: the lag monitor watches it from now on, and the bot's read of its turn
-        (a `ReadWatch` made now: a bot still blocked on its input, its turn unread, was so when the turn came)."""
+        (a `ReadWatch` made now, for a move that had none)."""
         watch = None
+        if self._later:
+            probe = self._probe
+            unread = probe.input_unread()
+            if unread is not None:
+                watch = self._watch = self._read_watch()
+                # A bot still blocked on its input, its turn unread, was blocked so when the turn came.
+                self._asleep = bool(unread) and probe.asleep_on_input()
+                if self._written_ns is not None:
+                    self._note_written(self._written_ns)  # else the write's end completes it
+        self._window.look(watch)  # the watch whole before the monitor can see it
+
+    def _read_watch(self) -> ReadWatch:
+        """A watch of the bot's read of its turn, from the start sample of its wait for a CPU."""
         probe = self._probe
-        unread = probe.input_unread() if self._later and self._watch is None else None
-        if unread is not None:
-            watch = ReadWatch(lambda: probe.input_unread() or 0, probe.cpu_wait_ns, self._waited or 0)
-            written = self._written_ns
-            if written is not None:
-                limit = self._limit
-                watch.deadline_ns = None if limit is None else written + limit
-                if unread and probe.asleep_on_input():
-                    self._asleep = True
-                    watch.asleep_from_ns = written
-                watch.written = True
-            elif probe.asleep_on_input():
-                self._asleep = True  # its turn's write has not ended yet: `_note_written` completes the watch
-            self._watch = watch  # whole before the monitor can see it
-        self._window.look(watch)
+        return ReadWatch(lambda: probe.input_unread() or 0, probe.cpu_wait_ns, self._waited or 0)
 
     @property
     def due_ns(self) -> int | None:
