@@ -223,6 +223,8 @@ class _Geometry:
         self.index = {c: i for i, c in enumerate(self.cells)}
         # 1 for a dark (black) cell, 0 for a light one: the sign of the margin change when it is a root.
         self.dark = [1 if c.color is BLACK else 0 for c in self.cells]
+        # A pit's stem letter by where its parent is, parent - pit: a rank up is +width (boards are 2 wide or more).
+        self.stem_letters = {width: "n", 1: "e", -width: "s", -1: "w"}
         neighbors: list[tuple[int, ...]] = []
         for c in self.cells:
             nbs = []
@@ -684,18 +686,23 @@ class Position:
         passes just made, and the komi. The empty standard board is `8/8/8/8/8/8/8/8 b 0 3.5`.
         """
         geo = self._geo
+        width, parent, letters = geo.width, self.parent, geo.stem_letters
         rows = []
-        for rank in range(geo.height - 1, -1, -1):
-            row, run = "", 0
-            for file in range(geo.width):
-                i = rank * geo.width + file
-                if self.parent[i] < 0:
+        for start in range(geo.ncells - width, -1, -width):  # the top rank first
+            row: list[str] = []
+            run = 0
+            for i in range(start, start + width):
+                to = parent[i]  # where the stem of i points
+                if to < 0:
                     run += 1
                     continue
                 if run:
-                    row, run = row + str(run), 0
-                row += self._stem_letter(i)
-            rows.append(row + (str(run) if run else ""))
+                    row.append(str(run))
+                    run = 0
+                row.append(letters[to - i])
+            if run:
+                row.append(str(run))
+            rows.append("".join(row))
         return f"{'/'.join(rows)} {'b' if self.turn is BLACK else 'w'} {self.consecutive_passes} {_num(self.komi)}"
 
     @classmethod
