@@ -97,7 +97,9 @@ def fit(bots: Sequence[str], pairs: Mapping[Pair, PairTotal], start: Mapping[str
     rating = {name: (start or {}).get(name, 0.0) for name in bots}
     # Gauss-Seidel sweeps that visit, after the first, only the bots whose rating moved and their opponents: from
     # a warm start (the last fit) a few new games touch a few bots, not the whole pool.
+    opponents = {name: [other for other, _, _ in row] for name, row in neighbours.items()}
     dirty = set(bots)
+    exp, minus_k = math.exp, -_K  # `_expected` written out in the inner loop: a call cost as much as its sum
     for _ in range(_MAX_SWEEPS):
         current = [name for name in bots if name in dirty]
         dirty = set()
@@ -107,7 +109,7 @@ def fit(bots: Sequence[str], pairs: Mapping[Pair, PairTotal], start: Mapping[str
             gradient = PRIOR_DRAWS * (0.5 - p0)
             information = PRIOR_DRAWS * p0 * (1.0 - p0)
             for other, games, points in neighbours[name]:
-                p = _expected(r - rating[other])
+                p = 1.0 / (1.0 + exp(minus_k * (r - rating[other])))
                 gradient += points - games * p
                 information += games * p * (1.0 - p)
             step = gradient / (_K * information)
@@ -115,7 +117,7 @@ def fit(bots: Sequence[str], pairs: Mapping[Pair, PairTotal], start: Mapping[str
             rating[name] = r + step
             if abs(step) >= _TOLERANCE_ELO:
                 dirty.add(name)
-                dirty.update(other for other, _, _ in neighbours[name])
+                dirty.update(opponents[name])
         if not dirty:
             break
     diagonal: dict[str, float] = {}
