@@ -98,7 +98,10 @@ def stop_server(process: subprocess.Popen[str]) -> None:
     process.send_signal(signal.SIGINT)
     process.wait(timeout=20)
     assert process.stderr is not None
-    assert "Traceback" not in process.stderr.read()
+    stderr = process.stderr.read()
+    # Stopped by a cancellation from its signal watch: no KeyboardInterrupt raised into hypercorn's tasks, which
+    # left their cancel scopes out of order about once in 15 stops with event streams open (a traceback).
+    assert "Traceback" not in stderr and stderr.endswith("stopped\n") and process.returncode == 0, stderr
 
 
 @pytest.fixture

@@ -37,6 +37,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import trio
 
+    from referee.commands.common import stop_on_signal
     from referee.exceptions import find_exception
     from referee.outputs.serve import serve
 
@@ -55,12 +56,13 @@ def run(args: argparse.Namespace) -> int:
     def ready(address: str) -> None:
         print(f"serving the live view of {args.out_dir} at {address}/ (Ctrl-C to stop)", flush=True)
 
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(stop_on_signal, nursery.cancel_scope, [])
+            await serve(args.out_dir, args.host, args.port, on_ready=ready, anchor=anchor, allow_hosts=args.allow_host)
+
     try:
-        trio.run(
-            lambda: serve(
-                args.out_dir, args.host, args.port, on_ready=ready, anchor=anchor, allow_hosts=args.allow_host
-            )
-        )
+        trio.run(main)
     except BaseException as error:
         if find_exception(error, KeyboardInterrupt) is not None:
             print("stopped", file=sys.stderr)
@@ -71,4 +73,5 @@ def run(args: argparse.Namespace) -> int:
                 f"cannot listen on {args.host}:{args.port} ({failed.strerror or failed}); choose another --port"
             ) from None
         raise
+    print("stopped", file=sys.stderr)  # by a signal: the page is served until then
     return 0
