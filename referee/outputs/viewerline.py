@@ -20,30 +20,24 @@ from referee.timing.time_odds import time_odds_note
 def game_line(record: GameRecord) -> dict[str, Any]:
     """Everything the viewer needs for one game, compactly (the report's tables read it too)."""
     control = record.settings.time_control
-    texts: list[str] = []
-    colors: list[str] = []
+    # Each move read through its __dict__ (on a pydantic model a missing attribute costs an exception: older
+    # records lack the newer fields), a column at a time: the line is made at every save, and a comprehension per
+    # column costs half a loop that appends to eight lists.
+    fields = [move.__dict__ for move in record.moves]
+    texts = [f["move"] for f in fields]
+    colors = ["b" if f["color"] == "black" else "w" for f in fields]
     # Elapsed in tenths of a millisecond: integers are a third the size of floats in JSON.
-    times: list[int] = []
-    clocks: list[int | None] = []
+    times = [round(f["elapsed_ms"] * 10) for f in fields]
+    clocks = [f.get("clock_ms") for f in fields]
     # Newer records measure the mover's CPU and the referee's own lateness per move (in microseconds: it is tiny).
-    cpus: list[int | None] = []
-    lags: list[int | None] = []
-    infos: list[list[Any]] = []
-    # One pass over the moves, each read through its __dict__ (on a pydantic model a missing attribute costs an
-    # exception: older records lack the newer fields): the line is made at every save.
-    for ply, move in enumerate(record.moves):
-        fields = move.__dict__
-        texts.append(fields["move"])
-        colors.append("b" if fields["color"] == "black" else "w")
-        times.append(round(fields["elapsed_ms"] * 10))
-        clocks.append(fields.get("clock_ms"))
-        cpu, lag = fields.get("cpu_ms"), fields.get("latency_ms")
-        cpus.append(None if cpu is None else round(cpu * 10))
-        lags.append(None if lag is None else round(lag * 1000))
-        kept = fields.get("infos")
-        if kept:
-            # The last info as the bot sent it (the viewer leaves out its `type` tag).
-            infos.append([ply, kept[-1], len(kept) + fields.get("infos_dropped", 0)])
+    cpus = [None if (cpu := f.get("cpu_ms")) is None else round(cpu * 10) for f in fields]
+    lags = [None if (lag := f.get("latency_ms")) is None else round(lag * 1000) for f in fields]
+    # The last info of each move that has any, as the bot sent it (the viewer leaves out its `type` tag).
+    infos = [
+        [ply, kept[-1], len(kept) + f.get("infos_dropped", 0)]
+        for ply, f in enumerate(fields)
+        if (kept := f.get("infos"))
+    ]
     return {
         "id": record.game_id,
         "b": record.black.name,
