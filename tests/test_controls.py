@@ -213,10 +213,10 @@ def test_bad_option_values_are_one_clear_error_before_the_first_game(
 
 
 def test_a_slow_starting_bot_needs_a_longer_start_timeout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    slow = f"name=slow cmd='{sys.executable} {TESTBOT} slowhello 1500'"
+    slow = f"name=slow cmd='{sys.executable} {TESTBOT} slowhello 800'"
     argv = ["match", "--black", slow, "--white", "random", "--size", "3x3", "--games", "1", "-j", "1"]
-    assert main([*argv, "--start-timeout", "0.5", "--out", str(tmp_path / "short")]) == 1
-    assert "no hello within 0.5 s of hello" in capsys.readouterr().err
+    assert main([*argv, "--start-timeout", "0.3", "--out", str(tmp_path / "short")]) == 1
+    assert "no hello within 0.3 s of hello" in capsys.readouterr().err
     assert main([*argv, "--start-timeout", "20", "--out", str(tmp_path / "long")]) == 0
     (record,) = records(tmp_path / "long")
     assert record.termination == "normal"
