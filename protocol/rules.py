@@ -223,8 +223,8 @@ class _Geometry:
         self.index = {c: i for i, c in enumerate(self.cells)}
         # 1 for a dark (black) cell, 0 for a light one: the sign of the margin change when it is a root.
         self.dark = [1 if c.color is BLACK else 0 for c in self.cells]
-        # A pit's stem letter by where its parent is, parent - pit: a rank up is +width (boards are 2 wide or more).
-        self.stem_letters = {width: "n", 1: "e", -width: "s", -1: "w"}
+        # A pit's stem letter by parent - pit (a rank up is +width; boards are 2 wide or more, so no two collide).
+        self.stem_letters = {rank * width + file: letter for (file, rank), letter in _STEM_LETTERS.items()}
         neighbors: list[tuple[int, ...]] = []
         for c in self.cells:
             nbs = []
@@ -794,9 +794,7 @@ class Position:
 
     def _stem_letter(self, pit: int) -> str:
         """Where the stem of `pit` points: n, e, s or w."""
-        cells = self._geo.cells
-        p, q = cells[pit], cells[self.parent[pit]]
-        return _STEM_LETTERS[(q.file - p.file, q.rank - p.rank)]
+        return self._geo.stem_letters[self.parent[pit] - pit]
 
     def diagram(self) -> str:
         """A picture for people: stems as arrows, roots as their tree size (`B`/`W` marks the owner)."""
