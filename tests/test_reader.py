@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import trio
@@ -21,6 +22,7 @@ import trio.testing
 from protocol.framing import MAX_LINE_BYTES
 from protocol.rules import Position
 from protocol.session import State
+from referee.play import loop as loop_module
 from referee.play.loop import RELAY_INTERVAL_S, MoveBatches, relay_due_ns, until_next_relay_s
 from referee.play.process import BotChannel
 from referee.play.reader import (
@@ -365,20 +367,39 @@ def test_batches_of_moves_are_due_on_the_whole_seconds_of_the_monotonic_clock() 
     first, second = (MoveBatches(lambda moves: sent.append([move.move for move, _ in moves])) for _ in range(2))
     position = Position(3, 3)
     for batches in (first, second):
-        # The first move of a game goes at once; the next is held until the next whole second.
+        # A game's start counts as a batch: its first moves are held until the next whole second.
         batches.push(MoveRecord.model_construct(move="a1b1"), position)
         batches.push(MoveRecord.model_construct(move="pass"), position)
     due = first.due_ns()
     assert due is not None and due % interval == 0 and due - time.monotonic_ns() <= interval
     assert second.due_ns() in (due, due + interval)  # the same second, unless one just began between the pushes
-    assert sent == [["a1b1"], ["a1b1"]]
+    assert sent == []
     first.flush_due()
-    assert sent[-1] == ["pass"] and first.due_ns() is None
+    assert sent == [["a1b1", "pass"]] and first.due_ns() is None
+    # What a game ends with goes with its record, by the caller: taken, no longer held.
+    assert [move.move for move, _ in second.take()] == ["a1b1", "pass"] and second.due_ns() is None
+    assert second.take() == [] and sent == [["a1b1", "pass"]]
+
+
+def test_a_move_after_a_pause_past_the_due_second_goes_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    interval = round(RELAY_INTERVAL_S * 1e9)
+    clock = [7 * interval + 5]
+    monkeypatch.setattr(loop_module, "time", SimpleNamespace(monotonic_ns=lambda: clock[0]))
+    sent: list[list[str]] = []
+    batches = MoveBatches(lambda moves: sent.append([move.move for move, _ in moves]))
+    position = Position(3, 3)
+    batches.push(MoveRecord.model_construct(move="a1b1"), position)  # within the game's first second: held
+    assert sent == [] and batches.due_ns() == 8 * interval
+    clock[0] = 9 * interval + 1  # the next move came after the due second: it goes at once, with the held one
+    batches.push(MoveRecord.model_construct(move="b1c1"), position)
+    assert sent == [["a1b1", "b1c1"]] and batches.due_ns() is None
+    batches.push(MoveRecord.model_construct(move="pass"), position)  # then held again, to the next whole second
+    assert sent == [["a1b1", "b1c1"]] and batches.due_ns() == 10 * interval
 
 
 def test_a_move_held_for_a_batch_is_handed_on_by_the_wait_for_the_next_reply() -> None:
-    # Two moves at once: the first goes, the second waits for the next batch. The bot then thinks for longer than a
-    # batch: the held move must go while the referee waits for its reply, not once the reply comes.
+    # Two moves at once: both wait for the next batch (the game's start counted as one). The bot then thinks for
+    # longer than a batch: the held moves must go while the referee waits for its reply, not once the reply comes.
     sent: list[list[str]] = []
     batches = MoveBatches(lambda moves: sent.append([move.move for move, _ in moves]))
     position = Position(3, 3)
@@ -389,12 +410,12 @@ def test_a_move_held_for_a_batch_is_handed_on_by_the_wait_for_the_next_reply() -
         with sole_game_loop([interrupt_r]), held_moves(batches.due_ns, batches.flush_due):
             batches.push(MoveRecord.model_construct(move="a1b1"), position)
             batches.push(MoveRecord.model_construct(move="pass"), position)
-            assert sent == [["a1b1"]] and batches.due_ns() is not None
-            # No reply comes: the wait times out, having handed on the held move on the way (it is due within a batch's
-            # interval, on the next whole second of the clock).
+            assert sent == [] and batches.due_ns() is not None
+            # No reply comes: the wait times out, having handed on the held moves on the way (they are due within a
+            # batch's interval, on the next whole second of the clock).
             due = batches.due_ns()
             assert due is not None and reader.wait(due + 50_000_000) == "timeout"
-        assert sent == [["a1b1"], ["pass"]] and batches.due_ns() is None
+        assert sent == [["a1b1", "pass"]] and batches.due_ns() is None
     finally:
         for fd in (ours, theirs, interrupt_r, interrupt_w):
             os.close(fd)

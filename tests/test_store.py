@@ -72,7 +72,6 @@ def test_a_finished_game_is_committed_at_once_and_survives_reopening(tmp_path: P
     games = schedule()
     store = RunStore(tmp_path / DB_NAME)
     store.start(FINGERPRINT, games)
-    store.mark_running(1)
     store.record_game(1, record(games[0]))
     # Another connection sees it before this one is closed: it was committed, not buffered.
     with sqlite3.connect(tmp_path / DB_NAME) as other:
@@ -92,7 +91,6 @@ def test_a_run_in_a_folder_whose_name_means_something_in_a_uri_is_read_back(tmp_
     path.parent.mkdir()
     with RunStore(path) as store:
         store.start(FINGERPRINT, games)
-        store.mark_running(1)
         store.record_game(1, record(games[0]))
     # The read-only view (the report, the live page, `alternator export`) opens it by a file: URI.
     with StoreReader(path) as reader:
@@ -100,14 +98,14 @@ def test_a_run_in_a_folder_whose_name_means_something_in_a_uri_is_read_back(tmp_
     assert not (tmp_path / "run ").exists() and not (tmp_path / "what").exists()  # no database made elsewhere
 
 
-def test_a_game_left_running_by_a_killed_referee_is_pending_again(tmp_path: Path) -> None:
+def test_a_game_left_running_by_an_older_killed_referee_is_pending_again(tmp_path: Path) -> None:
+    # Earlier referees marked each game `running` at its start; one killed then left such rows behind.
     games = schedule()
     with RunStore(tmp_path / DB_NAME) as store:
         store.start(FINGERPRINT, games)
-        store.mark_running(2)
-        store.mark_running(3)
         store.record_game(3, record(games[2]))
-        assert store._db.execute("SELECT status FROM games WHERE number = 2").fetchone()[0] == "running"
+    with sqlite3.connect(tmp_path / DB_NAME) as db:
+        db.execute("UPDATE games SET status = 'running' WHERE number = 2")
     with RunStore(tmp_path / DB_NAME) as store:
         store.start(FINGERPRINT, games)
         assert store.pending() == [1, 2, 4, 5, 6]
@@ -121,7 +119,6 @@ def test_void_and_aborted_games_are_logged_never_scored_and_stay_pending(
     games = schedule()
     with RunStore(tmp_path / DB_NAME) as store:
         store.start(FINGERPRINT, games)
-        store.mark_running(1)
         store.record_game(1, record(games[0], termination))
         assert store.pending()[0] == 1
         assert store._db.execute("SELECT COUNT(*) FROM void_games").fetchone()[0] == 1
@@ -134,14 +131,6 @@ def test_a_forfeit_is_a_finished_game(tmp_path: Path) -> None:
         store.start(FINGERPRINT, games)
         store.record_game(2, record(games[1], Termination.CRASH, "0-1"))
         assert list(store.finished()) == [(2, games[1].black, games[1].white, "0-1", "crash", None, None)]
-
-
-def test_release_makes_an_interrupted_game_pending(tmp_path: Path) -> None:
-    with RunStore(tmp_path / DB_NAME) as store:
-        store.start(FINGERPRINT, schedule())
-        store.mark_running(4)
-        store.release(4)
-        assert store._db.execute("SELECT status FROM games WHERE number = 4").fetchone()[0] == "pending"
 
 
 def test_resuming_with_other_settings_is_an_error_naming_what_changed(tmp_path: Path) -> None:
@@ -348,7 +337,6 @@ def test_the_anchor_is_kept_beside_the_title_and_may_change_on_a_resume(tmp_path
     games = schedule()
     with RunStore(tmp_path / DB_NAME) as store:
         store.start({**FINGERPRINT, "anchor": "a=1500"}, games)
-        store.mark_running(1)
         store.record_game(1, record(games[0]))
     with RunStore(tmp_path / DB_NAME) as store:
         store.start({**FINGERPRINT, "anchor": "b=2000.5"}, games)  # another anchor: no other settings, no error

@@ -37,7 +37,7 @@ from referee.play.game import Limits
 from referee.play.loop import BotPool, MoveBatches, encode_move, frame, pin, play_in_pool, read_message
 from referee.play.process import BotStartError
 from referee.play.reader import held_moves, sole_game_loop
-from referee.record import GameSettings
+from referee.record import GameSettings, MoveRecord
 from referee.run.botspec import BotSpec
 
 __all__ = ["main"]
@@ -54,7 +54,10 @@ class _Worker:
     def send(self, message: dict[str, Any], payload: bytes = b"") -> None:
         """Send a message whole (with its payload: `frame`); a coordinator that is gone ends the worker (its bots
         die with it)."""
-        data = frame(message, payload)
+        self.send_frames(frame(message, payload))
+
+    def send_frames(self, data: bytes) -> None:
+        """Send framed messages whole, in one write if the socket takes it."""
         while data:
             try:
                 sent = self.sock.send(data)
@@ -65,11 +68,11 @@ class _Worker:
 
     async def play(self, job: dict[str, Any]) -> None:
         number = job["id"]
-        batches = MoveBatches(
-            lambda moves: self.send(
-                {"op": "moves", "id": number, "moves": [encode_move(move, ply) for move, ply in moves]}
-            )
-        )
+
+        def moves_message(moves: list[tuple[MoveRecord, int]]) -> dict[str, Any]:
+            return {"op": "moves", "id": number, "moves": [encode_move(move, ply) for move, ply in moves]}
+
+        batches = MoveBatches(lambda moves: self.send(moves_message(moves)))
 
         black_key, black = job["black"][0], BotSpec.model_validate(job["black"][1])
         white_key, white = job["white"][0], BotSpec.model_validate(job["white"][1])
@@ -96,11 +99,12 @@ class _Worker:
                 return
             finally:
                 del self.scopes[number]
-            batches.flush()
-            self.send(
-                {"op": "done", "id": number, "running": sorted(self.pool.running())},
-                record.model_dump_json().encode(),
+            # The last moves and the record in one write: the coordinator wakes once for both.
+            last = batches.take()
+            done = frame(
+                {"op": "done", "id": number, "running": sorted(self.pool.running())}, record.model_dump_json().encode()
             )
+            self.send_frames(frame(moves_message(last)) + done if last else done)
             return
         self.send({"op": "cancelled", "id": number})
 

@@ -74,7 +74,7 @@ from referee.play.controls import side_controls
 from referee.play.game import Limits
 from referee.play.loop import BotPool, MoveRelay, PlayLoop, ProcessPlayLoop, play_in_pool
 from referee.play.reader import held_moves
-from referee.record import BotInfo, GameRecord, GameSettings, PlayedMove, Termination
+from referee.record import BotInfo, GameRecord, GameSettings, MoveRecord, PlayedMove, Termination
 from referee.run import backoff
 from referee.run.botspec import BotSpec
 from referee.run.config import RunPlan
@@ -296,7 +296,9 @@ class GameSlot:
             return record
         assert self._loop is not None
         relay = None if on_moves is None else MoveRelay(on_moves, trio.lowlevel.current_trio_token())
-        record, self._running = await self._loop.run(self._play_here, game.game_id, black, white, settings, relay)
+        record, self._running, last = await self._loop.run(self._play_here, game.game_id, black, white, settings, relay)
+        if last and on_moves is not None:
+            on_moves(last)
         return record
 
     async def _play_here(
@@ -306,17 +308,19 @@ class GameSlot:
         white: tuple[str, BotSpec],
         settings: GameSettings,
         relay: MoveRelay | None,
-    ) -> tuple[GameRecord, set[str]]:
+    ) -> tuple[GameRecord, set[str], list[tuple[MoveRecord, int]]]:
+        """The game's record, the pool's running bots, and the game's last moves (those not relayed yet: they go
+        back with the record, in the same hand-over, not in one of their own)."""
+        if relay is None:
+            record = await play_in_pool(self._pool, game_id, black, white, settings, None, self._limits)
+            return record, self._pool.running(), []
         try:
-            if relay is None:
-                record = await play_in_pool(self._pool, game_id, black, white, settings, None, self._limits)
-            else:
-                with held_moves(relay.due_ns, relay.flush_due):
-                    record = await play_in_pool(self._pool, game_id, black, white, settings, relay.push, self._limits)
-        finally:
-            if relay is not None:
-                relay.flush()
-        return record, self._pool.running()
+            with held_moves(relay.due_ns, relay.flush_due):
+                record = await play_in_pool(self._pool, game_id, black, white, settings, relay.push, self._limits)
+        except BaseException:
+            relay.flush()
+            raise
+        return record, self._pool.running(), relay.take()
 
     async def aclose(self) -> None:
         """Ask every process to quit and stop the play loop once they are gone."""
@@ -699,8 +703,8 @@ class Runner:
                 await slot.aclose()
 
     async def _play(self, slot: Slot, game: ScheduledGame) -> None:
-        store = self._require_store()
-        await self._write(store.mark_running, game.number)
+        # Nothing is written to the database until the game ends: a game that does not finish (a stop, a failure,
+        # the referee killed) was never anything but pending there, and is played again.
         self.on_event(
             GameStarted(
                 type="game_started",
@@ -728,21 +732,11 @@ class Runner:
                     game_settings(self.plan, game),
                     None if on_moves is None else functools.partial(on_moves, game),
                 )
-        except BaseException:
-            # Failed mid-game: nothing is scored; it is pending again for the next run.
-            with trio.CancelScope(shield=True):
-                await self._write(store.release, game.number)
-            raise
         finally:
             self._game_scopes.discard(scope)
         if record is None:
-            # Stopped mid-game (a signal, the SPRT's verdict): abandoned, not scored, pending for the next run.
-            with trio.CancelScope(shield=True):
-                await self._write(store.release, game.number)
-            return
+            return  # stopped mid-game (a signal, the SPRT's verdict): abandoned, not scored, pending for the next run
         if self._failed_start(game, record, time.monotonic() - started):
-            with trio.CancelScope(shield=True):
-                await self._write(store.release, game.number)
             return
         await self._commit(game, record, started)
 
@@ -753,18 +747,14 @@ class Runner:
     async def _forfeit(self, game: ScheduledGame, loser: str) -> None:
         """Record a suspended bot's game as its forfeit, without starting anything."""
         record = forfeit_record(self.plan, game, loser, f"{loser} is suspended: {self._suspended[loser]}")
-        await self._write(self._require_store().mark_running, game.number)
         await self._commit(game, record, time.monotonic())
 
     async def _commit(self, game: ScheduledGame, record: GameRecord, started: float) -> None:
-        store = self._require_store()
         # Shielded: a stop that comes now must not lose a game that has finished.
         with trio.CancelScope(shield=True):
             async with self._write_lock:
                 if self._ended == "sprt":
-                    # The SPRT decided while this game was finishing: it is not counted (nor kept).
-                    store.release(game.number)
-                    return
+                    return  # the SPRT decided while this game was finishing: it is not counted (nor kept)
                 # Counted under the lock: no other game can commit between this one and the SPRT's look at it.
                 counts, pair_done = self._save(game, record)
                 if counts:

@@ -12,10 +12,11 @@ A commit takes ~35 us (median), but a WAL checkpoint on a busy machine can take 
 (see benchmarks/bench_tournament_throughput.py), so the tournament writes from a worker thread, one
 write at a time: a stall on the trio thread would be charged to bots whose moves arrive meanwhile.
 
-A game is `pending` until it finishes normally or by forfeit (`done`). A void game (the referee's own
-failure) is kept in `void_games` for the record and the game stays pending, so it is played again. A game
-a stop interrupts is `release`d, pending again with nothing recorded, and a game left `running` by a
-killed referee is pending again on the next start.
+A game is `pending` until it finishes normally or by forfeit (`done`): nothing is written when it starts, so a
+game a stop interrupts, or a killed referee loses, is simply still pending (one commit a game, not two: marking
+each game `running` at its start cost a transaction a game and was never read). A void game (the referee's own
+failure) is kept in `void_games` for the record and the game stays pending, so it is played again. A game left
+`running` by an older referee is pending again on the next start.
 
 Commits are idempotent by game number: a game already done is never stored (or counted) twice, whoever
 reports it again (a worker that was thought lost, a cluster node). Every done game gets `seq`, its place
@@ -940,10 +941,6 @@ class RunStore(_Reads):
 
     # -- games --------------------------------------------------------------------------------------
 
-    def mark_running(self, number: int) -> None:
-        with self._transaction():
-            self._db.execute("UPDATE games SET status = 'running' WHERE number = ?", (number,))
-
     def anything_recorded(self) -> bool:
         """Whether any game, done or void, was ever stored."""
         done = self._db.execute("SELECT 1 FROM games WHERE status = 'done' LIMIT 1").fetchone()
@@ -1085,11 +1082,6 @@ class RunStore(_Reads):
         with self._transaction():
             self._db.executemany("UPDATE games SET digest = ? WHERE number = ?", [(d, n) for n, d in digests])
             self._set_digests_crc(digests_crc(self._digests()))
-
-    def release(self, number: int) -> None:
-        """A game that did not finish (interrupted): pending again."""
-        with self._transaction():
-            self._db.execute("UPDATE games SET status = 'pending' WHERE number = ? AND status = 'running'", (number,))
 
     # -- plumbing -----------------------------------------------------------------------------------
 
