@@ -368,6 +368,7 @@ def test_batches_of_moves_are_due_on_the_whole_seconds_of_the_monotonic_clock() 
     position = Position(3, 3)
     for batches in (first, second):
         # A game's start counts as a batch: its first moves are held until the next whole second.
+        batches.start()
         batches.push(MoveRecord.model_construct(move="a1b1"), position)
         batches.push(MoveRecord.model_construct(move="pass"), position)
     due = first.due_ns()
@@ -379,6 +380,10 @@ def test_batches_of_moves_are_due_on_the_whole_seconds_of_the_monotonic_clock() 
     # What a game ends with goes with its record, by the caller: taken, no longer held.
     assert [move.move for move, _ in second.take()] == ["a1b1", "pass"] and second.due_ns() is None
     assert second.take() == [] and sent == [["a1b1", "pass"]]
+    # Where nothing hands held moves on when due (a Dask worker's loop), no start is counted: the first goes at once.
+    unstarted = MoveBatches(lambda moves: sent.append([move.move for move, _ in moves]))
+    unstarted.push(MoveRecord.model_construct(move="b1c1"), position)
+    assert sent[-1] == ["b1c1"]
 
 
 def test_a_move_after_a_pause_past_the_due_second_goes_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -387,6 +392,7 @@ def test_a_move_after_a_pause_past_the_due_second_goes_at_once(monkeypatch: pyte
     monkeypatch.setattr(loop_module, "time", SimpleNamespace(monotonic_ns=lambda: clock[0]))
     sent: list[list[str]] = []
     batches = MoveBatches(lambda moves: sent.append([move.move for move, _ in moves]))
+    batches.start()
     position = Position(3, 3)
     batches.push(MoveRecord.model_construct(move="a1b1"), position)  # within the game's first second: held
     assert sent == [] and batches.due_ns() == 8 * interval
@@ -402,6 +408,7 @@ def test_a_move_held_for_a_batch_is_handed_on_by_the_wait_for_the_next_reply() -
     # longer than a batch: the held moves must go while the referee waits for its reply, not once the reply comes.
     sent: list[list[str]] = []
     batches = MoveBatches(lambda moves: sent.append([move.move for move, _ in moves]))
+    batches.start()
     position = Position(3, 3)
     ours, theirs = stdout_pair()
     interrupt_r, interrupt_w = os.pipe()

@@ -33,16 +33,17 @@ if TYPE_CHECKING:  # imported in the functions that need them: `--help` must not
 SPRT_KEYS = ("elo0", "elo1", "alpha", "beta")
 
 
-async def stop_on_signal(scope: Any, stopped: list[int]) -> None:
-    """Cancel `scope` at the first SIGINT or SIGTERM, noting it in `stopped`. A command that serves pages stops
-    so, by a cancellation its server unwinds from like any other: a KeyboardInterrupt raised into hypercorn's
-    tasks at whichever checkpoint they were at could leave its task group's cancel scopes out of order (a
-    traceback at every few Ctrl-C of `alternator serve` with event streams open)."""
+async def cancel_on_signal(scope: Any, stopped: list[int] | None = None) -> None:
+    """Cancel `scope` at the first SIGINT or SIGTERM, noting it in `stopped` (if given). A command that serves
+    pages stops so, by a cancellation its server unwinds from like any other: a KeyboardInterrupt raised into
+    hypercorn's tasks at whichever checkpoint they were at could leave its task group's cancel scopes out of
+    order (a traceback at every few Ctrl-C of `alternator serve` with event streams open)."""
     import trio
 
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async for signum in signals:
-            stopped.append(signum)
+            if stopped is not None:
+                stopped.append(signum)
             scope.cancel()
             return
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from referee.cli import UsageError, board_size, komi_value
 from referee.commands.cluster_options import add_cluster_options, cluster_table
-from referee.commands.common import stop_on_signal
+from referee.commands.common import cancel_on_signal
 
 if TYPE_CHECKING:
     from referee.ladder.runner import LadderSettings
@@ -340,7 +340,7 @@ def _run_ladder(args: argparse.Namespace, store: LadderStore, *, play: bool) -> 
         from referee.outputs.httpsafety import HostCheck
 
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(stop_on_signal, nursery.cancel_scope, stopped)
+            nursery.start_soon(cancel_on_signal, nursery.cancel_scope, stopped)
             cluster = None
             if play:
                 if cluster_config is not None:

@@ -37,7 +37,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import trio
 
-    from referee.commands.common import stop_on_signal
+    from referee.commands.common import cancel_on_signal
     from referee.exceptions import find_exception
     from referee.outputs.serve import serve
 
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
 
     async def main() -> None:
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(stop_on_signal, nursery.cancel_scope, [])
+            nursery.start_soon(cancel_on_signal, nursery.cancel_scope)
             await serve(args.out_dir, args.host, args.port, on_ready=ready, anchor=anchor, allow_hosts=args.allow_host)
 
     try:

@@ -39,9 +39,9 @@ from referee.ladder.store import LadderStore, VersionRow
 from referee.outputs.files import append_line
 from referee.outputs.livefeed import LiveFeed
 from referee.play.game import Limits
-from referee.play.loop import BotPool, MoveRelay, PlayLoop, play_in_pool
+from referee.play.loop import BotPool, MoveRelay, PlayLoop, play_batched
 from referee.play.process import BotStartError
-from referee.record import GameRecord, GameSettings, PlayedMove, Termination
+from referee.record import GameRecord, GameSettings, MoveRecord, PlayedMove, Termination
 from referee.run.botspec import BotSpec
 
 if TYPE_CHECKING:
@@ -132,22 +132,22 @@ class LocalSlot:
         self, game_id: str, black: BotSpec, white: BotSpec, settings: GameSettings, on_moves: OnMoves
     ) -> GameRecord:
         relay = MoveRelay(on_moves, trio.lowlevel.current_trio_token())  # the moves, back on this loop in batches
-        return await self._loop.run(self._play_here, game_id, black, white, settings, relay)
+        record, last = await self._loop.run(self._play_here, game_id, black, white, settings, relay)
+        if last:
+            on_moves(last)
+        return record
 
     async def _play_here(
         self, game_id: str, black: BotSpec, white: BotSpec, settings: GameSettings, relay: MoveRelay
-    ) -> GameRecord:
+    ) -> tuple[GameRecord, list[tuple[MoveRecord, int]]]:
         for side, spec in (("black", black), ("white", white)):
             try:
                 await self._pool.process(spec.name, spec)
             except BotStartError as error:
                 raise SideStartError(side, str(error)) from None
-        try:
-            return await play_in_pool(
-                self._pool, game_id, (black.name, black), (white.name, white), settings, relay.push, self._limits
-            )
-        finally:
-            relay.flush()
+        return await play_batched(
+            self._pool, game_id, (black.name, black), (white.name, white), settings, relay, self._limits
+        )
 
     async def aclose(self) -> None:
         self._loop.call_soon(self._pool.close_all)

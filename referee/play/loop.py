@@ -39,7 +39,7 @@ from referee.host import process_wide
 from referee.host.containment import reap_lost_sessions, run_in_spawner
 from referee.play.game import Limits, run_game
 from referee.play.process import BotHost, BotProcess, BotStartError
-from referee.play.reader import sole_game_loop
+from referee.play.reader import held_moves, sole_game_loop
 from referee.record import BotInfo, GameRecord, GameSettings, MoveFields, MoveRecord, PlayedMove, Termination
 from referee.run.botspec import BotSpec
 
@@ -56,6 +56,7 @@ __all__ = [
     "encode_move",
     "frame",
     "pin",
+    "play_batched",
     "play_in_pool",
     "read_message",
     "relay_due_ns",
@@ -239,18 +240,13 @@ class MoveBatches:
     A move held for the next batch is due at the next whole `RELAY_INTERVAL_S` after the last one went (`due_ns`,
     `relay_due_ns`): a game played in a
     sole game loop hands it on then (`referee.play.reader.held_moves`, `flush_due`), however long its next move takes.
-
-    The game's start counts as a batch (the coordinator announced it): its first move is held like any other, and
-    goes at once only after a pause past a whole second. A game of quick moves that ends within the second sends its
-    moves with its record (`take`, in the same message or hand-over), one a game where there were three: the first
-    move at once, the rest, the record. With instant bots, two games at once, the coordinator ran 1.75 times a game
-    instead of 2.35, and its CPU a game fell by a fifth (with one fewer database write a game, measured together).
+    Elsewhere (a Dask worker's loop) a held move goes with the next one, and a game's first move goes at once.
     """
 
     def __init__(self, send: Callable[[list[tuple[MoveRecord, int]]], None]) -> None:
         self._send = send
         self._moves: list[tuple[MoveRecord, int]] = []
-        self._due = relay_due_ns(time.monotonic_ns())
+        self._due = 0
 
     def push(self, move: MoveRecord, position: Position) -> None:
         self._moves.append((move, len(position.history)))
@@ -267,6 +263,11 @@ class MoveBatches:
         """Hand on the held moves at their due time; the next batch is due an interval later."""
         self._due = relay_due_ns(time.monotonic_ns())
         self.flush()
+
+    def start(self) -> None:
+        """The game starts now and counts as a batch: its first moves are held to the next whole second. Only where
+        held moves are handed on when due (`play_batched`)."""
+        self._due = relay_due_ns(time.monotonic_ns())
 
     def take(self) -> list[tuple[MoveRecord, int]]:
         """The moves held, no longer held: the game's last ones, for its caller to send along with its record."""
@@ -371,6 +372,34 @@ async def play_in_pool(
         raise
     await pool.after_game(record, ((black[0], black_process), (white[0], white_process)))
     return record
+
+
+async def play_batched(
+    pool: BotPool,
+    game_id: str,
+    black: tuple[str, BotSpec],
+    white: tuple[str, BotSpec],
+    settings: GameSettings,
+    batches: MoveBatches,
+    limits: Limits = DEFAULT_LIMITS,
+) -> tuple[GameRecord, list[tuple[MoveRecord, int]]]:
+    """`play_in_pool` in a sole game loop, its moves handed on in `batches`: the record, and the moves still held at
+    its end, for the caller to send with it (one message or hand-over a game, not one for them and one for it).
+
+    The game's start counts as a batch (`MoveBatches.start`): its first move is held like any other, and goes at once
+    only after a pause past a whole second; a held move goes when due, however long the next one takes
+    (`held_moves`). Sending the first move at once and the last ones on their own cost the coordinator two more
+    wakes a game: with instant bots, two games at once, it ran 1.75 times a game instead of 2.35, and its CPU a game
+    fell by a fifth (with one fewer database write a game, measured together). A game that fails hands its held
+    moves on before the error goes up."""
+    batches.start()
+    try:
+        with held_moves(batches.due_ns, batches.flush_due):
+            record = await play_in_pool(pool, game_id, black, white, settings, batches.push, limits)
+    except BaseException:
+        batches.flush()
+        raise
+    return record, batches.take()
 
 
 def void_record(

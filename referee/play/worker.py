@@ -3,16 +3,17 @@
 Two play loops in one referee share one interpreter lock, and on two cores they hand it back and forth at
 every system call of a move: measured, a move then cost the referee 110-160 us of CPU instead of 70-80 with
 one loop. So with two or more slots each slot plays in a process of its own (`ProcessPlayLoop` in
-`referee.play.loop` starts it as `python -m referee.play.worker`): the same `play_in_pool` and the same bot pool,
+`referee.play.loop` starts it as `python -m referee.play.worker`): the same `play_batched` and the same bot pool,
 with no lock shared with the coordinator or the other slots. It hosts the slot's bots (their death signal and
 cgroups are its own; it dies with the referee by its own death signal), and talks to the coordinator over a
 socket with length-prefixed JSON messages (a game's record goes beside its message, as it is: `frame`):
 
 - to the worker: `play` (a game: its id, both sides as a pool key and a bot spec, the settings), `cancel`
   (stop that game), `close` (stop every bot and exit);
-- from the worker: `moves` (a batch of moves of the game in progress, one in each whole `RELAY_INTERVAL_S` at most),
-  `done` (the pool's running keys, and the record's JSON as the message's payload), `failed` (a bot could not
-  start, or the game could not be played: the error's kind and text), `cancelled`.
+- from the worker: `moves` (a batch of moves of the game in progress, one in each whole `RELAY_INTERVAL_S` at most;
+  a game's last ones in the same write as its `done`), `done` (the pool's running keys, and the record's JSON as the
+  message's payload), `failed` (a bot could not start, or the game could not be played: the error's kind and
+  text), `cancelled`.
 """
 
 from __future__ import annotations
@@ -34,9 +35,9 @@ import trio
 from referee.host import process_wide
 from referee.host.containment import die_with_parent, host_support
 from referee.play.game import Limits
-from referee.play.loop import BotPool, MoveBatches, encode_move, frame, pin, play_in_pool, read_message
+from referee.play.loop import BotPool, MoveBatches, encode_move, frame, pin, play_batched, read_message
 from referee.play.process import BotStartError
-from referee.play.reader import held_moves, sole_game_loop
+from referee.play.reader import sole_game_loop
 from referee.record import GameSettings, MoveRecord
 from referee.run.botspec import BotSpec
 
@@ -81,16 +82,9 @@ class _Worker:
         with trio.CancelScope() as scope:
             self.scopes[number] = scope
             try:
-                with held_moves(batches.due_ns, batches.flush_due):
-                    record = await play_in_pool(
-                        self.pool,
-                        job["game_id"],
-                        (black_key, black),
-                        (white_key, white),
-                        settings,
-                        batches.push,
-                        limits,
-                    )
+                record, last = await play_batched(
+                    self.pool, job["game_id"], (black_key, black), (white_key, white), settings, batches, limits
+                )
             except BotStartError as error:
                 self.send({"op": "failed", "id": number, "kind": "start", "error": str(error)})
                 return
@@ -100,7 +94,6 @@ class _Worker:
             finally:
                 del self.scopes[number]
             # The last moves and the record in one write: the coordinator wakes once for both.
-            last = batches.take()
             done = frame(
                 {"op": "done", "id": number, "running": sorted(self.pool.running())}, record.model_dump_json().encode()
             )

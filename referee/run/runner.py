@@ -72,8 +72,7 @@ from referee.outputs.files import (
 )
 from referee.play.controls import side_controls
 from referee.play.game import Limits
-from referee.play.loop import BotPool, MoveRelay, PlayLoop, ProcessPlayLoop, play_in_pool
-from referee.play.reader import held_moves
+from referee.play.loop import BotPool, MoveRelay, PlayLoop, ProcessPlayLoop, play_batched, play_in_pool
 from referee.record import BotInfo, GameRecord, GameSettings, MoveRecord, PlayedMove, Termination
 from referee.run import backoff
 from referee.run.botspec import BotSpec
@@ -314,13 +313,8 @@ class GameSlot:
         if relay is None:
             record = await play_in_pool(self._pool, game_id, black, white, settings, None, self._limits)
             return record, self._pool.running(), []
-        try:
-            with held_moves(relay.due_ns, relay.flush_due):
-                record = await play_in_pool(self._pool, game_id, black, white, settings, relay.push, self._limits)
-        except BaseException:
-            relay.flush()
-            raise
-        return record, self._pool.running(), relay.take()
+        record, last = await play_batched(self._pool, game_id, black, white, settings, relay, self._limits)
+        return record, self._pool.running(), last
 
     async def aclose(self) -> None:
         """Ask every process to quit and stop the play loop once they are gone."""
