@@ -17,7 +17,18 @@ import pytest
 import trio
 import trio.testing
 
-from referee.play.loop import PAYLOAD, BotPool, MoveRelay, PlayLoop, ProcessPlayLoop, frame, play_in_pool, read_message
+from referee.outputs.viewerline import line_text
+from referee.play.loop import (
+    PAYLOAD,
+    BotPool,
+    MoveRelay,
+    PlayLoop,
+    ProcessPlayLoop,
+    frame,
+    play_in_pool,
+    read_message,
+    stored_form,
+)
 from referee.play.process import BotStartError
 from referee.record import GameRecord, GameSettings, MoveRecord, PlayedMove, Termination
 from referee.run.botspec import BotSpec
@@ -166,6 +177,13 @@ async def test_a_game_in_a_play_worker_streams_every_move_and_returns_its_record
     assert [(move, ply) for move, ply, _ in streamed] == [(m.move, n) for n, m in enumerate(record.moves, start=1)]
     assert {thread for _, _, thread in streamed} == {threading.current_thread().name}
     assert running == {"a", "b"} and record.black.stderr_log == again.black.stderr_log
+    # The forms the store keeps come made by the worker, the same as the coordinator would make them, once.
+    text, line = stored_form(record)
+    assert (text, line) == (record.model_dump_json(), line_text(record))
+    assert stored_form(record) == (text, None)  # taken: a second call dumps the record again
+    copy = again.model_copy(update={"reason": "changed"})
+    assert stored_form(copy) == (copy.model_dump_json(), None)  # a copy is never given the original's forms
+    assert stored_form(again)[0] == again.model_dump_json()
 
 
 async def test_a_bot_that_cannot_start_in_a_play_worker_is_a_start_error(

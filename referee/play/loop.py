@@ -60,6 +60,7 @@ __all__ = [
     "play_in_pool",
     "read_message",
     "relay_due_ns",
+    "stored_form",
     "until_next_relay_s",
     "void_record",
 ]
@@ -430,6 +431,37 @@ _HEADER = struct.Struct(">II")
 MAX_MESSAGE_BYTES = 1 << 30
 PAYLOAD = "payload"
 """The key under which `read_message` puts a message's payload (`frame`)."""
+_STORED_MAX = 64
+"""Records kept with their stored forms (`stored_form`) until they are stored: one a slot, and some room for games a
+stop or the SPRT ended before they were stored (the oldest go first)."""
+_STORED: dict[int, tuple[GameRecord, str, str]] = {}
+"""id -> (the record, its JSON and its viewer line) as its play worker made them (`done`)."""
+
+
+def stored_form(record: GameRecord) -> tuple[str, str | None]:
+    """The record's JSON and its viewer line (None: to be made by the caller) for the store and games.jsonl.
+
+    A record from a play worker comes with both, made there (`referee.play.worker`): the coordinator, which every
+    game of a run passes through, need not dump it again nor make its line (about a seventh of its CPU per game
+    with instant bots). They are the forms of the record as it was received: one taken out with this call, once,
+    and only for the very object received (an entry holds it, so its id is not reused; a copy is dumped anew).
+    """
+    kept = _STORED.pop(id(record), None)
+    if kept is not None and kept[0] is record:
+        return kept[1], kept[2]
+    return record.model_dump_json(), None
+
+
+def _received(payload: bytes) -> GameRecord:
+    """A `done` message's record, from its payload: the record's JSON, a newline and its viewer line (neither
+    holds a raw newline: both are compact JSON), kept for `stored_form`."""
+    text, _, line = payload.decode().partition("\n")
+    record = GameRecord.model_validate_json(text)
+    if line:
+        while len(_STORED) >= _STORED_MAX:
+            del _STORED[next(iter(_STORED))]
+        _STORED[id(record)] = (record, text, line)
+    return record
 
 
 def frame(message: dict[str, Any], payload: bytes = b"") -> bytes:
@@ -623,7 +655,7 @@ class ProcessPlayLoop:
                 if op == "moves" and on_moves is not None:
                     on_moves(decode_moves(message["moves"]))
                 elif op == "done":
-                    return GameRecord.model_validate_json(message[PAYLOAD]), set(message["running"])
+                    return _received(message[PAYLOAD]), set(message["running"])
                 elif op == "failed":
                     if message.get("kind") == "start":
                         raise BotStartError(message["error"])

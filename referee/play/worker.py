@@ -11,9 +11,9 @@ socket with length-prefixed JSON messages (a game's record goes beside its messa
 - to the worker: `play` (a game: its id, both sides as a pool key and a bot spec, the settings), `cancel`
   (stop that game), `close` (stop every bot and exit);
 - from the worker: `moves` (a batch of moves of the game in progress, one in each whole `RELAY_INTERVAL_S` at most;
-  a game's last ones in the same write as its `done`), `done` (the pool's running keys, and the record's JSON as the
-  message's payload), `failed` (a bot could not start, or the game could not be played: the error's kind and
-  text), `cancelled`.
+  a game's last ones in the same write as its `done`), `done` (the pool's running keys; as the message's payload,
+  the record's JSON, a newline and its viewer line: the forms the store keeps, made here, not in the coordinator),
+  `failed` (a bot could not start, or the game could not be played: the error's kind and text), `cancelled`.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ import trio
 
 from referee.host import process_wide
 from referee.host.containment import die_with_parent, host_support
+from referee.outputs.viewerline import line_text
 from referee.play.game import Limits
 from referee.play.loop import BotPool, MoveBatches, encode_move, frame, pin, play_batched, read_message
 from referee.play.process import BotStartError
@@ -93,10 +94,10 @@ class _Worker:
                 return
             finally:
                 del self.scopes[number]
-            # The last moves and the record in one write: the coordinator wakes once for both.
-            done = frame(
-                {"op": "done", "id": number, "running": sorted(self.pool.running())}, record.model_dump_json().encode()
-            )
+            # The last moves and the record in one write: the coordinator wakes once for both. The record goes as
+            # the store keeps it, its JSON and its viewer line (`stored_form`): made here, not in the coordinator.
+            stored = f"{record.model_dump_json()}\n{line_text(record)}".encode()
+            done = frame({"op": "done", "id": number, "running": sorted(self.pool.running())}, stored)
             self.send_frames(frame(moves_message(last)) + done if last else done)
             return
         self.send({"op": "cancelled", "id": number})

@@ -72,7 +72,15 @@ from referee.outputs.files import (
 )
 from referee.play.controls import side_controls
 from referee.play.game import Limits
-from referee.play.loop import BotPool, MoveRelay, PlayLoop, ProcessPlayLoop, play_batched, play_in_pool
+from referee.play.loop import (
+    BotPool,
+    MoveRelay,
+    PlayLoop,
+    ProcessPlayLoop,
+    play_batched,
+    play_in_pool,
+    stored_form,
+)
 from referee.record import BotInfo, GameRecord, GameSettings, MoveRecord, PlayedMove, Termination
 from referee.run import backoff
 from referee.run.botspec import BotSpec
@@ -831,11 +839,11 @@ class Runner:
     def _save(self, game: ScheduledGame, record: GameRecord) -> tuple[bool, bool]:
         """Commit a finished game, append it to games.jsonl and count its pair (under the write lock, in this loop:
         see `_write`). Whether it counts now, and whether it completed a pair."""
-        text = record.model_dump_json()  # once, for the database and games.jsonl alike
+        text, line = stored_form(record)  # once, for the database and games.jsonl alike (from a play worker: its own)
         if self._suspended_dirty:
             self._require_store().set_meta(SUSPENDED_META, json.dumps(self._suspended, sort_keys=True))
             self._suspended_dirty = False
-        counts = self._require_store().record_game(game.number, record, text)
+        counts = self._require_store().record_game(game.number, record, text, line)
         if not counts:
             return False, False
         append_line(self.out_dir / GAMES_FILE, text + "\n")

@@ -946,15 +946,16 @@ class RunStore(_Reads):
         done = self._db.execute("SELECT 1 FROM games WHERE status = 'done' LIMIT 1").fetchone()
         return done is not None or self._db.execute("SELECT 1 FROM void_games LIMIT 1").fetchone() is not None
 
-    def record_game(self, number: int, record: GameRecord, text: str | None = None) -> bool:
+    def record_game(self, number: int, record: GameRecord, text: str | None = None, line: str | None = None) -> bool:
         """Store a finished game; True when it counts now. A scored game is done (once: a game already done is
         left alone and False returned); a void or aborted one is logged and stays pending.
 
         The cost does not grow with the games stored: the next `seq` is the last entry of its index, the game
         is found by its number and the record appended to `records`. `text`: the record's JSON, if the caller
-        has it already (it writes the same line to games.jsonl)."""
+        has it already (it writes the same line to games.jsonl); `line`: its viewer line (`line_text`), likewise."""
         if record.termination.is_scored:
-            return self.record_games([(number, record)], None if text is None else [text]) == 1
+            texts = None if text is None else [text]
+            return self.record_games([(number, record)], texts, None if line is None else [line]) == 1
         with self._transaction():
             self._db.execute(
                 "INSERT INTO void_games (number, termination, reason, record, at) VALUES (?, ?, ?, ?, ?)",
@@ -963,9 +964,14 @@ class RunStore(_Reads):
             self._db.execute("UPDATE games SET status = 'pending' WHERE number = ? AND status != 'done'", (number,))
         return False
 
-    def record_games(self, games: list[tuple[int, GameRecord]], texts: Sequence[str] | None = None) -> int:
-        """Store many scored games in one transaction (rebuilding a database); how many counted now. `texts`:
-        their records' JSON, one per game, when the caller has it already."""
+    def record_games(
+        self,
+        games: list[tuple[int, GameRecord]],
+        texts: Sequence[str] | None = None,
+        lines: Sequence[str] | None = None,
+    ) -> int:
+        """Store many scored games in one transaction (rebuilding a database); how many counted now. `texts` and
+        `lines`: their records' JSON and viewer lines, one per game, when the caller has them already."""
         counted = 0
         with self._transaction():
             chain = self._digests_crc()
@@ -990,7 +996,7 @@ class RunStore(_Reads):
                     ),
                 )
                 if cursor.rowcount == 1:
-                    line = line_text(record)
+                    line = line_text(record) if lines is None else lines[index]
                     self._db.execute(
                         "INSERT OR REPLACE INTO records (number, record, line, line_crc, record_crc)"
                         " VALUES (?, ?, ?, ?, ?)",
