@@ -4,12 +4,15 @@ and after a game's time control. The clocks themselves are `referee.timing.clock
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from protocol.rules import BLACK, WHITE
 from referee.record import GameRecord
 from referee.run.botspec import BotSpec
-from referee.stats.standings import Standings
 from referee.timing.clock import describe_time_control
+
+if TYPE_CHECKING:  # not at run time: a play worker makes viewer lines (`time_odds_note`) and needs no standings
+    from referee.stats.standings import Standings
 
 __all__ = ["time_odds_note", "with_time_odds"]
 
