@@ -14,6 +14,13 @@ Three sides, measured alternately (round by round, side by side, so that the mac
 - fastchess: a fastchess binary (`--fastchess PATH`, else `fastchess` on the PATH), which you build from its
   source yourself (`make -j2` in its checkout); without one the column shows "-".
 
+Each arena checkout's modules are compiled to bytecode first (`compile_arena`: `compileall` of its packages, the
+`__pycache__` folders git ignores), as an installed package has them and as every run after the first finds them.
+Where PYTHONDONTWRITEBYTECODE is set (it is on the machines these figures were measured on) Python would otherwise
+compile them again in every process of every run: 0.4-0.6 s more before a run's first game, which the rows that
+count a run's start-up (games per minute, the round robin) would charge to the arena; the per-move rows are slopes,
+from which start-up cancels out.
+
 The bots are instant and written in C (built here with cc): `instant_bot.c` for Alternator (the first legal
 placement, 62 moves a game on 8x8) and `instant_uci.c` for fastchess (a scripted engine that replays one legal
 63-ply game ending in mate: fastchess checks every move, and no move generation is needed). Both take a
@@ -126,6 +133,14 @@ def compile_c(source: Path, folder: Path) -> Path:
     if built.returncode:
         raise SystemExit(f"bench_vs_fastchess: {source.name} did not compile:\n{built.stderr}")
     return program
+
+
+def compile_arena(checkout: Path) -> None:
+    """Compile a checkout's packages to bytecode now, as an installed package has them (see the module's text)."""
+    packages = [str(checkout / name) for name in ("referee", "protocol") if (checkout / name).is_dir()]
+    done = subprocess.run([sys.executable, "-m", "compileall", "-q", *packages], capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"bench_vs_fastchess: could not compile {checkout}:\n{done.stdout}{done.stderr}")
 
 
 def baseline_checkout(directory: Path | None, commit: str | None) -> Path | None:
@@ -523,6 +538,8 @@ def main() -> None:
 
     baseline = baseline_checkout(args.baseline, args.baseline_commit)
     arenas = {"this": ROOT} | ({"baseline": baseline} if baseline else {})
+    for checkout in arenas.values():
+        compile_arena(checkout)
     with tempfile.TemporaryDirectory(prefix="bench-vs-programs-") as folder:
         programs = Programs(
             bot=compile_c(BENCH / "instant_bot.c", Path(folder)),
