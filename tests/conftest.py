@@ -84,18 +84,23 @@ def live_pids(pids: list[int], wait_s: float = 2.0) -> list[int]:
 
 
 def child_pids(parent: int | None = None) -> list[int]:
-    """Direct children of `parent` (default: this process), zombies included (a scan of /proc)."""
+    """Direct children of `parent` (default: this process), zombies included.
+
+    From the `children` file of each of its threads (a child is listed under the thread that started it, or the
+    one it passed to when that thread ended), as `descendants` reads them: 20 µs, where reading the parent of
+    every process in /proc took 1.5 ms, twice a test (`no_child_processes`)."""
     parent = os.getpid() if parent is None else parent
     children: list[int] = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    try:
+        tasks = list(os.scandir(f"/proc/{parent}/task"))
+    except OSError:  # no such process (any more)
+        return children
+    for task in tasks:
         try:
-            stat = (entry / "stat").read_text()
-        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            with open(f"{task.path}/children") as file:
+                children += [int(pid) for pid in file.read().split()]
+        except OSError:  # the thread ended
             continue
-        if int(stat.rsplit(")", 1)[1].split()[1]) == parent:
-            children.append(int(entry.name))
     return children
 
 
