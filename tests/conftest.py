@@ -11,10 +11,12 @@
   tree is as the test found it.
 - `live_pids(pids)` / `pid_alive(pid)`: whether processes still exist (zombies count as gone), for
   checking that grandchildren were killed.
+- `pytest_sessionstart`: the arena's packages compiled to bytecode once, for the Python processes the suite starts.
 """
 
 from __future__ import annotations
 
+import compileall
 import contextlib
 import os
 import sys
@@ -27,6 +29,7 @@ import pytest
 from referee.run import backoff
 from referee.run.botspec import BotSpec
 
+ROOT = Path(__file__).resolve().parent.parent
 BOTS_DIR = Path(__file__).parent / "bots"
 CHILD_GRACE_S = 3.0
 
@@ -81,18 +84,23 @@ def live_pids(pids: list[int], wait_s: float = 2.0) -> list[int]:
 
 
 def child_pids(parent: int | None = None) -> list[int]:
-    """Direct children of `parent` (default: this process), zombies included (a scan of /proc)."""
+    """Direct children of `parent` (default: this process), zombies included.
+
+    From the `children` file of each of its threads (a child is listed under the thread that started it, or the
+    one it passed to when that thread ended), as `descendants` reads them: 20 µs, where reading the parent of
+    every process in /proc took 1.5 ms, twice a test (`no_child_processes`)."""
     parent = os.getpid() if parent is None else parent
     children: list[int] = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    try:
+        tasks = list(os.scandir(f"/proc/{parent}/task"))
+    except OSError:  # no such process (any more)
+        return children
+    for task in tasks:
         try:
-            stat = (entry / "stat").read_text()
-        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            with open(f"{task.path}/children") as file:
+                children += [int(pid) for pid in file.read().split()]
+        except OSError:  # the thread ended
             continue
-        if int(stat.rsplit(")", 1)[1].split()[1]) == parent:
-            children.append(int(entry.name))
     return children
 
 
@@ -222,3 +230,19 @@ def quick_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(backoff, "RAMP_AFTER_S", 0.5)
     monkeypatch.setattr(runner_module, "HOST_READING_INTERVAL_S", 0.05)
     monkeypatch.setattr(backoff, "HostWatch", CalmHost)
+
+
+# -- bytecode for the processes the suite starts --------------------------------------------------------------
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Compile the arena's packages to bytecode (`__pycache__`, ignored by git) where Python would not.
+
+    With PYTHONDONTWRITEBYTECODE set (as on the hosts the suite runs on) no process keeps what it compiles, and
+    every `python -m referee` command, play worker, ladder, Dask worker and sample bot the suite starts compiled
+    the arena again as it started: 0.6 s of the 1.6 s of a one-game `alternator match`. Bytecode is checked
+    against its source's mtime and size, so an edited module is compiled afresh; the processes still write none.
+    """
+    if sys.dont_write_bytecode and sys.pycache_prefix is None:
+        for package in ("referee", "protocol", "sample_bots"):
+            compileall.compile_dir(ROOT / package, quiet=1)

@@ -186,6 +186,19 @@ def dask_cluster(tmp_path: Path) -> Iterator[DaskCluster]:
         cluster.stop()
 
 
+@pytest.fixture(scope="module")
+def shared_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaskCluster]:
+    """One cluster for the tests that leave it as they found it (they kill no worker and no scheduler), started
+    once: a cluster serves run after run, each with a client of its own."""
+    if not HAVE_DASK:
+        pytest.skip("dask is not installed (pip install 'alternator-arena[cluster]')")
+    cluster = start_cluster(tmp_path_factory.mktemp("shared-cluster-logs"))
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
 def make_plan(out: Path, bots: list[dict[str, object]], *, games: int = 2, cluster: str | None = None) -> RunPlan:
     data: dict[str, object] = {"bots": bots, "games": games, "size": "5x5", "time_control": "10+0", "concurrency": 2}
     if cluster is not None:
@@ -664,12 +677,12 @@ def test_sprt_match_on_a_cluster_survives_a_killed_worker(
 
 @needs_dask
 def test_a_cluster_match_streams_every_move_to_show_moves(
-    tmp_path: Path, dask_cluster: DaskCluster, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, shared_cluster: DaskCluster, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The workers publish each game's moves as they play them: `--show-moves` prints all of them, in order."""
     out = tmp_path / "match"
     argv = ["match", "--black", "random", "--white", "greedy", "--size", "4x4", "--games", "2", "--show-moves"]
-    code = main([*argv, "--cluster", dask_cluster.address, "--out", str(out)])
+    code = main([*argv, "--cluster", shared_cluster.address, "--out", str(out)])
     captured = capsys.readouterr()
     assert code == 0, captured.err
     _, records = stored_games(out)
@@ -698,7 +711,7 @@ def test_the_cluster_preflight_refuses_option_values_a_bot_does_not_take(tmp_pat
 
 @needs_dask
 def test_tuning_plays_its_iterations_on_a_cluster(
-    tmp_path: Path, dask_cluster: DaskCluster, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, shared_cluster: DaskCluster, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`alternator tune` with a [cluster] table: every iteration's games are played by the cluster's workers."""
     config = tmp_path / "tune.toml"
@@ -706,7 +719,7 @@ def test_tuning_plays_its_iterations_on_a_cluster(
         'bot = "alphabeta"\niterations = 2\npairs = 1\nseed = 1\nnodes = 500\ntime_control = "60+1"\n'
         'size = "4x4"\nopenings_plies = 1\nconcurrency = 2\nout = "out"\n'
         '[[params]]\nname = "depth"\nstart = 2\nmin = 1\nmax = 6\nc_end = 1\nr_end = 0.3\n'
-        f'[cluster]\naddress = "{dask_cluster.address}"\n'
+        f'[cluster]\naddress = "{shared_cluster.address}"\n'
     )
     assert main(["tune", str(config)]) == 0, capsys.readouterr().err
     state = json.loads((tmp_path / "out" / "tune.json").read_text())
@@ -717,7 +730,7 @@ def test_tuning_plays_its_iterations_on_a_cluster(
         for line in games.read_text().splitlines()
         if line.strip()
     ]
-    assert len(played) == 4 and {game["worker"] for game in played} <= set(dask_cluster.workers)
+    assert len(played) == 4 and {game["worker"] for game in played} <= set(shared_cluster.workers)
 
 
 @needs_dask

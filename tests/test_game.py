@@ -260,6 +260,9 @@ async def test_unplayable_opening_is_refused_before_anything_is_sent() -> None:
 # -- real bots: every adjudication path -----------------------------------------------------------
 
 FAST = Limits(handshake_s=10, ready_s=5, ping_interval_s=0.5, ping_timeout_s=5)
+QUIT_GRACE_S = 0.2
+"""How long a bot has to exit after the game (a testbot that obeys quit needs milliseconds; most misbehaving
+ones here never do, and wait out the whole grace before they are killed)."""
 
 
 async def play(
@@ -275,8 +278,8 @@ async def play(
 ) -> GameRecord:
     settings = GameSettings(width=size, height=size, time_control=parse_time_control(control), opening=opening or [])
     async with (
-        open_bot(bot_spec("testbot", *black, name="B"), log_dir) as black_bot,
-        open_bot(bot_spec("testbot", *white, name="W"), log_dir) as white_bot,
+        open_bot(bot_spec("testbot", *black, name="B"), log_dir, quit_grace_s=QUIT_GRACE_S) as black_bot,
+        open_bot(bot_spec("testbot", *white, name="W"), log_dir, quit_grace_s=QUIT_GRACE_S) as white_bot,
     ):
         record = await run_game("real", black_bot, white_bot, settings, limits=limits)
     GameRecord.model_validate_json(record.model_dump_json())

@@ -523,7 +523,9 @@ def test_lines_never_interleave_under_pings_and_infos_from_two_threads() -> None
             process.stdin.write(m.encode(m.Ping(type="ping", id=ping_id)))
             process.stdin.flush()
             time.sleep(0.005)
-        time.sleep(1.5)  # choose has returned by now
+        deadline = time.monotonic() + TIMEOUT
+        while not any(line.startswith(b'{"type":"move"') for line in lines) and time.monotonic() < deadline:
+            time.sleep(0.02)  # until choose has returned and its move is out
         process.stdin.write(m.encode(QUIT))
         process.stdin.close()
         assert process.wait(TIMEOUT) == 0

@@ -1,4 +1,5 @@
-"""The ladder end to end: real `alternator ladder` processes, real sample bots and test bots, real bubblewrap.
+"""The ladder end to end: real `alternator ladder` processes, real sample bots and test bots, real bubblewrap; the
+organiser's commands beside a running ladder (`add`, `list`, `pause`, ...) go through `referee.cli.main`.
 
 A ladder started plays; entries added while it runs get games; an update plays as a new version while the old one
 is kept; a broken entry is suspended with its reason while the others play on, and can be enabled again; Ctrl-C
@@ -9,6 +10,7 @@ Small boards and a short time per move keep each test to seconds.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import signal
@@ -37,9 +39,17 @@ WAIT_S = 90.0  # generous: the host is shared; nothing here measures speed
 
 
 def alternator(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "referee", *args], capture_output=True, text=True, timeout=60, cwd=ROOT
-    )
+    """`alternator ARGS` run from the repository, as the organiser types it; through `referee.cli.main` in this
+    process (the ladder it talks to is a process of its own): a command's start-up is most of its time."""
+    from referee.cli import main
+
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.chdir(ROOT), contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        try:
+            code = main(list(args))
+        except SystemExit as exit:  # argparse's usage errors
+            code = exit.code if isinstance(exit.code, int) else 2
+    done = subprocess.CompletedProcess(["alternator", *args], code, stdout.getvalue(), stderr.getvalue())
     if check:
         assert done.returncode == 0, done.stderr
     return done

@@ -622,10 +622,6 @@ def test_an_sprt_match_killed_with_sigkill_mid_pair_resumes_to_the_same_figures(
             str(out),
         ]
 
-    reference = subprocess.run(command(tmp_path / "ref"), cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert reference.returncode == 0, reference.stderr
-    expected = load_summary(tmp_path / "ref").statistics
-
     out = tmp_path / "m"
     referee = subprocess.Popen(command(out), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     bots: list[int] = []
@@ -647,7 +643,19 @@ def test_an_sprt_match_killed_with_sigkill_mid_pair_resumes_to_the_same_figures(
         reap_orphans()  # the killed referee's bots, re-parented to this process (a subreaper)
     before = done_count(out)
     assert before % 2 == 1 and not (out / "match.json").exists()
-    resumed = subprocess.run(command(out), cwd=ROOT, capture_output=True, text=True, timeout=120)
+    # The match never stopped, played beside the resumed one (neither is short of time: 10 s a game, 30 ms a move).
+    reference = subprocess.Popen(
+        command(tmp_path / "ref"), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        resumed = subprocess.run(command(out), cwd=ROOT, capture_output=True, text=True, timeout=120)
+        _, reference_err = reference.communicate(timeout=120)
+    finally:
+        if reference.poll() is None:
+            reference.kill()
+            reference.communicate()
+    assert reference.returncode == 0, reference_err
+    expected = load_summary(tmp_path / "ref").statistics
     assert resumed.returncode == 0, resumed.stderr
     assert f"{before} already played" in resumed.stdout
     records = load_records(out)

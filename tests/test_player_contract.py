@@ -9,7 +9,7 @@ which kind it has; this test is what lets it not ask.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -45,18 +45,33 @@ PLAN = make_plan(Path("unused"))
 """The settings of the games (`referee.run.runner.game_settings`: a node limit for the search bot, 10+0, 5x5)."""
 
 
-@pytest.fixture(params=PLAYERS)
-async def player(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Slot]:
+@pytest.fixture(scope="module", params=PLAYERS)
+def kind(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """The kind of player, and for "dask" the address of a scheduler with one worker, started once for the
+    module's tests (each connects a client of its own, as each run does). Module-scoped: the tests run kind by
+    kind, and the cluster is up only while the Dask players' run."""
+    if request.param != "dask":
+        yield request.param, ""
+        return
+    if not HAVE_DASK:
+        pytest.skip("dask is not installed (pip install 'alternator-arena[cluster]')")
+    dask = start_cluster(tmp_path_factory.mktemp("cluster-logs"), workers=1)
+    try:
+        yield "dask", dask.address
+    finally:
+        dask.stop()
+
+
+@pytest.fixture
+async def player(kind: tuple[str, str], tmp_path: Path) -> AsyncIterator[Slot]:
     plan = make_plan(tmp_path / "out")
     slot: Slot
-    if request.param == "dask":
-        if not HAVE_DASK:
-            pytest.skip("dask is not installed (pip install 'alternator-arena[cluster]')")
+    name, address = kind
+    if name == "dask":
         from referee.cluster.config import ClusterConfig
         from referee.cluster.dask import Cluster, ClusterPlayers
 
-        dask = start_cluster(tmp_path / "cluster-logs", workers=1)
-        cluster = await Cluster.connect(ClusterConfig(address=dask.address))
+        cluster = await Cluster.connect(ClusterConfig(address=address))
         try:
             await cluster.preflight(plan.bots, plan.start_timeout_s)
             slot = ClusterPlayers(cluster, plan.bots, plan.start_timeout_s).player(0)
@@ -64,10 +79,9 @@ async def player(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
             await slot.aclose()
         finally:
             await cluster.close()
-            dask.stop()
         return
     # A play loop in this process with one slot; a play worker per slot with two or more.
-    concurrency = 2 if request.param == "process" else 1
+    concurrency = 2 if name == "process" else 1
     slot = LocalPlayers(dataclasses.replace(plan, concurrency=concurrency), tmp_path / "logs").player(0)
     try:
         yield slot
