@@ -152,6 +152,7 @@ def test_a_followed_live_game_shows_its_result_at_its_end(page: Any, tmp_path: P
     feed(out, {"type": "run_started", "kind": "tournament"})
     url, process = start_serve(out)
     try:
+        page.clock.install()  # the page's timers, running in step with this clock until fast-forwarded below
         page.goto(url)
         page.wait_for_selector("body[data-ready]")
         assert page.get_attribute("[data-runstate]", "data-runstate") == "running"
@@ -185,6 +186,8 @@ def test_a_followed_live_game_shows_its_result_at_its_end(page: Any, tmp_path: P
         assert "0-1 White wins" in page.text_content("#viewer .endinfo .result")
         assert "lost on time" in page.text_content("#viewer .endinfo .result")
         assert page.text_content("#viewer [data-why]") == "black (alpha) took 10.2s, its clock had 10s"
+        assert not page.evaluate("() => document.querySelector('#viewer').hidden")
+        page.clock.fast_forward(4000)  # the ended game's result stays on screen for 4 s (report.js FOLLOW_NEXT_MS)
         page.wait_for_function("() => document.querySelector('#viewer').hidden", timeout=15_000)
         # The run ends: the page says so.
         feed(out, {"type": "run_finished", "ended": "completed"})
