@@ -202,12 +202,14 @@ def test_autoplay_plays_the_moves(page: Any, tmp_path: Path) -> None:
 
     synthesize_tournament(tmp_path, 2, seed=3)
     write_report(tmp_path)
+    page.clock.install()
     page.goto((tmp_path / "report.html").as_uri())
     page.wait_for_selector("body[data-ready]")
     page.locator("tr.game").first.click()
     page.wait_for_selector("#viewer .viewer")
     page.locator("#viewer [data-autoplay]").click()  # at the end: it starts again from the first move
     assert page.get_attribute("#viewer [data-autoplay]", "data-autoplay") == "on"
+    page.clock.run_for(1200)  # two moves at 0.6 s a move (viewer.js AUTOPLAY_MS), on the page's clock
     page.wait_for_function("() => Number(document.querySelector('#viewer').dataset.ply) >= 2", timeout=10_000)
     page.keyboard.press(" ")
     assert page.get_attribute("#viewer [data-autoplay]", "data-autoplay") == "off"
