@@ -11,7 +11,8 @@
   tree is as the test found it.
 - `live_pids(pids)` / `pid_alive(pid)`: whether processes still exist (zombies count as gone), for
   checking that grandchildren were killed.
-- `pytest_sessionstart`: the arena's packages compiled to bytecode once, for the Python processes the suite starts.
+- `pytest_sessionstart`: the arena compiled to bytecode once, and `python3` on PATH this Python, for the processes
+  the suite starts.
 """
 
 from __future__ import annotations
@@ -232,17 +233,26 @@ def quick_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(backoff, "HostWatch", CalmHost)
 
 
-# -- bytecode for the processes the suite starts --------------------------------------------------------------
+# -- the Python of the processes the suite starts --------------------------------------------------------------
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """Compile the arena's packages to bytecode (`__pycache__`, ignored by git) where Python would not.
+    """Start the suite's processes as fast as they can start: the arena compiled once, and `python3` this Python.
 
-    With PYTHONDONTWRITEBYTECODE set (as on the hosts the suite runs on) no process keeps what it compiles, and
-    every `python -m referee` command, play worker, ladder, Dask worker and sample bot the suite starts compiled
-    the arena again as it started: 0.6 s of the 1.6 s of a one-game `alternator match`. Bytecode is checked
-    against its source's mtime and size, so an edited module is compiled afresh; the processes still write none.
+    Bytecode: with PYTHONDONTWRITEBYTECODE set (as on the hosts the suite runs on) no process keeps what it
+    compiles, and every `python -m referee` command, play worker, ladder, Dask worker and sample bot the suite
+    starts compiled the arena again as it started: 0.6 s of the 1.6 s of a one-game `alternator match`. Here the
+    packages are compiled to `__pycache__` (ignored by git) once; bytecode is checked against its source's mtime
+    and size, so an edited module is compiled afresh, and the processes still write none.
+
+    PATH: the test bots are commands such as `python3 tests/bots/testbot.py`. The folder of this interpreter (a
+    virtual environment's `bin`) goes first on PATH, as activating the environment does, so that `python3` and
+    `python` are this same Python, not a version manager's shim (pyenv's took 0.1 s to start each bot).
     """
     if sys.dont_write_bytecode and sys.pycache_prefix is None:
         for package in ("referee", "protocol", "sample_bots"):
             compileall.compile_dir(ROOT / package, quiet=1)
+    here = str(Path(sys.executable).parent)
+    path = os.environ.get("PATH", "")
+    if path.split(os.pathsep)[0] != here:
+        os.environ["PATH"] = os.pathsep.join([here, *([path] if path else [])])

@@ -152,6 +152,7 @@ def test_a_followed_live_game_shows_its_result_at_its_end(page: Any, tmp_path: P
     feed(out, {"type": "run_started", "kind": "tournament"})
     url, process = start_serve(out)
     try:
+        page.clock.install()  # the page's timers, running in step with this clock until fast-forwarded below
         page.goto(url)
         page.wait_for_selector("body[data-ready]")
         assert page.get_attribute("[data-runstate]", "data-runstate") == "running"
@@ -185,6 +186,8 @@ def test_a_followed_live_game_shows_its_result_at_its_end(page: Any, tmp_path: P
         assert "0-1 White wins" in page.text_content("#viewer .endinfo .result")
         assert "lost on time" in page.text_content("#viewer .endinfo .result")
         assert page.text_content("#viewer [data-why]") == "black (alpha) took 10.2s, its clock had 10s"
+        assert not page.evaluate("() => document.querySelector('#viewer').hidden")
+        page.clock.fast_forward(4000)  # the ended game's result stays on screen for 4 s (report.js FOLLOW_NEXT_MS)
         page.wait_for_function("() => document.querySelector('#viewer').hidden", timeout=15_000)
         # The run ends: the page says so.
         feed(out, {"type": "run_finished", "ended": "completed"})
@@ -199,12 +202,14 @@ def test_autoplay_plays_the_moves(page: Any, tmp_path: Path) -> None:
 
     synthesize_tournament(tmp_path, 2, seed=3)
     write_report(tmp_path)
+    page.clock.install()
     page.goto((tmp_path / "report.html").as_uri())
     page.wait_for_selector("body[data-ready]")
     page.locator("tr.game").first.click()
     page.wait_for_selector("#viewer .viewer")
     page.locator("#viewer [data-autoplay]").click()  # at the end: it starts again from the first move
     assert page.get_attribute("#viewer [data-autoplay]", "data-autoplay") == "on"
+    page.clock.run_for(1200)  # two moves at 0.6 s a move (viewer.js AUTOPLAY_MS), on the page's clock
     page.wait_for_function("() => Number(document.querySelector('#viewer').dataset.ply) >= 2", timeout=10_000)
     page.keyboard.press(" ")
     assert page.get_attribute("#viewer [data-autoplay]", "data-autoplay") == "off"
